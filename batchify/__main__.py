@@ -1,0 +1,5 @@
+import sys
+
+from batchify.cli import main
+
+sys.exit(main())

@@ -1,0 +1,432 @@
+"""Stage 2: read-only analysis of a parsed module into a :class:`ModuleIR`.
+
+Import aliases are resolved with LibCST's QualifiedNameProvider, module-level
+dependencies with its ScopeProvider; nothing here rewrites code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+
+import libcst as cst
+import libcst.matchers as m
+from libcst._metadata_dependent import LazyValue
+from libcst.metadata import (
+    GlobalScope,
+    MetadataWrapper,
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
+
+from batchify import names
+from batchify.diagnostics import BatchifyError, Diagnostic
+from batchify.ir import Child, Field, Method, ModelClass, ModuleIR
+
+# Attributes and methods the generated batched class defines; a model may not use them.
+RESERVED = frozenset(
+    {"batch_size", "params", "state", "set_params", "set_state", "from_model", "set_batch_size"}
+)
+
+
+class Unwrapped(Mapping):
+    """A metadata mapping whose values LibCST may compute lazily (QualifiedNameProvider does)."""
+
+    def __init__(self, raw: Mapping):
+        self.raw = raw
+
+    def __getitem__(self, key):
+        value = self.raw[key]
+        return value() if isinstance(value, LazyValue) else value
+
+    def __iter__(self):
+        return iter(self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+
+class Analysis:
+    """Holds the metadata of one module and the diagnostics found so far."""
+
+    def __init__(self, module: cst.Module, path: str):
+        self.path = path
+        self.wrapper = MetadataWrapper(module)
+        self.module = self.wrapper.module
+        self.qualified = Unwrapped(self.wrapper.resolve(QualifiedNameProvider))
+        self.positions = self.wrapper.resolve(PositionProvider)
+        self.scopes = self.wrapper.resolve(ScopeProvider)
+        self.parents = self.wrapper.resolve(ParentNodeProvider)
+        self.diagnostics: list[Diagnostic] = []
+
+    # -- helpers -----------------------------------------------------------
+    def qualified_names(self, node: cst.CSTNode) -> set[str]:
+        return {q.name for q in self.qualified.get(node, ())}
+
+    def report(self, node: cst.CSTNode, code: str, message: str) -> None:
+        pos = self.positions[node]
+        self.diagnostics.append(
+            Diagnostic(
+                self.path, pos.start.line, pos.start.column + 1, code, message,
+                pos.end.line, pos.end.column + 1,
+            )
+        )
+
+    def diagnostic(self, node: cst.CSTNode, code: str, message: str) -> Diagnostic:
+        self.report(node, code, message)
+        return self.diagnostics.pop()
+
+    def top_level(self, node: cst.CSTNode) -> cst.CSTNode:
+        while True:
+            parent = self.parents[node]
+            if isinstance(parent, cst.Module):
+                return node
+            node = parent
+
+
+def self_path(node: cst.BaseExpression, self_name: str) -> list[str] | None:
+    """``self.a.b`` -> ``["a", "b"]``; None when the chain does not start at ``self``."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name) and node.value == self_name and parts:
+        return parts[::-1]
+    return None
+
+
+def self_name_of(func: cst.FunctionDef) -> str | None:
+    params = func.params.params or func.params.posonly_params
+    return params[0].name.value if params else None
+
+
+def method_kind(a: Analysis, func: cst.FunctionDef) -> str:
+    for dec in func.decorators:
+        qn = a.qualified_names(dec.decorator)
+        if "builtins.staticmethod" in qn or m.matches(dec.decorator, m.Name("staticmethod")):
+            return "static"
+        if "builtins.classmethod" in qn or m.matches(dec.decorator, m.Name("classmethod")):
+            return "class"
+        if "builtins.property" in qn or m.matches(dec.decorator, m.Name("property")):
+            return "property"
+    return "method"
+
+
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    yield node
+    for child in node.children:
+        yield from walk(child)
+
+
+def find_model_classes(a: Analysis) -> dict[str, cst.ClassDef]:
+    top = [s for s in a.module.body if isinstance(s, cst.ClassDef)]
+    models: dict[str, cst.ClassDef] = {}
+    changed = True
+    while changed:  # a class is a model if a base is a BrainPy model base or a model of this file
+        changed = False
+        for cls in top:
+            if cls.name.value in models:
+                continue
+            for base in cls.bases:
+                qn = a.qualified_names(base.value)
+                local = isinstance(base.value, cst.Name) and base.value.value in models
+                if qn & names.MODEL_BASES or local:
+                    models[cls.name.value] = cls
+                    changed = True
+                    break
+    for cls in top:
+        if cls.name.value in models:
+            continue
+        for base in cls.bases:
+            qn = sorted(q for q in a.qualified_names(base.value) if names.is_builtin_model(q))
+            if qn:
+                a.report(base, "BFY106", f"class {cls.name.value} derives from the BrainPy built-in model {qn[0]}; "
+                         "its Variables are created by BrainPy, not in this file, so batchify cannot see them")
+    return models
+
+
+def model_base(a: Analysis, cls: cst.ClassDef, models: dict[str, cst.ClassDef]) -> str | None:
+    local = [b.value.value for b in cls.bases if isinstance(b.value, cst.Name) and b.value.value in models]
+    return local[0] if local else None
+
+
+class _ClassScan:
+    """Fields and children of one model class, from its ``__init__``."""
+
+    def __init__(self, a: Analysis, cls: cst.ClassDef, models: dict[str, cst.ClassDef]):
+        self.a = a
+        self.cls = cls
+        self.models = models
+        self.fields: list[Field] = []
+        self.children: list[Child] = []
+
+    def functions(self) -> list[cst.FunctionDef]:
+        return [s for s in self.cls.body.body if isinstance(s, cst.FunctionDef)]
+
+    def scan(self) -> None:
+        init = next((f for f in self.functions() if f.name.value == "__init__"), None)
+        direct: set[int] = set()  # ids of Variable constructor calls assigned to self.NAME in __init__
+        if init is not None:
+            me = self_name_of(init)
+            for node in walk(init.body):
+                if isinstance(node, (cst.Assign, cst.AnnAssign)):
+                    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                    if len(targets) == 1 and node.value is not None:
+                        path = self_path(targets[0], me) if me else None
+                        if path is not None and len(path) == 1:
+                            self.classify(path[0], node.value, targets[0], direct)
+        # Every other Variable construction in the class is unsupported for now.
+        for func in self.functions():
+            for node in walk(func):
+                if isinstance(node, cst.Call) and id(node) not in direct:
+                    qn = self.a.qualified_names(node.func)
+                    if qn & (names.STATE_VARIABLES | names.PARAM_VARIABLES):
+                        if func.name.value == "__init__":
+                            self.a.report(node, "BFY102", "this Variable is not assigned directly to an attribute "
+                                          "(self.NAME = bm.Variable(...)); batchify cannot track it")
+                        else:
+                            self.a.report(node, "BFY101", f"a Variable is created in {func.name.value}(); "
+                                          "create every Variable in __init__ and assign to .value elsewhere")
+                    elif qn & names.UNSUPPORTED_VARIABLES and id(node) not in direct:
+                        self.a.report(node, "BFY103", f"{sorted(qn & names.UNSUPPORTED_VARIABLES)[0]} is not supported yet")
+
+    def classify(self, name: str, value: cst.BaseExpression, target: cst.CSTNode, direct: set[int]) -> None:
+        if not isinstance(value, cst.Call):
+            return
+        qn = self.a.qualified_names(value.func)
+        if qn & names.STATE_VARIABLES:
+            self.add_field(Field(name, "state"), target)
+            direct.add(id(value))
+        elif qn & names.PARAM_VARIABLES:
+            self.add_field(Field(name, "param"), target)
+            direct.add(id(value))
+        elif qn & names.UNSUPPORTED_VARIABLES:
+            direct.add(id(value))
+            self.a.report(value, "BFY103", f"self.{name} is a {sorted(qn & names.UNSUPPORTED_VARIABLES)[0]}, "
+                          "which batchify does not batch yet")
+        elif isinstance(value.func, cst.Name) and value.func.value in self.models:
+            self.children.append(Child(name, value.func.value))
+        elif any(names.is_builtin_model(q) for q in qn):
+            builtin = sorted(q for q in qn if names.is_builtin_model(q))[0]
+            self.a.report(value, "BFY104", f"self.{name} is the BrainPy built-in {builtin}; built-in children "
+                          "are not supported yet (write the layer with TrainVars/Variables in this file)")
+        else:
+            for arg in value.args:  # a list/dict/Sequential of models
+                for node in walk(arg.value):
+                    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in self.models:
+                        self.a.report(node, "BFY105", f"self.{name} holds models in a container; "
+                                      "assign each child model to its own attribute")
+                        return
+
+    def add_field(self, f: Field, target: cst.CSTNode) -> None:
+        if any(old.name == f.name for old in self.fields):
+            self.fields = [f if old.name == f.name else old for old in self.fields]
+        else:
+            self.fields.append(f)
+        if f.name in RESERVED:
+            self.a.report(target, "BFY010", f"the generated class defines '{f.name}'; rename self.{f.name}")
+
+
+def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: dict[str, set[str]],
+                methods: set[str], kind: str) -> Method:
+    me = self_name_of(func) if kind in ("method", "property") else None
+    reads: set[str] = set()
+    writes: set[str] = set()
+    self_calls: set[str] = set()
+    child_calls: set[tuple[str, str]] = set()
+    if me is not None:
+        for node in walk(func.body):
+            if isinstance(node, cst.Attribute):
+                path = self_path(node, me)
+                if path and (path[0] in fields or (path[0] in children and len(path) > 1
+                                                    and path[1] not in children[path[0]])):
+                    reads.add(path[0])
+            elif isinstance(node, cst.Call):
+                path = self_path(node.func, me) if isinstance(node.func, (cst.Attribute, cst.Name)) else None
+                if path and len(path) == 1 and path[0] in methods:
+                    self_calls.add(path[0])
+                elif path and len(path) == 1 and path[0] in children:
+                    child_calls.add((path[0], "update"))
+                elif path and len(path) == 2 and path[0] in children and path[1] in children[path[0]]:
+                    child_calls.add((path[0], path[1]))
+                elif m.matches(node.func, m.Attribute(value=m.Call(func=m.Name("super")))):
+                    self_calls.add(node.func.attr.value)
+            elif isinstance(node, (cst.Assign, cst.AugAssign)):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                for target in targets:
+                    for sub in walk(target):
+                        if isinstance(sub, cst.Attribute):
+                            path = self_path(sub, me)
+                            if path and path[0] in fields:
+                                writes.add(path[0])
+    return Method(func.name.value, func, frozenset(reads), frozenset(writes), frozenset(self_calls),
+                  frozenset(child_calls), kind)  # type: ignore[arg-type]
+
+
+def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Iterable[str] = ()) -> ModuleIR:
+    a = Analysis(module, path)
+    models = find_model_classes(a)
+    if not models:
+        raise BatchifyError(a.diagnostics or [Diagnostic(
+            path, 1, 1, "BFY004", "no BrainPy model class found (a class deriving from bp.DynamicalSystem, "
+            "bp.DynSysGroup, bp.dyn.NeuDyn, ... or from another model class of this file)")])
+
+    only = list(dict.fromkeys(only))
+    for name in only:
+        if name not in models:
+            a.diagnostics.append(Diagnostic(path, 1, 1, "BFY005", f"--class {name}: no model class of that name "
+                                            f"(model classes here: {', '.join(sorted(models))})"))
+
+    # Scan fields and children, then order classes so that bases and children come first.
+    scans = {}
+    for name, node in models.items():
+        scan = _ClassScan(a, node, models)
+        scan.scan()
+        scans[name] = scan
+    order: list[str] = []
+
+    def visit(name: str, seen: tuple[str, ...] = ()) -> None:
+        if name in order or name in seen:
+            return
+        base = model_base(a, models[name], models)
+        for dep in ([base] if base else []) + [ch.class_name for ch in scans[name].children]:
+            visit(dep, seen + (name,))
+        order.append(name)
+
+    for name in models:
+        visit(name)
+
+    classes: dict[str, ModelClass] = {}
+    ir = ModuleIR(path, a.module, classes, [], [], frozenset(shared), positions=a.positions, qualified=a.qualified)
+    for name in order:
+        node = models[name]
+        scan = scans[name]
+        cls = ModelClass(name, node, model_base(a, node, models), tuple(scan.fields), tuple(scan.children), {})
+        classes[name] = cls
+        fields = set(ir.field_map(cls))
+        inherited = ir.all_methods(cls)
+        own_names = {f.name.value for f in scan.functions()}
+        children = {ch: set(ir.all_methods(c)) for ch, c in ir.child_map(cls).items()}
+        for func in scan.functions():
+            if func.name.value in RESERVED:
+                a.report(func.name, "BFY010", f"the generated class defines '{func.name.value}'; rename this method")
+            if func.name.value == "__init__":
+                continue
+            kind = method_kind(a, func)
+            cls.methods[func.name.value] = scan_method(a, func, fields, children, set(inherited) | own_names, kind)
+        mark_stateful(ir, cls)
+
+    # Targets: what --class names, plus the bases and children those need.
+    wanted = only or list(models)
+    targets: list[str] = []
+
+    def need(name: str) -> None:
+        cls = classes[name]
+        for dep in ([cls.model_base] if cls.model_base else []) + [ch.class_name for ch in cls.children]:
+            need(dep)
+        if name not in targets:
+            targets.append(name)
+
+    for name in order:
+        if name in wanted:
+            need(name)
+    ir.targets = [n for n in order if n in targets]
+    originals, needed = support_statements(a, [models[n] for n in ir.targets], set(models))
+    ir.support = [_prune_imports(s, needed[id(s)]) for s in originals]
+    ir.source_lines = sorted(a.positions[s].start.line for s in [*originals, *(models[n] for n in ir.targets)])
+    if a.diagnostics:
+        raise BatchifyError(sorted(a.diagnostics, key=lambda d: (d.line, d.column, d.code)))
+    return ir
+
+
+def mark_stateful(ir: ModuleIR, cls: ModelClass) -> None:
+    """A method is stateful if it touches a field or calls something stateful (a fixpoint)."""
+    stateful = set(ir.classes[cls.model_base].stateful) if cls.model_base else set()
+    children = ir.child_map(cls)
+    changed = True
+    while changed:
+        changed = False
+        for method in cls.methods.values():
+            if method.name in stateful:
+                continue
+            if (method.reads or method.writes or method.self_calls & stateful
+                    or any(meth in children[c].stateful for c, meth in method.child_calls)):
+                stateful.add(method.name)
+                changed = True
+    for method in cls.methods.values():  # an override that does not touch state stays plain
+        if method.name in stateful and not (method.reads or method.writes or method.self_calls & stateful
+                                            or any(meth in children[c].stateful for c, meth in method.child_calls)):
+            stateful.discard(method.name)
+    cls.stateful = stateful
+
+
+def support_statements(a: Analysis, classes: list[cst.ClassDef],
+                       model_names: set[str]) -> tuple[list[cst.CSTNode], dict[int, set[str]]]:
+    """Module-level statements (imports, helpers, constants) the classes need, transitively."""
+    global_scope = next(s for s in a.scopes.values() if isinstance(s, GlobalScope))
+    # For each top-level statement, the top-level statements (with the names) its code refers to.
+    uses: dict[int, set[tuple[int, str]]] = {}
+    by_id: dict[int, cst.CSTNode] = {id(s): s for s in a.module.body}
+    access_origin: dict[int, list[tuple[cst.CSTNode, str, cst.CSTNode]]] = {}
+    for scope in {s for s in a.scopes.values() if s is not None}:
+        for access in scope.accesses:
+            for ref in access.referents:
+                if getattr(ref, "scope", None) is not global_scope or not hasattr(ref, "node"):
+                    continue
+                user = a.top_level(access.node)
+                owner = a.top_level(ref.node)
+                uses.setdefault(id(user), set()).add((id(owner), ref.name))
+                access_origin.setdefault(id(user), []).append((access.node, ref.name, owner))
+    needed: dict[int, set[str]] = {}
+    todo = [id(c) for c in classes]
+    seen = set(todo)
+    while todo:
+        current = todo.pop()
+        for owner_id, name in sorted(uses.get(current, ()), key=lambda x: x[1]):
+            owner = by_id[owner_id]
+            if isinstance(owner, cst.ClassDef) and owner.name.value in model_names:
+                continue
+            if owner_id == current:
+                continue
+            if not _copyable(owner):
+                node = next(n for n, nm, o in access_origin[current] if nm == name and o is owner)
+                a.report(node, "BFY012", f"'{name}' is defined only inside a module-level "
+                         f"{type(owner).__name__.lower()} block; define it at module level so the "
+                         "generated module can copy it")
+                continue
+            needed.setdefault(owner_id, set()).add(name)
+            if owner_id not in seen:
+                seen.add(owner_id)
+                todo.append(owner_id)
+    return [s for s in a.module.body if id(s) in needed], needed
+
+
+def _copyable(stmt: cst.CSTNode) -> bool:
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        return True
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return all(isinstance(s, (cst.Import, cst.ImportFrom, cst.Assign, cst.AnnAssign, cst.AugAssign))
+                   for s in stmt.body)
+    return False
+
+
+def _prune_imports(stmt: cst.CSTNode, used: set[str]) -> cst.CSTNode:
+    """Keep only the imported names that are used: ``from x import a, b`` -> ``from x import a``."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return stmt
+    small = stmt.body[0]
+    if not isinstance(small, (cst.Import, cst.ImportFrom)) or isinstance(small.names, cst.ImportStar):
+        return stmt
+
+    def bound(alias: cst.ImportAlias) -> str:
+        if alias.asname is not None:
+            return alias.asname.name.value
+        return cst.Module([]).code_for_node(alias.name).split(".")[0]
+
+    kept = [al for al in small.names if bound(al) in used]
+    if not kept or len(kept) == len(small.names):
+        return stmt
+    kept = [al.with_changes(comma=cst.MaybeSentinel.DEFAULT) for al in kept]
+    return stmt.with_changes(body=[small.with_changes(names=kept, lpar=None, rpar=None)
+                                   if isinstance(small, cst.ImportFrom) else small.with_changes(names=kept)])

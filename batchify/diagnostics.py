@@ -1,0 +1,105 @@
+"""Diagnostics: what batchify reports instead of tracebacks.
+
+Every problem a user can cause is a :class:`Diagnostic` with a stable code; the
+codes, their meaning and their exit status are listed once, in ``CODES``, and
+documented in ``docs/diagnostics.md`` (a test keeps the two in step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+EXIT_OK = 0
+EXIT_FAIL = 1  # stale output, or diagnostics
+EXIT_USAGE = 2
+EXIT_INTERNAL = 123
+
+
+class Code(NamedTuple):
+    summary: str
+    exit_code: int = EXIT_FAIL
+
+
+CODES: dict[str, Code] = {
+    # Input and output.
+    "BFY001": Code("syntax error in the source file"),
+    "BFY002": Code("the source cannot be read (missing, a directory, or no permission)"),
+    "BFY003": Code("the source is not valid UTF-8"),
+    "BFY004": Code("no BrainPy model class in the source"),
+    "BFY005": Code("a class named with --class is not a model class in the source"),
+    "BFY006": Code("the output path is the source path; batchify never overwrites its input", EXIT_USAGE),
+    "BFY007": Code("the output cannot be written"),
+    "BFY008": Code("the output file is stale (--check)"),
+    # Names the generated module needs.
+    "BFY010": Code("the model uses a name that the generated class reserves"),
+    "BFY011": Code("a module-level name clashes with a name the generated module imports"),
+    "BFY012": Code("a name the model uses is not defined at module level (only in a __main__ block, or nowhere)"),
+    # Model structure.
+    "BFY101": Code("a Variable is created outside __init__"),
+    "BFY102": Code("a Variable is created but not assigned directly to a self attribute"),
+    "BFY103": Code("an unsupported Variable container or random state (VarList, VarDict, LengthDelay, RandomState, variable_)"),
+    "BFY104": Code("a BrainPy built-in model is used as a child"),
+    "BFY105": Code("child models are held in a container (list, dict, Sequential)"),
+    "BFY106": Code("the class derives from a concrete BrainPy built-in model"),
+    # Method bodies.
+    "BFY201": Code("a weight (TrainVar / Parameter) is written in a stepping method"),
+    "BFY202": Code("a plain attribute is assigned in a stepping method"),
+    "BFY203": Code("state is written inside a nested function or lambda"),
+    "BFY204": Code("a stateful call sits where it cannot be moved out of the expression"),
+    "BFY205": Code("an unsupported way of writing a Variable"),
+    "BFY206": Code("a random draw in a stepping method (per-example random streams are not supported yet)"),
+    "BFY207": Code("an unsupported signature for a stepping method (*args, **kwargs or keyword-only parameters)"),
+    "BFY208": Code("a property, classmethod or staticmethod reads or writes state"),
+    "BFY209": Code("an attribute is used as a Variable but is not one of the class's Variables"),
+    # batchify's own failure.
+    "BFY900": Code("internal error: the generated module does not compile (please report it)", EXIT_INTERNAL),
+}
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    path: str
+    line: int
+    column: int
+    code: str
+    message: str
+    end_line: int | None = None
+    end_column: int | None = None
+    severity: str = "error"
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:  # a code must be documented before it can be raised
+            raise ValueError(f"undocumented diagnostic code {self.code}")
+
+    @property
+    def exit_code(self) -> int:
+        return CODES[self.code].exit_code
+
+    def format(self) -> str:
+        message = " ".join(self.message.split())  # always one line
+        return f"{self.path}:{self.line}:{self.column}: {self.code} {message}"
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line if self.end_line is not None else self.line,
+            "end_column": self.end_column if self.end_column is not None else self.column,
+            "code": self.code,
+            "message": " ".join(self.message.split()),
+            "severity": self.severity,
+        }
+
+
+class BatchifyError(Exception):
+    """Raised inside the pipeline; carries the diagnostics to report."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        super().__init__("\n".join(d.format() for d in diagnostics))
+        self.diagnostics = diagnostics
+
+
+def exit_code_for(diagnostics: list[Diagnostic]) -> int:
+    return max((d.exit_code for d in diagnostics), default=EXIT_OK)

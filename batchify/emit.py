@@ -1,0 +1,414 @@
+"""Stage 4: render the generated module from the IR with the Jinja templates.
+
+Python decides the content (LibCST renders every piece of code); the templates in
+``templates/`` hold the layout. One Environment, built in one place.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+import libcst as cst
+
+from batchify import __version__
+from batchify.analyse import self_name_of, self_path, walk
+from batchify.diagnostics import BatchifyError, Diagnostic
+from batchify.ir import ModelClass, ModuleIR
+from batchify.names import STATE_VARIABLES
+from batchify.rewrite import Namespace, pure_name, rewrite_method
+
+LINE_LENGTH = 100
+
+# What the generated support code itself imports: binding -> what it is bound to.
+STANDARD_IMPORTS = {"NamedTuple": "typing.NamedTuple", "bm": "brainpy.math", "jax": "jax", "jnp": "jax.numpy"}
+STANDARD_IMPORT_LINES = ("from typing import NamedTuple", "import brainpy.math as bm", "import jax", "import jax.numpy as jnp")
+HELPERS = ("_stack", "_batched", "_unwrap", "_example_axis")
+
+
+def template_dir() -> Path:
+    """``templates/`` inside the installed package, or at the top of a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "templates", here.parent / "templates"):
+        if (candidate / "module.py.jinja").is_file():
+            return candidate
+    raise FileNotFoundError("batchify's templates are missing from this installation")
+
+
+@functools.cache
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(template_dir())),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def statement_code(node: cst.CSTNode) -> str:
+    """A statement's code without the blank lines and comments that led it in the source."""
+    if hasattr(node, "leading_lines"):
+        node = node.with_changes(leading_lines=[])
+    return code(node).strip("\n")
+
+
+def tuple_literal(items: list[str]) -> str:
+    if len(items) == 1:
+        return f'("{items[0]}",)'
+    return "(" + ", ".join(f'"{i}"' for i in items) + ")"
+
+
+def keyword_call(func: str, kwargs: list[tuple[str, str]], indent: int, prefix: str = "") -> str:
+    """``Foo(a=x, b=y)``, wrapped one argument a line when it would pass LINE_LENGTH."""
+    flat = f"{func}({', '.join(f'{k}={v}' for k, v in kwargs)})"
+    if indent + len(prefix) + len(flat) <= LINE_LENGTH or not kwargs:
+        return flat
+    pad = " " * (indent + 4)
+    inner = "".join(f"\n{pad}{k}={v}," for k, v in kwargs)
+    return f"{func}({inner}\n{' ' * indent})"
+
+
+@dataclass
+class FieldLine:
+    name: str
+    annotation: str
+
+
+class ClassEmitter:
+    def __init__(self, ir: ModuleIR, cls: ModelClass):
+        self.ir = ir
+        self.cls = cls
+        self.diagnostics: list[Diagnostic] = []
+
+    def context(self) -> dict:
+        ir, cls = self.ir, self.cls
+        fields = ir.all_fields(cls)
+        children = ir.all_children(cls)
+        child_cls = {ch.name: ir.classes[ch.class_name] for ch in children}
+        params = [f.name for f in fields if f.kind == "param"]
+        state = [f.name for f in fields if f.kind == "state"]
+        return {
+            "name": cls.name,
+            "batched_name": cls.batched_name,
+            "params_name": cls.params_name,
+            "state_name": cls.state_name,
+            "bases": self.bases(),
+            "params": [FieldLine(p, "jax.Array") for p in params]
+            + [FieldLine(ch, child_cls[ch].params_name) for ch in child_cls],
+            "state": [FieldLine(s, "jax.Array") for s in state]
+            + [FieldLine(ch, child_cls[ch].state_name) for ch in child_cls],
+            "state_summary": ", ".join(f"``{s}``" for s in state) or "none",
+            "params_summary": ", ".join(f"``{p}``" for p in params) or "none",
+            "class_body": self.class_body(),
+            "init": self.init(),
+            "replaced": tuple_literal([*state, *child_cls]),
+            "own_state": state,
+            "children": [{"name": ch, "batched_name": c.batched_name} for ch, c in child_cls.items()],
+            "params_value": keyword_call(cls.params_name, [(p, f"self.{p}.value") for p in params]
+                                         + [(ch, f"self.{ch}.params()") for ch in child_cls], 8, "return "),
+            "state_value": keyword_call(cls.state_name, [(s, f"self.{s}.value") for s in state]
+                                        + [(ch, f"self.{ch}.state()") for ch in child_cls], 8, "return "),
+            "set_params": [f"self.{p}.value = params.{p}" for p in params]
+            + [f"self.{ch}.set_params(params.{ch})" for ch in child_cls] or ["pass"],
+            "set_state": [f"self.{s}.value = state.{s}" for s in state]
+            + [f"self.{ch}.set_state(state.{ch})" for ch in child_cls] or ["pass"],
+            "reset_pure": "reset_state" in cls.stateful,
+            "methods": self.methods(),
+        }
+
+    def bases(self) -> str:
+        parts = []
+        for base in self.cls.node.bases:
+            if isinstance(base.value, cst.Name) and base.value.value == self.cls.model_base:
+                parts.append(self.ir.classes[self.cls.model_base].batched_name)
+            else:
+                parts.append(code(base.with_changes(comma=cst.MaybeSentinel.DEFAULT)))
+        return ", ".join(parts)
+
+    def class_body(self) -> list[str]:
+        """Class-level statements other than methods and the docstring (class attributes)."""
+        body = list(self.cls.node.body.body)
+        if body and _is_docstring(body[0]):
+            body = body[1:]
+        return [statement_code(s) for s in body if not isinstance(s, cst.FunctionDef)]
+
+    def init(self) -> str:
+        init = next((s for s in self.cls.node.body.body
+                     if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+        if init is None:  # the class relies on its base's constructor
+            if self.cls.model_base:
+                return ("def __init__(self, *args, batch_size, **kwargs):\n"
+                        "    super().__init__(*args, batch_size=batch_size, **kwargs)")
+            return ("def __init__(self, *args, batch_size, **kwargs):\n"
+                    "    self.batch_size = batch_size\n    super().__init__(*args, **kwargs)")
+        for p in (*init.params.params, *init.params.kwonly_params, *init.params.posonly_params):
+            if p.name.value == "batch_size":
+                self.report(p, "BFY010", "__init__ already has a parameter named 'batch_size', "
+                            "which the batched constructor adds; rename it")
+        return statement_code(init.visit(InitRewriter(self.ir, self.cls, self_name_of(init) or "self")))
+
+    def methods(self) -> list[str]:
+        out = []
+        for method in self.cls.methods.values():
+            if method.name not in self.cls.stateful:
+                out.append(statement_code(method.node))
+                continue
+            pure, diagnostics = rewrite_method(self.ir, self.cls, method)
+            self.diagnostics.extend(diagnostics)
+            out.append(statement_code(pure))
+            if method.name == "reset_state":
+                continue  # the batched reset_state is part of the template
+            if not method.name.startswith("_"):
+                out.append(self.wrapper(method.node))
+        return out
+
+    def wrapper(self, func: cst.FunctionDef) -> str:
+        """The batched drop-in: vmap the pure function over the state and per-example arguments."""
+        args = [p.name.value for p in func.params.params[1:]]
+        self_name = self_name_of(func) or "self"
+        ns = Namespace(func.params)
+        state, out = ns.fresh("state"), ns.fresh("out")
+        axes = ", ".join(["None", "0"] + ["None" if a in self.ir.shared_args else f"_example_axis({a})" for a in args])
+        params = func.params.with_changes(params=[func.params.params[0]] + list(func.params.params[1:]))
+        header = code(func.with_changes(body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])]),
+                                        params=params, leading_lines=[])).strip("\n").rsplit("\n", 1)[0]
+        shared = [a for a in args if a in self.ir.shared_args]
+        per_example = [a for a in args if a not in self.ir.shared_args]
+        doc = f"Batched ``{func.name.value}``: runs ``{pure_name(func.name.value)}`` on every example."
+        lines = [header, f'    """{doc}']
+        if per_example or shared:
+            lines.append("")
+        if per_example:
+            listed = ", ".join(f"``{a}``" for a in per_example)
+            verb = "carries" if len(per_example) == 1 else "carry"
+            lines.append(f"    {listed} {verb} a leading batch axis (a Python scalar is used for every example).")
+        if shared:
+            listed = ", ".join(f"``{a}``" for a in shared)
+            lines.append(f"    {listed} {'is' if len(shared) == 1 else 'are'} shared by every example.")
+        lines[-1] += '"""' if not (per_example or shared) else ""
+        if per_example or shared:
+            lines.append('    """')
+        call_args = ", ".join([f"{self_name}.params()", f"{self_name}.state()", *args])
+        vmap = f"jax.vmap({self_name}.{pure_name(func.name.value)}, in_axes=({axes}))"
+        stmt = f"    {state}, {out} = {vmap}({call_args})"
+        if len(stmt) > LINE_LENGTH:
+            stmt = f"    {state}, {out} = {vmap}(\n        {call_args}\n    )"
+        lines += [stmt, f"    {self_name}.set_state({state})", f"    return {out}"]
+        return "\n".join(lines)
+
+    def report(self, node: cst.CSTNode, code_: str, message: str) -> None:
+        pos = self.ir.positions.get(node)
+        line, col = (pos.start.line, pos.start.column + 1) if pos else (1, 1)
+        self.diagnostics.append(Diagnostic(self.ir.path, line, col, code_, message))
+
+
+class InitRewriter(cst.CSTTransformer):
+    """The original constructor, building a batch: state Variables and children get ``batch_size``."""
+
+    def __init__(self, ir: ModuleIR, cls: ModelClass, self_name: str):
+        super().__init__()
+        self.ir, self.cls, self.self_name = ir, cls, self_name
+        self.state = {f.name for f in cls.fields if f.kind == "state"}
+        self.children = {ch.name: ir.classes[ch.class_name].batched_name for ch in cls.children}
+        self.depth = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.depth += 1
+        return self.depth == 1  # leave nested functions alone
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        self.depth -= 1
+        if self.depth:
+            return updated_node
+        params = updated_node.params
+        batch = cst.Param(cst.Name("batch_size"))
+        star = params.star_arg if params.star_arg not in (cst.MaybeSentinel.DEFAULT, None) else cst.ParamStar()
+        params = params.with_changes(
+            params=[p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in params.params],
+            star_arg=star,
+            kwonly_params=[*params.kwonly_params, batch],
+        )
+        body = list(updated_node.body.body)
+        first = 1 if body and _is_docstring(body[0]) else 0
+        set_batch = cst.parse_statement(f"{self.self_name}.batch_size = batch_size\n")
+        body.insert(first, set_batch)
+        return updated_node.with_changes(params=params, body=updated_node.body.with_changes(body=body))
+
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        if len(original_node.targets) != 1 or not isinstance(original_node.value, cst.Call):
+            return updated_node
+        path = self_path(original_node.targets[0].target, self.self_name)
+        if path is None or len(path) != 1:
+            return updated_node
+        value = original_node.value
+        if path[0] in self.state and {q.name for q in self.ir.qualified.get(value.func, ())} & STATE_VARIABLES:
+            wrapped = cst.Call(cst.Name("_batched"), [cst.Arg(updated_node.value, comma=cst.Comma(
+                whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(cst.Name("batch_size"))])
+            return updated_node.with_changes(value=wrapped)
+        if path[0] in self.children and isinstance(value.func, cst.Name):
+            new_call = updated_node.value
+            args = list(new_call.args)
+            if args:
+                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            args.append(cst.Arg(cst.Name("batch_size"), keyword=cst.Name("batch_size"),
+                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+            return updated_node.with_changes(value=new_call.with_changes(
+                func=cst.Name(self.children[path[0]]), args=args))
+        return updated_node
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        """``super().__init__(...)`` of a same-file model base passes ``batch_size`` on."""
+        func = original_node.func
+        if (self.cls.model_base and isinstance(func, cst.Attribute) and func.attr.value == "__init__"
+                and isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name)
+                and func.value.func.value == "super"):
+            args = list(updated_node.args)
+            if args:
+                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            args.append(cst.Arg(cst.Name("batch_size"), keyword=cst.Name("batch_size"),
+                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+            return updated_node.with_changes(args=args)
+        return updated_node
+
+
+def _is_docstring(stmt: cst.CSTNode) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
+# -- module level ---------------------------------------------------------------------
+
+def import_bindings(stmt: cst.CSTNode) -> list[tuple[str, str, cst.ImportAlias]]:
+    """(bound name, what it is bound to, alias) for each name an import statement binds."""
+    out = []
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return out
+    for small in stmt.body:
+        if isinstance(small, cst.Import):
+            for al in small.names:
+                dotted = code(al.name)
+                if al.asname is not None:
+                    out.append((al.asname.name.value, dotted, al))
+                else:
+                    out.append((dotted.split(".")[0], dotted.split(".")[0], al))
+        elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar) and not small.relative:
+            module = code(small.module) if small.module is not None else ""
+            for al in small.names:
+                nm = code(al.name)
+                bound = al.asname.name.value if al.asname is not None else nm
+                out.append((bound, f"{module}.{nm}", al))
+    return out
+
+
+def support_code(ir: ModuleIR, diagnostics: list[Diagnostic]) -> tuple[str, str]:
+    """The import block and the copied module-level code, laid out as PEP 8 asks."""
+    reserved = set(STANDARD_IMPORTS) | set(HELPERS)
+    for c in ir.targets:
+        cls = ir.classes[c]
+        reserved |= {cls.params_name, cls.state_name, cls.batched_name}
+    imports: list[str] = []
+    rest: list[cst.CSTNode] = []
+    for stmt in ir.support:
+        bindings = import_bindings(stmt)
+        if bindings:
+            keep = []
+            for bound, target, alias in bindings:
+                if STANDARD_IMPORTS.get(bound) == target:
+                    continue  # already imported by the generated module
+                if bound in reserved:
+                    _clash(ir, alias, bound, diagnostics)
+                    continue
+                keep.append(alias)
+            if keep:
+                small = stmt.body[0]
+                keep = [al.with_changes(comma=cst.MaybeSentinel.DEFAULT) for al in keep]
+                if isinstance(small, cst.ImportFrom):
+                    small = small.with_changes(names=keep, lpar=None, rpar=None)
+                else:
+                    small = small.with_changes(names=keep)
+                imports.append(statement_code(stmt.with_changes(body=[small])))
+            continue
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and stmt.name.value in reserved:
+            _clash(ir, stmt.name, stmt.name.value, diagnostics)
+        rest.append(stmt)
+    # Every module-level binding of a reserved name in the source would shadow ours.
+    for stmt in ir.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign):
+                    for t in small.targets:
+                        if isinstance(t.target, cst.Name) and t.target.value in reserved and stmt in ir.support:
+                            _clash(ir, t.target, t.target.value, diagnostics)
+    blocks: list[str] = []
+    previous_simple = False
+    for stmt in rest:
+        text = statement_code(stmt)
+        simple = isinstance(stmt, cst.SimpleStatementLine)
+        if blocks:
+            blocks.append("\n" if simple and previous_simple else "\n\n\n")
+        blocks.append(text)
+        previous_simple = simple
+    return sort_imports([*STANDARD_IMPORT_LINES, *imports]), "".join(blocks)
+
+
+def sort_imports(lines: list[str]) -> str:
+    """Group imports as isort does: __future__, standard library, third party, relative."""
+
+    def module_of(line: str) -> str:
+        words = line.split()
+        return words[1]
+
+    def group(line: str) -> int:
+        module = module_of(line)
+        if module == "__future__":
+            return 0
+        if module.startswith("."):
+            return 3
+        return 1 if module.split(".")[0] in sys.stdlib_module_names else 2
+
+    groups: dict[int, list[str]] = {}
+    for line in dict.fromkeys(lines):
+        groups.setdefault(group(line), []).append(line)
+    blocks = ["\n".join(sorted(g, key=lambda line: (line.startswith("from "), module_of(line), line)))
+              for _, g in sorted(groups.items())]
+    return "\n\n".join(blocks)
+
+
+def _clash(ir: ModuleIR, node: cst.CSTNode, bound: str, diagnostics: list[Diagnostic]) -> None:
+    pos = ir.positions.get(node)
+    line, col = (pos.start.line, pos.start.column + 1) if pos else (1, 1)
+    diagnostics.append(Diagnostic(ir.path, line, col, "BFY011", f"'{bound}' is a name the generated module "
+                                  "defines or imports; rename it in the source"))
+
+
+def emit(ir: ModuleIR, *, source_sha256: str, command: str) -> str:
+    diagnostics: list[Diagnostic] = []
+    classes = []
+    for name in ir.targets:
+        emitter = ClassEmitter(ir, ir.classes[name])
+        classes.append(emitter.context())
+        diagnostics.extend(emitter.diagnostics)
+    imports, support = support_code(ir, diagnostics)
+    if diagnostics:
+        unique = sorted(set(diagnostics), key=lambda d: (d.line, d.column, d.code, d.message))
+        raise BatchifyError(unique)
+    text = environment().get_template("module.py.jinja").render(
+        version=__version__,
+        source_path=ir.path,
+        source_sha256=source_sha256,
+        command=command,
+        imports=imports,
+        support=support,
+        classes=classes,
+    )
+    return text

@@ -1,0 +1,158 @@
+"""Numerical equivalence of a generated batched class with its original (imports jax/brainpy).
+
+The original runs example by example, each from the state it had right after
+construction (restored from a snapshot, not through ``reset_state``, which may
+re-randomise); the generated class runs ``from_model(original, B)`` on the stacked
+inputs. Outputs at every step and final states are compared: floats within
+``rtol``/``atol``, integers and booleans exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import brainpy.math as bm
+import jax
+import numpy as np
+
+
+@dataclass
+class Arg:
+    """One argument of the stepping method: per-example values ``[B, T, ...]``, or shared."""
+
+    per_example: np.ndarray | None = None  # [B, T, ...]
+    shared: Callable[[int], Any] | None = None  # step index -> value shared by the batch
+
+    def example(self, e: int, t: int):
+        return self.per_example[e, t] if self.per_example is not None else self.shared(t)
+
+    def batch(self, t: int):
+        return self.per_example[:, t] if self.per_example is not None else self.shared(t)
+
+
+@dataclass
+class Mismatch:
+    quantity: str  # "output" or "state <name>"
+    step: int | None
+    example: int | None
+    max_abs: float
+    max_rel: float
+
+    def __str__(self) -> str:
+        where = f" at step {self.step}" if self.step is not None else ""
+        who = f", example {self.example}" if self.example is not None else ""
+        return f"{self.quantity}{where}{who}: max abs error {self.max_abs:.3g}, max rel error {self.max_rel:.3g}"
+
+
+@dataclass
+class Report:
+    steps: int
+    batch: int
+    mismatches: list[Mismatch] = field(default_factory=list)
+    max_abs: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+
+def state_vars(obj) -> dict[str, bm.Variable]:
+    """Every non-weight Variable of ``obj`` by its attribute path (``hidden.v``)."""
+    return {k: v for k, v in obj.vars(method="relative").items() if not isinstance(v, bm.TrainVar)}
+
+
+def snapshot(obj) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v.value) for k, v in obj.vars(method="relative").items()}
+
+
+def restore(obj, values: dict[str, np.ndarray]) -> None:
+    for k, v in obj.vars(method="relative").items():
+        v.value = bm.asarray(values[k])
+
+
+def to_numpy(tree):
+    """Leaves as numpy arrays; a BrainPy Array counts as one leaf, like the jax Array it wraps."""
+    return jax.tree.map(np.asarray, tree, is_leaf=lambda x: isinstance(x, bm.Array))
+
+
+def compare(report: Report, quantity: str, step: int | None, want, got, rtol: float, atol: float) -> None:
+    """Compare per-leaf; ``want`` stacked over examples on axis 0, like ``got``."""
+    want_leaves, want_def = jax.tree.flatten(want)
+    got_leaves, got_def = jax.tree.flatten(got)
+    if want_def != got_def:
+        report.mismatches.append(Mismatch(f"{quantity} (structure {want_def} vs {got_def})", step, None,
+                                          float("inf"), float("inf")))
+        return
+    for w, g in zip(want_leaves, got_leaves):
+        w, g = np.asarray(w), np.asarray(g)
+        if w.shape != g.shape:
+            report.mismatches.append(Mismatch(f"{quantity} (shape {w.shape} vs {g.shape})", step, None,
+                                              float("inf"), float("inf")))
+            continue
+        if w.dtype.kind in "biu":
+            bad = w != g
+            if bad.any():
+                example = int(np.argwhere(bad)[0][0]) if bad.ndim else None
+                err = float(np.abs(w.astype(np.int64) - g.astype(np.int64)).max())
+                report.mismatches.append(Mismatch(quantity, step, example, err, float("inf")))
+            continue
+        diff = np.abs(w.astype(np.float64) - g.astype(np.float64))
+        report.max_abs = max(report.max_abs, float(diff.max(initial=0.0)))
+        bad = diff > atol + rtol * np.abs(w)
+        if bad.any():
+            example = int(np.argwhere(bad)[0][0]) if bad.ndim else None
+            rel = float((diff / np.maximum(np.abs(w), 1e-30)).max())
+            report.mismatches.append(Mismatch(quantity, step, example, float(diff.max()), rel))
+
+
+def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int, initial: dict):
+    """Each example alone, from ``initial``: outputs[e][t] and the final state of each example."""
+    outputs, states = [], []
+    for e in range(batch):
+        restore(model, initial)
+        step = getattr(model, method)
+        outputs.append([to_numpy(step(*(a.example(e, t) for a in args))) for t in range(steps)])
+        states.append({k: np.asarray(v.value) for k, v in state_vars(model).items()})
+    restore(model, initial)
+    return outputs, states
+
+
+def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, batch: int, steps: int,
+                      rtol: float = 1e-5, atol: float = 1e-5, driver: str = "eager") -> Report:
+    """Run ``model`` example by example and ``batched_cls.from_model(model, batch)`` on the batch.
+
+    ``driver`` is how the batched class is stepped: ``eager`` (a Python loop) or
+    ``for_loop`` (``bm.for_loop`` over the steps, compiled).
+    """
+    initial = snapshot(model)
+    want_out, want_state = run_original(model, method, args, batch, steps, initial)
+    batched = batched_cls.from_model(model, batch)
+    step = getattr(batched, method)
+    if driver == "eager":
+        got_out = [to_numpy(step(*(a.batch(t) for a in args))) for t in range(steps)]
+    elif driver == "for_loop":
+        def body(t):
+            return step(*(_traced(a, t) for a in args))
+
+        stacked = to_numpy(bm.for_loop(body, np.arange(steps)))
+        got_out = [jax.tree.map(lambda x, t=t: x[t], stacked) for t in range(steps)]
+    else:
+        raise ValueError(f"unknown driver {driver!r}")
+    report = Report(steps, batch)
+    for t in range(steps):
+        want = jax.tree.map(lambda *xs: np.stack(xs), *[want_out[e][t] for e in range(batch)])
+        compare(report, "output", t, want, got_out[t], rtol, atol)
+    got_state = state_vars(batched)
+    for name in want_state[0]:
+        want = np.stack([s[name] for s in want_state])
+        compare(report, f"state {name}", None, want, np.asarray(got_state[name].value), rtol, atol)
+    return report
+
+
+def _traced(arg: Arg, t):
+    """The batch's value of ``arg`` at a traced step index ``t`` (inside bm.for_loop)."""
+    if arg.per_example is not None:
+        return jax.numpy.asarray(arg.per_example)[:, t]
+    return arg.shared(t)

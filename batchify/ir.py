@@ -1,0 +1,105 @@
+"""The small, typed IR that analysis produces and the rewrite and emit stages read.
+
+Nothing here knows about text output; nodes point back into the parsed LibCST tree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping
+from typing import Literal
+
+import libcst as cst
+from libcst.metadata import CodeRange, QualifiedName
+
+FieldKind = Literal["state", "param"]
+
+
+@dataclass(frozen=True)
+class Field:
+    """A Variable created in ``__init__``: ``state`` gets a batch axis, ``param`` is shared."""
+
+    name: str
+    kind: FieldKind
+
+
+@dataclass(frozen=True)
+class Child:
+    """A sub-model attribute whose class is a model class of the same file."""
+
+    name: str
+    class_name: str
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    node: cst.FunctionDef
+    reads: frozenset[str]  # own and inherited fields read directly
+    writes: frozenset[str]  # own and inherited fields written directly
+    self_calls: frozenset[str]  # methods called as self.m(...) or super().m(...)
+    child_calls: frozenset[tuple[str, str]]  # (child, method) called as self.c(...) / self.c.m(...)
+    kind: Literal["method", "static", "class", "property"] = "method"
+
+
+@dataclass
+class ModelClass:
+    name: str
+    node: cst.ClassDef
+    model_base: str | None  # a model class of the same file this one derives from
+    fields: tuple[Field, ...]  # own fields, in creation order
+    children: tuple[Child, ...]  # own children, in creation order
+    methods: dict[str, Method]  # own methods, in source order
+    stateful: set[str] = field(default_factory=set)  # own and inherited stateful methods
+
+    @property
+    def batched_name(self) -> str:
+        return f"{self.name}Batched"
+
+    @property
+    def params_name(self) -> str:
+        return f"{self.name}Params"
+
+    @property
+    def state_name(self) -> str:
+        return f"{self.name}State"
+
+
+@dataclass
+class ModuleIR:
+    path: str
+    module: cst.Module
+    classes: dict[str, ModelClass]  # every model class, bases and children before users
+    targets: list[str]  # classes to emit (targets of --class plus what they need), in order
+    support: list[cst.CSTNode]  # module-level statements the targets need, in source order
+    shared_args: frozenset[str] = frozenset()
+    # First lines of the source statements the targets consist of (classes and support).
+    source_lines: list[int] = field(default_factory=list)
+    # Metadata of the analysed tree, for the rewrite stage's diagnostics and name lookups.
+    positions: Mapping[cst.CSTNode, CodeRange] = field(default_factory=dict)
+    qualified: Mapping[cst.CSTNode, Collection[QualifiedName]] = field(default_factory=dict)
+
+    def chain(self, cls: ModelClass) -> list[ModelClass]:
+        """``cls`` and its same-file model bases, base first."""
+        out = [cls]
+        while out[0].model_base is not None:
+            out.insert(0, self.classes[out[0].model_base])
+        return out
+
+    def all_fields(self, cls: ModelClass) -> tuple[Field, ...]:
+        return tuple(f for c in self.chain(cls) for f in c.fields)
+
+    def all_children(self, cls: ModelClass) -> tuple[Child, ...]:
+        return tuple(ch for c in self.chain(cls) for ch in c.children)
+
+    def all_methods(self, cls: ModelClass) -> dict[str, Method]:
+        out: dict[str, Method] = {}
+        for c in self.chain(cls):
+            out.update(c.methods)
+        return out
+
+    def field_map(self, cls: ModelClass) -> dict[str, Field]:
+        return {f.name: f for f in self.all_fields(cls)}
+
+    def child_map(self, cls: ModelClass) -> dict[str, ModelClass]:
+        return {ch.name: self.classes[ch.class_name] for ch in self.all_children(cls)}

@@ -1,0 +1,558 @@
+"""Stage 3: rewrite a stateful method into a pure single-example function.
+
+``def update(self, x)`` that reads and writes ``self.V`` becomes
+``def update_pure(self, params, state, x)`` that reads ``state.V`` / ``params.w`` and
+returns ``(new_state, result)``:
+
+- reads ``self.V`` / ``self.V.value`` / ``self.child.V``  ->  ``state.V`` / ``state.child.V``
+  (weights read from ``params``);
+- writes ``self.V.value = e``, ``self.V = e``, ``self.V += e``, ``self.V[i] = e``,
+  ``self.V.update(e)``  ->  ``state = state._replace(V=...)``;
+- calls of stateful methods, own (``self.m(x)``, ``super().m(x)``) or a child's
+  (``self.child(x)``, ``self.child.m(x)``), are moved in front of the statement and
+  thread the state: ``state, y = self.m_pure(params, state, x)``;
+- ``return e``  ->  ``return state, e``.
+
+State is rebound, never mutated, so every read sees the latest write, also inside
+closures and on every path through ``if``/``for``; that is what keeps the meaning of
+the single-example body under ``jax.vmap``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from batchify import names
+from batchify.analyse import self_name_of, self_path, walk
+from batchify.diagnostics import Diagnostic
+from batchify.ir import Method, ModelClass, ModuleIR
+
+AUG_OPS: dict[type, type] = {
+    cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
+    cst.DivideAssign: cst.Divide, cst.FloorDivideAssign: cst.FloorDivide, cst.ModuloAssign: cst.Modulo,
+    cst.PowerAssign: cst.Power, cst.MatrixMultiplyAssign: cst.MatrixMultiply, cst.BitAndAssign: cst.BitAnd,
+    cst.BitOrAssign: cst.BitOr, cst.BitXorAssign: cst.BitXor, cst.LeftShiftAssign: cst.LeftShift,
+    cst.RightShiftAssign: cst.RightShift,
+}
+
+
+def pure_name(method: str) -> str:
+    return f"{method}_pure"
+
+
+def name(value: str) -> cst.Name:
+    return cst.Name(value)
+
+
+def attr(base: cst.BaseExpression, *parts: str) -> cst.BaseExpression:
+    for part in parts:
+        base = cst.Attribute(base, cst.Name(part))
+    return base
+
+
+def line(*smalls: cst.BaseSmallStatement) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine(list(smalls))
+
+
+def assign(targets: Sequence[str], value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    target: cst.BaseAssignTargetExpression
+    if len(targets) == 1:
+        target = name(targets[0])
+    else:
+        target = cst.Tuple([cst.Element(name(t)) for t in targets], lpar=[], rpar=[])
+    return line(cst.Assign([cst.AssignTarget(target)], value))
+
+
+def call(func: cst.BaseExpression, args: Sequence[cst.Arg]) -> cst.Call:
+    return cst.Call(func, [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args])
+
+
+class Namespace:
+    """Fresh local names that never shadow a name the method already uses."""
+
+    def __init__(self, node: cst.CSTNode):
+        self.used = {n.value for n in walk(node) if isinstance(n, cst.Name)}
+
+    def fresh(self, base: str) -> str:
+        candidate, n = base, 1
+        while candidate in self.used:
+            n += 1
+            candidate = f"{base}_{n}"
+        self.used.add(candidate)
+        return candidate
+
+
+@dataclass(frozen=True)
+class FieldRef:
+    """A field reached from ``self``: ``children`` is the path of child attributes before it."""
+
+    children: tuple[str, ...]
+    name: str
+    kind: str
+    rest: tuple[str, ...]  # attributes after the field, ``.value`` removed
+
+
+@dataclass
+class Context:
+    ir: ModuleIR
+    cls: ModelClass
+    method: Method
+    self_name: str
+    params: str
+    state: str
+    ns: Namespace
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def report(self, node: cst.CSTNode, code: str, message: str) -> None:
+        pos = self.ir.positions.get(node)
+        line_no, col = (pos.start.line, pos.start.column + 1) if pos else (1, 1)
+        end = (pos.end.line, pos.end.column + 1) if pos else (None, None)
+        self.diagnostics.append(Diagnostic(self.ir.path, line_no, col, code, message, *end))
+
+    def resolve(self, path: Sequence[str]) -> FieldRef | tuple[tuple[str, ...], ModelClass, tuple[str, ...]] | None:
+        """Follow ``path`` through children; a FieldRef, or (children, child class, rest) for a child."""
+        cls, children = self.cls, ()
+        for i, part in enumerate(path):
+            fields = self.ir.field_map(cls)
+            kids = self.ir.child_map(cls)
+            if part in fields:
+                rest = tuple(path[i + 1:])
+                if rest[:1] == ("value",):
+                    rest = rest[1:]
+                return FieldRef(children, part, fields[part].kind, rest)
+            if part in kids:
+                children, cls = children + (part,), kids[part]
+                continue
+            return (children, cls, tuple(path[i:])) if children else None
+        return children, cls, ()
+
+    def field_expr(self, ref: FieldRef, with_rest: bool = True) -> cst.BaseExpression:
+        root = self.state if ref.kind == "state" else self.params
+        return attr(name(root), *ref.children, ref.name, *(ref.rest if with_rest else ()))
+
+    def replace_state(self, children: tuple[str, ...], updates: dict[str, cst.BaseExpression]) -> cst.SimpleStatementLine:
+        """``state = state._replace(c=state.c._replace(V=value))`` for a write under ``children``."""
+
+        def build(depth: int) -> cst.BaseExpression:
+            owner = attr(name(self.state), *children[:depth])
+            if depth == len(children):
+                kwargs = updates
+            else:
+                kwargs = {children[depth]: build(depth + 1)}
+            return cst.Call(attr(owner, "_replace"), [
+                cst.Arg(v, keyword=name(k), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+                for k, v in kwargs.items()])
+
+        return assign([self.state], build(0))
+
+
+class ExprRewriter(cst.CSTTransformer):
+    """Rewrites reads in one expression and moves stateful calls out of it (into ``pre``)."""
+
+    # Inside these, a call may not run at all or run many times, so it cannot be moved out.
+    NO_HOIST = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.IfExp,
+                cst.BooleanOperation, cst.FunctionDef, cst.ClassDef)
+
+    def __init__(self, ctx: Context, hoist: bool = True):
+        super().__init__()
+        self.ctx = ctx
+        self.pre: list[cst.SimpleStatementLine] = []
+        self.hoisted: dict[str, Callable[[str], list[cst.SimpleStatementLine]]] = {}
+        self.blocked = 0 if hoist else 1
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, self.NO_HOIST):
+            self.blocked += 1
+        return super().on_visit(node)
+
+    def on_leave(self, original_node, updated_node):
+        result = super().on_leave(original_node, updated_node)
+        if isinstance(original_node, self.NO_HOIST):
+            self.blocked -= 1
+        return result
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        path = self_path(original_node, self.ctx.self_name)
+        if path is None:
+            return updated_node
+        ref = self.ctx.resolve(path)
+        if isinstance(ref, FieldRef):
+            return self.ctx.field_expr(ref)
+        if ref is None and path[-1] == "value" and len(path) == 2:
+            self.ctx.report(original_node, "BFY209", f"self.{path[0]}.value: '{path[0]}' is not a Variable "
+                            f"created in __init__ of {self.ctx.cls.name}")
+        return updated_node
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        ctx = self.ctx
+        func = original_node.func
+        for q in ctx.ir.qualified.get(func, ()):
+            if q.name.startswith(names.RANDOM_PREFIXES):
+                ctx.report(original_node, "BFY206", f"{q.name} in {ctx.method.name}(): every example needs its "
+                           "own random stream, which batchify does not generate yet")
+                return updated_node
+        target = self.stateful_target(func)
+        if target is None:
+            return updated_node
+        if self.blocked:
+            ctx.report(original_node, "BFY204", "this call changes state, but it sits inside a lambda, "
+                       "comprehension, conditional expression, and/or, while test or elif test; "
+                       "assign its result to a variable in a statement of its own first")
+            return updated_node
+        children, method_name, via_super = target
+        tmp = ctx.ns.fresh(f"{children[-1] if children else method_name}_out")
+        args = list(updated_node.args)
+        child_state = ctx.ns.fresh(f"{children[-1]}_state") if children else ""
+
+        def build(out: str) -> list[cst.SimpleStatementLine]:
+            if not children:
+                owner = cst.Call(name("super")) if via_super else name(ctx.self_name)
+                value = call(attr(owner, pure_name(method_name)),
+                             [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), *args])
+                return [assign([ctx.state, out], value)]
+            value = call(attr(name(ctx.self_name), *children, pure_name(method_name)),
+                         [cst.Arg(attr(name(ctx.params), *children)), cst.Arg(attr(name(ctx.state), *children)), *args])
+            return [assign([child_state, out], value),
+                    ctx.replace_state(children[:-1], {children[-1]: name(child_state)})]
+
+        self.hoisted[tmp] = build
+        self.pre.extend(build(tmp))
+        return name(tmp)
+
+    def stateful_target(self, func: cst.BaseExpression) -> tuple[tuple[str, ...], str, bool] | None:
+        ctx = self.ctx
+        if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call)
+                and isinstance(func.value.func, cst.Name) and func.value.func.value == "super"):
+            base = ctx.cls.model_base
+            if base and func.attr.value in ctx.ir.classes[base].stateful:
+                return (), func.attr.value, True
+            return None
+        path = self_path(func, ctx.self_name)
+        if path is None:
+            return None
+        if len(path) == 1 and path[0] in ctx.cls.stateful:
+            return (), path[0], False
+        ref = ctx.resolve(path)
+        if isinstance(ref, tuple):
+            children, child_cls, rest = ref
+            method_name = rest[0] if len(rest) == 1 else ("update" if not rest else None)
+            if method_name is not None and method_name in child_cls.stateful:
+                return children, method_name, False
+        return None
+
+
+class MethodRewriter:
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    # -- expressions --------------------------------------------------------------
+    def expr(self, node: cst.CSTNode, hoist: bool = True) -> tuple[list[cst.SimpleStatementLine], cst.CSTNode, ExprRewriter]:
+        rewriter = ExprRewriter(self.ctx, hoist)
+        return rewriter.pre, node.visit(rewriter), rewriter
+
+    # -- statements -----------------------------------------------------------------
+    def block(self, body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        out: list[cst.BaseStatement] = []
+        for stmt in body:
+            out.extend(self.statement(stmt))
+        return out
+
+    def statement(self, stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
+        ctx = self.ctx
+        if isinstance(stmt, cst.SimpleStatementLine):
+            out: list[cst.BaseStatement] = []
+            for small in stmt.body:
+                out.extend(self.small(small, stmt))
+            if out:
+                out[0] = out[0].with_changes(leading_lines=stmt.leading_lines)
+                if stmt.trailing_whitespace.comment is not None and isinstance(out[-1], cst.SimpleStatementLine):
+                    out[-1] = out[-1].with_changes(trailing_whitespace=stmt.trailing_whitespace)
+            return out
+        if isinstance(stmt, cst.If):
+            return self.if_(stmt, hoist=True)
+        if isinstance(stmt, cst.For):
+            self.check_no_write(stmt.target, "a for-loop target")
+            pre, iter_, _ = self.expr(stmt.iter)
+            body = self.suite(stmt.body)
+            orelse = stmt.orelse.with_changes(body=self.suite(stmt.orelse.body)) if stmt.orelse else None
+            return [*pre, stmt.with_changes(iter=iter_, body=body, orelse=orelse)]
+        if isinstance(stmt, cst.While):
+            _, test, _ = self.expr(stmt.test, hoist=False)
+            orelse = stmt.orelse.with_changes(body=self.suite(stmt.orelse.body)) if stmt.orelse else None
+            return [stmt.with_changes(test=test, body=self.suite(stmt.body), orelse=orelse)]
+        if isinstance(stmt, cst.With):
+            pre: list[cst.BaseStatement] = []
+            new_items = []
+            for item in stmt.items:
+                p, it, _ = self.expr(item)
+                pre.extend(p)
+                new_items.append(it)
+            return [*pre, stmt.with_changes(items=new_items, body=self.suite(stmt.body))]
+        if isinstance(stmt, cst.Try):
+            return [stmt.with_changes(
+                body=self.suite(stmt.body),
+                handlers=[h.with_changes(body=self.suite(h.body)) for h in stmt.handlers],
+                orelse=stmt.orelse.with_changes(body=self.suite(stmt.orelse.body)) if stmt.orelse else None,
+                finalbody=stmt.finalbody.with_changes(body=self.suite(stmt.finalbody.body)) if stmt.finalbody else None,
+            )]
+        # Nested functions and classes, match statements: reads are rewritten, writes refused.
+        for node in walk(stmt):
+            if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                for target in targets:
+                    if self.writes_field(target):
+                        ctx.report(node, "BFY203", "state is written inside a nested function; BrainPy control "
+                                   "flow with closures (bm.for_loop, bm.cond, ...) is not supported yet")
+        _, new, _ = self.expr(stmt, hoist=False)
+        return [new]
+
+    def if_(self, stmt: cst.If, hoist: bool) -> list[cst.BaseStatement]:
+        pre, test, _ = self.expr(stmt.test, hoist=hoist)
+        orelse = stmt.orelse
+        if isinstance(orelse, cst.If):
+            orelse = self.if_(orelse, hoist=False)[0]
+        elif isinstance(orelse, cst.Else):
+            orelse = orelse.with_changes(body=self.suite(orelse.body))
+        return [*pre, stmt.with_changes(test=test, body=self.suite(stmt.body), orelse=orelse)]
+
+    def suite(self, suite: cst.BaseSuite) -> cst.BaseSuite:
+        if isinstance(suite, cst.IndentedBlock):
+            body = self.block(suite.body)
+            return suite.with_changes(body=body or [line(cst.Pass())])
+        # `if x: a; b` on one line: expand into an indented block.
+        return cst.IndentedBlock(self.block([cst.SimpleStatementLine(suite.body)]) or [line(cst.Pass())])
+
+    # -- small statements --------------------------------------------------------------
+    def small(self, small: cst.BaseSmallStatement, owner: cst.SimpleStatementLine) -> list[cst.BaseStatement]:
+        ctx = self.ctx
+        if isinstance(small, cst.Return):
+            if small.value is None:
+                return [return_state(ctx)]
+            pre, value, _ = self.expr(small.value)
+            elements = [cst.Element(unwrapped(ctx)), cst.Element(value)]
+            if isinstance(value, cst.Tuple) and not value.lpar:  # `return a, b` -> `return state, (a, b)`
+                elements[1] = cst.Element(value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
+            return [*pre, line(cst.Return(cst.Tuple(elements, lpar=[], rpar=[])))]
+        if isinstance(small, cst.Expr):
+            update = self.variable_update(small.value)
+            if update is not None:
+                return update
+            pre, value, rw = self.expr(small.value)
+            if isinstance(value, cst.Name) and value.value in rw.hoisted and pre:
+                return self.rename_last(pre, rw, value.value, ctx.ns.fresh("_") if "_" in ctx.ns.used else "_")
+            return [*pre, line(small.with_changes(value=value))]
+        if isinstance(small, cst.Assign):
+            return self.assign(small)
+        if isinstance(small, cst.AugAssign):
+            return self.aug_assign(small)
+        if isinstance(small, cst.AnnAssign):
+            if small.value is not None and self.field_target(small.target) is not None:
+                return self.assign(cst.Assign([cst.AssignTarget(small.target)], small.value))
+            pre, new, _ = self.expr(small)
+            return [*pre, line(new)]
+        if isinstance(small, cst.Del):
+            self.check_no_write(small.target, "del")
+        pre, new, _ = self.expr(small)
+        return [*pre, line(new)]
+
+    def rename_last(self, pre, rw: ExprRewriter, tmp: str, out: str) -> list[cst.BaseStatement]:
+        """``state, tmp = ...; x = tmp`` -> ``state, x = ...``: the last hoisted call binds ``out``."""
+        built = rw.hoisted[tmp](out)
+        return [*pre[: len(pre) - len(built)], *built]
+
+    def variable_update(self, value: cst.BaseExpression) -> list[cst.BaseStatement] | None:
+        """``self.V.update(e)`` as a statement: a write."""
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+            return None
+        path = self_path(value.func, self.ctx.self_name)
+        if not path or path[-1] not in ("update", "fill_", "copy_", "value_"):
+            return None
+        ref = self.ctx.resolve(path[:-1])
+        if not isinstance(ref, FieldRef) or ref.rest:
+            return None
+        if path[-1] != "update" or len(value.args) != 1:
+            self.ctx.report(value, "BFY205", f"self.{'.'.join(path)}(...) is not supported; assign to "
+                            f"self.{'.'.join(path[:-1])}.value instead")
+            return []
+        if ref.kind == "param":
+            self.ctx.report(value, "BFY201", f"the weight self.{ref.name} is written in {self.ctx.method.name}()")
+            return []
+        pre, new_value, _ = self.expr(value.args[0].value)
+        return [*pre, self.ctx.replace_state(ref.children, {ref.name: new_value})]
+
+    def field_target(self, target: cst.BaseExpression) -> tuple[FieldRef, cst.SubscriptElement | None] | None:
+        """A write target on a field: ``self.V``, ``self.V.value``, ``self.c.V`` or those subscripted."""
+        index = None
+        if isinstance(target, cst.Subscript):
+            index = target.slice
+            target = target.value
+        path = self_path(target, self.ctx.self_name)
+        if path is None:
+            return None
+        ref = self.ctx.resolve(path)
+        if isinstance(ref, FieldRef) and not ref.rest:
+            return ref, index
+        return None
+
+    def writes_field(self, target: cst.BaseExpression) -> bool:
+        for node in walk(target):
+            if isinstance(node, cst.Attribute):
+                path = self_path(node, self.ctx.self_name)
+                if path and isinstance(self.ctx.resolve(path), FieldRef):
+                    return True
+        return False
+
+    def check_no_write(self, target: cst.CSTNode, what: str) -> None:
+        if self.writes_field(target):
+            self.ctx.report(target, "BFY205", f"a Variable as {what} is not supported")
+
+    def plain_attribute(self, target: cst.BaseExpression) -> bool:
+        path = self_path(target, self.ctx.self_name)
+        if path is None:
+            return False
+        ref = self.ctx.resolve(path)
+        if ref is None or (isinstance(ref, tuple) and ref[2]):
+            self.ctx.report(target, "BFY202", f"self.{'.'.join(path)} is assigned in {self.ctx.method.name}(); "
+                            "a plain attribute cannot change per example: make it a bm.Variable in __init__")
+            return True
+        return False
+
+    def write_value(self, ref: FieldRef, index, value: cst.BaseExpression, op: type | None,
+                    node: cst.CSTNode) -> cst.BaseExpression | None:
+        """The new value of the field ``ref`` after ``target (op)= value``."""
+        if ref.kind == "param":
+            self.ctx.report(node, "BFY201", f"the weight self.{ref.name} is written in {self.ctx.method.name}(); "
+                            "weights are shared by every example (online learning rules are not supported yet)")
+            return None
+        current = self.ctx.field_expr(ref, with_rest=False)
+        if index is not None:
+            idx_node = [self.expr(el, hoist=False)[1] for el in index]  # an index only reads
+            if op is not None:
+                value = cst.BinaryOperation(cst.Subscript(current, idx_node), op(), _paren(value))
+            at = cst.Subscript(attr(current, "at"), idx_node)
+            return cst.Call(attr(at, "set"), [cst.Arg(value)])
+        if op is not None:
+            return cst.BinaryOperation(current, op(), _paren(value))
+        return value
+
+    def assign(self, small: cst.Assign) -> list[cst.BaseStatement]:
+        ctx = self.ctx
+        pre, value, rw = self.expr(small.value)
+        targets = [t.target for t in small.targets]
+        # The common case: one target, no state written -> rewrite reads only.
+        if not any(self.writes_field(t) or self.plain_target(t) for t in targets):
+            new_targets = []
+            for t in small.targets:
+                p, nt, _ = self.expr(t)
+                pre.extend(p)
+                new_targets.append(nt)
+            if (len(targets) == 1 and isinstance(targets[0], cst.Name) and isinstance(value, cst.Name)
+                    and value.value in rw.hoisted and pre):
+                return self.rename_last(pre, rw, value.value, targets[0].value)
+            return [*pre, line(small.with_changes(targets=new_targets, value=value))]
+        if len(targets) == 1 and self.field_target(targets[0]) is not None:
+            ref, index = self.field_target(targets[0])
+            new = self.write_value(ref, index, value, None, small)
+            return [*pre, ctx.replace_state(ref.children, {ref.name: new})] if new is not None else pre
+        # Several targets or unpacking: bind temporaries, then write each field.
+        writes: list[tuple[FieldRef, object, str, cst.CSTNode]] = []
+
+        def lower(target: cst.BaseExpression) -> cst.BaseExpression:
+            if isinstance(target, (cst.Tuple, cst.List)):
+                return target.with_changes(elements=[
+                    el.with_changes(value=lower(el.value)) if not isinstance(el, cst.StarredElement)
+                    else self.starred(el) for el in target.elements])
+            found = self.field_target(target)
+            if found is not None:
+                tmp = ctx.ns.fresh(f"new_{found[0].name}")
+                writes.append((found[0], found[1], tmp, target))
+                return name(tmp)
+            _, new_target, _ = self.expr(target)
+            return new_target
+
+        if len(targets) > 1:
+            tmp = ctx.ns.fresh("value")
+            out: list[cst.BaseStatement] = [*pre, assign([tmp], value)]
+            for t in targets:
+                out.append(line(cst.Assign([cst.AssignTarget(lower(t))], name(tmp))))
+        else:
+            out = [*pre, line(cst.Assign([cst.AssignTarget(lower(targets[0]))], value))]
+        for ref, index, tmp, node in writes:
+            new = self.write_value(ref, index, name(tmp), None, node)
+            if new is not None:
+                out.append(ctx.replace_state(ref.children, {ref.name: new}))
+        return out
+
+    def starred(self, el: cst.StarredElement) -> cst.StarredElement:
+        self.check_no_write(el.value, "a starred target")
+        return el
+
+    def plain_target(self, target: cst.BaseExpression) -> bool:
+        for node in walk(target):
+            if isinstance(node, cst.Attribute) and self.plain_attribute(node):
+                return True
+            if isinstance(node, cst.Attribute):
+                break
+        return False
+
+    def aug_assign(self, small: cst.AugAssign) -> list[cst.BaseStatement]:
+        pre, value, _ = self.expr(small.value)
+        found = self.field_target(small.target)
+        if found is None:
+            if not self.plain_target(small.target):
+                p, target, _ = self.expr(small.target)
+                return [*pre, *p, line(small.with_changes(target=target, value=value))]
+            return pre
+        ref, index = found
+        new = self.write_value(ref, index, value, AUG_OPS[type(small.operator)], small)
+        return [*pre, self.ctx.replace_state(ref.children, {ref.name: new})] if new is not None else pre
+
+
+def unwrapped(ctx: Context) -> cst.BaseExpression:
+    """``_unwrap(state)``: bm functions return BrainPy Arrays; the state holds plain jax Arrays."""
+    return cst.Call(name("_unwrap"), [cst.Arg(name(ctx.state))])
+
+
+def return_state(ctx: Context) -> cst.SimpleStatementLine:
+    return line(cst.Return(cst.Tuple([cst.Element(unwrapped(ctx)), cst.Element(name("None"))], lpar=[], rpar=[])))
+
+
+def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """Parenthesise the right operand of a rebuilt ``a op= b`` when precedence needs it."""
+    atoms = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.Imaginary,
+             cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Tuple, cst.List, cst.Dict, cst.Set)
+    if isinstance(expr, atoms) or expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.FunctionDef, list[Diagnostic]]:
+    """The pure single-example version of a stateful method, named ``<method>_pure``."""
+    func = method.node
+    ns = Namespace(func)
+    self_name = self_name_of(func) or "self"
+    ctx = Context(ir, cls, method, self_name, ns.fresh("params"), ns.fresh("state"), ns)
+    if func.params.star_arg not in (cst.MaybeSentinel.DEFAULT, None) or func.params.kwonly_params \
+            or func.params.star_kwarg is not None or func.params.posonly_params:
+        ctx.report(func.name, "BFY207", f"{method.name}() has *args, **kwargs, keyword-only or positional-only "
+                   "parameters; give the stepping method plain parameters")
+    if method.kind != "method":
+        ctx.report(func.name, "BFY208", f"{method.name} is a {method.kind} that touches state; make it a method")
+    body = MethodRewriter(ctx).block(func.body.body)
+    if not body or not isinstance(body[-1], cst.SimpleStatementLine) or not isinstance(body[-1].body[-1], (cst.Return, cst.Raise)):
+        body.append(return_state(ctx))
+    params = list(func.params.params)
+    new_params = [params[0], cst.Param(name(ctx.params)), cst.Param(name(ctx.state)), *params[1:]]
+    new_params = [p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in new_params]
+    pure = func.with_changes(
+        name=name(pure_name(method.name)),
+        params=func.params.with_changes(params=new_params),
+        decorators=[],
+        returns=None,
+        body=func.body.with_changes(body=body),
+        leading_lines=[],
+    )
+    return pure, ctx.diagnostics

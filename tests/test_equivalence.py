@@ -1,0 +1,165 @@
+"""The generated batched class against the original, example by example (B >= 4, T >= 20)."""
+
+from __future__ import annotations
+
+import brainpy as bp
+import brainpy.math as bm
+import jax
+import numpy as np
+import pytest
+from example_specs import SPECS, Spec
+
+from batchify.equivalence import Arg, check_equivalence, snapshot, restore, state_vars
+from batchify.loader import load_generated, load_models
+
+BATCH = 5
+
+
+def load(spec: Spec):
+    original = getattr(load_models(spec.source), spec.cls)
+    batched = getattr(load_generated(spec.generated), f"{spec.cls}Batched")
+    return original, batched
+
+
+def args_for(spec: Spec, batch: int) -> list[Arg]:
+    xs = spec.inputs(batch)
+    args = [Arg(per_example=xs)]
+    if spec.shared_time_index:
+        args.insert(0, Arg(shared=lambda t: t))
+    return args
+
+
+def build(spec: Spec, original, seed: int = 0):
+    bm.random.seed(seed)
+    return original(*spec.init)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.stem)
+@pytest.mark.parametrize("driver", ["eager", "for_loop"])
+def test_batched_matches_original(spec: Spec, driver: str) -> None:
+    original, batched = load(spec)
+    model = build(spec, original)
+    report = check_equivalence(model, batched, spec.method, args_for(spec, BATCH), batch=BATCH,
+                               steps=spec.steps, driver=driver)
+    assert report.ok, "\n".join(map(str, report.mismatches))
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.stem)
+def test_examples_are_not_trivial(spec: Spec) -> None:
+    """The inputs drive every example somewhere: outputs vary over time and across examples."""
+    original, _ = load(spec)
+    model = build(spec, original)
+    initial = snapshot(model)
+    args = args_for(spec, 2)
+    outs = []
+    for e in range(2):
+        restore(model, initial)
+        outs.append([jax.tree.leaves(getattr(model, spec.method)(*(a.example(e, t) for a in args)))[0]
+                     for t in range(spec.steps)])
+    outs = np.asarray(outs, dtype=np.float64)
+    assert outs.std() > 0
+    assert not np.allclose(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.method == "update"], ids=lambda s: s.stem)
+def test_dsrunner_drives_the_batched_class(spec: Spec) -> None:
+    original, batched_cls = load(spec)
+    model = build(spec, original)
+    xs = spec.inputs(BATCH)
+    initial = snapshot(model)
+    want = []
+    for e in range(BATCH):
+        restore(model, initial)
+        want.append([jax.tree.map(np.asarray, model.update(xs[e, t])) for t in range(spec.steps)])
+    restore(model, initial)
+    batched = batched_cls.from_model(model, BATCH)
+    runner = bp.DSRunner(batched, progress_bar=False)
+    got = runner.run(inputs=xs)  # [B, T, ...]: DSRunner sees BatchingMode
+    want = jax.tree.map(lambda *x: np.stack(x), *[jax.tree.map(lambda *s: np.stack(s), *w) for w in want])
+    for w, g in zip(jax.tree.leaves(want), jax.tree.leaves(got)):
+        np.testing.assert_allclose(np.asarray(g, dtype=np.float64), w.astype(np.float64), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.stem)
+def test_reset_state_and_batch_size(spec: Spec) -> None:
+    original, batched_cls = load(spec)
+    model = build(spec, original)
+    batched = batched_cls.from_model(model, BATCH)
+    args = args_for(spec, BATCH)
+    for t in range(3):
+        getattr(batched, spec.method)(*(a.batch(t) for a in args))
+    model.reset_state()
+    want = {k: np.asarray(v.value) for k, v in state_vars(model).items()}
+    batched.reset_state(BATCH + 2)
+    for name, var in state_vars(batched).items():
+        assert var.batch_axis == 0
+        assert var.shape == (BATCH + 2, *want[name].shape)
+        np.testing.assert_array_equal(np.asarray(var.value), np.broadcast_to(want[name], var.shape))
+    assert batched.batch_size == BATCH + 2
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.stem)
+def test_constructor_shapes_and_shared_weights(spec: Spec) -> None:
+    original, batched_cls = load(spec)
+    bm.random.seed(3)
+    model = original(*spec.init)
+    bm.random.seed(3)
+    fresh = batched_cls(*spec.init, batch_size=BATCH)
+    reference = model.vars(method="relative")
+    for name, var in fresh.vars(method="relative").items():
+        want = reference[name]
+        if isinstance(want, bm.TrainVar):
+            assert var.shape == want.shape
+            np.testing.assert_array_equal(np.asarray(var.value), np.asarray(want.value))  # same draws
+        else:
+            assert var.shape == (BATCH, *want.shape) and var.batch_axis == 0
+    shared = batched_cls.from_model(model, BATCH)
+    for name, var in shared.train_vars(method="relative").items():
+        assert var is reference[name]
+
+
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.stem != "lif_population"], ids=lambda s: s.stem)
+def test_bm_grad_through_batched_class_matches_mean_of_original(spec: Spec) -> None:
+    """bm.grad w.r.t. the batched class's train_vars() equals the mean per-example gradient."""
+    original, batched_cls = load(spec)
+    model = build(spec, original)
+    args = args_for(spec, 4)
+    steps = 8
+    initial = snapshot(model)
+    weights = model.train_vars(method="relative")
+    names = sorted(weights)
+
+    def run_loss(obj, pick):
+        total = 0.0
+        for t in range(steps):
+            out = getattr(obj, spec.method)(*(pick(a, t) for a in args))
+            total = total + jax.tree.leaves(out)[0].sum()
+        return total
+
+    per_example = []
+    for e in range(4):
+        restore(model, initial)
+        loss = lambda: run_loss(model, lambda a, t: a.example(e, t))  # noqa: B023,E731
+        grads = bm.grad(loss, grad_vars=[weights[n] for n in names])()
+        per_example.append([np.asarray(g) for g in grads])
+    restore(model, initial)
+    batched = batched_cls.from_model(model, 4)
+    mean_loss = lambda: run_loss(batched, lambda a, t: a.batch(t)) / 4  # noqa: E731
+    train = batched.train_vars(method="relative")
+    got = bm.grad(mean_loss, grad_vars=[train[n] for n in names])()
+    for i, name in enumerate(names):
+        want = np.mean([g[i] for g in per_example], axis=0)
+        np.testing.assert_allclose(np.asarray(got[i]), want, rtol=1e-4, atol=1e-5, err_msg=name)
+        assert np.abs(want).max() > 0, f"gradient of {name} is zero: the test would prove nothing"
+
+
+def test_jit_of_batched_step() -> None:
+    spec = SPECS[2]
+    original, batched_cls = load(spec)
+    model = build(spec, original)
+    batched = batched_cls.from_model(model, BATCH)
+    xs = spec.inputs(BATCH)
+    step = bm.jit(lambda x: batched.update(x))
+    first = step(xs[:, 0])
+    assert first[0].shape == (BATCH, 2)
+    assert batched.h.value.shape == (BATCH, 16)
