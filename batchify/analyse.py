@@ -193,6 +193,7 @@ class _ClassScan:
 
     def classify(self, name: str, value: cst.BaseExpression, target: cst.CSTNode, direct: set[int]) -> None:
         if not isinstance(value, cst.Call):
+            self.check_container(name, value)
             return
         qn = self.a.qualified_names(value.func)
         if qn & names.STATE_VARIABLES:
@@ -212,12 +213,15 @@ class _ClassScan:
             self.a.report(value, "BFY104", f"self.{name} is the BrainPy built-in {builtin}; built-in children "
                           "are not supported yet (write the layer with TrainVars/Variables in this file)")
         else:
-            for arg in value.args:  # a list/dict/Sequential of models
-                for node in walk(arg.value):
-                    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in self.models:
-                        self.a.report(node, "BFY105", f"self.{name} holds models in a container; "
-                                      "assign each child model to its own attribute")
-                        return
+            self.check_container(name, value)
+
+    def check_container(self, name: str, value: cst.BaseExpression) -> None:
+        """Models of this file inside a list, dict, tuple or call: children batchify cannot follow."""
+        for node in walk(value):
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in self.models:
+                self.a.report(node, "BFY105", f"self.{name} holds models in a container; "
+                              "assign each child model to its own attribute")
+                return
 
     def add_field(self, f: Field, target: cst.CSTNode) -> None:
         if any(old.name == f.name for old in self.fields):
@@ -239,6 +243,9 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
         for node in walk(func.body):
             if isinstance(node, cst.Attribute):
                 path = self_path(node, me)
+                if path and len(path) == 2 and path[1] == "value" and path[0] not in fields | set(children):
+                    a.report(node, "BFY209", f"self.{path[0]}.value: '{path[0]}' is not a Variable created in "
+                             "__init__ of this class")
                 if path and (path[0] in fields or (path[0] in children and len(path) > 1
                                                     and path[1] not in children[path[0]])):
                     reads.add(path[0])

@@ -26,8 +26,13 @@ from batchify.pipeline import transform
 STDIO = "-"
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not argparse's usage block
+        raise UsageError(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="batchify",
         description="Rewrite a single-example BrainPy model into a batched, explicit-state module.",
     )
@@ -198,8 +203,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed its one-line usage error
-        return EXIT_USAGE if exc.code else EXIT_OK
+    except UsageError as exc:
+        sys.stderr.write(f"batchify: error: {exc} (see batchify --help)\n")
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help and --version
+        return EXIT_OK if not exc.code else EXIT_USAGE
     try:
         return run(args)
     except BatchifyError as exc:

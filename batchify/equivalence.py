@@ -60,7 +60,8 @@ class Report:
 
 def state_vars(obj) -> dict[str, bm.Variable]:
     """Every non-weight Variable of ``obj`` by its attribute path (``hidden.v``)."""
-    return {k: v for k, v in obj.vars(method="relative").items() if not isinstance(v, bm.TrainVar)}
+    weights = (bm.TrainVar, bm.Parameter)
+    return {k: v for k, v in obj.vars(method="relative").items() if not isinstance(v, weights)}
 
 
 def snapshot(obj) -> dict[str, np.ndarray]:

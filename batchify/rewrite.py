@@ -181,10 +181,7 @@ class ExprRewriter(cst.CSTTransformer):
         ref = self.ctx.resolve(path)
         if isinstance(ref, FieldRef):
             return self.ctx.field_expr(ref)
-        if ref is None and path[-1] == "value" and len(path) == 2:
-            self.ctx.report(original_node, "BFY209", f"self.{path[0]}.value: '{path[0]}' is not a Variable "
-                            f"created in __init__ of {self.ctx.cls.name}")
-        return updated_node
+        return updated_node  # constants and methods stay on self; analysis reported unknown `.value`s
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         ctx = self.ctx
@@ -415,8 +412,10 @@ class MethodRewriter:
             return False
         ref = self.ctx.resolve(path)
         if ref is None or (isinstance(ref, tuple) and ref[2]):
-            self.ctx.report(target, "BFY202", f"self.{'.'.join(path)} is assigned in {self.ctx.method.name}(); "
-                            "a plain attribute cannot change per example: make it a bm.Variable in __init__")
+            self.ctx.report(target, "BFY202", f"self.{'.'.join(path)} is assigned in {self.ctx.method.name}(), but "
+                            f"it is neither a Variable nor a child model created in {self.ctx.cls.name}.__init__; "
+                            "a plain attribute cannot change per example (make it a bm.Variable), and child "
+                            "models passed in as arguments are not supported yet")
             return True
         return False
 
@@ -431,11 +430,11 @@ class MethodRewriter:
         if index is not None:
             idx_node = [self.expr(el, hoist=False)[1] for el in index]  # an index only reads
             if op is not None:
-                value = cst.BinaryOperation(cst.Subscript(current, idx_node), op(), _paren(value))
+                value = cst.BinaryOperation(cst.Subscript(current, idx_node), op(), _paren(value, op))
             at = cst.Subscript(attr(current, "at"), idx_node)
             return cst.Call(attr(at, "set"), [cst.Arg(value)])
         if op is not None:
-            return cst.BinaryOperation(current, op(), _paren(value))
+            return cst.BinaryOperation(current, op(), _paren(value, op))
         return value
 
     def assign(self, small: cst.Assign) -> list[cst.BaseStatement]:
@@ -520,11 +519,27 @@ def return_state(ctx: Context) -> cst.SimpleStatementLine:
     return line(cst.Return(cst.Tuple([cst.Element(unwrapped(ctx)), cst.Element(name("None"))], lpar=[], rpar=[])))
 
 
-def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """Parenthesise the right operand of a rebuilt ``a op= b`` when precedence needs it."""
-    atoms = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.Imaginary,
-             cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Tuple, cst.List, cst.Dict, cst.Set)
-    if isinstance(expr, atoms) or expr.lpar:
+# Binding strength of binary operators (Python's grammar); higher binds tighter.
+PRECEDENCE: dict[type, int] = {
+    cst.BitOr: 1, cst.BitXor: 2, cst.BitAnd: 3, cst.LeftShift: 4, cst.RightShift: 4, cst.Add: 5,
+    cst.Subtract: 5, cst.Multiply: 6, cst.Divide: 6, cst.FloorDivide: 6, cst.Modulo: 6,
+    cst.MatrixMultiply: 6, cst.Power: 8,
+}
+
+
+def _paren(expr: cst.BaseExpression, op: type) -> cst.BaseExpression:
+    """Parenthesise ``b`` in the rebuilt ``a op b`` of ``a op= b`` only where precedence needs it."""
+    if expr.lpar:
+        return expr
+    if isinstance(expr, cst.BinaryOperation):
+        strength = PRECEDENCE[type(expr.operator)]
+    elif isinstance(expr, cst.UnaryOperation):
+        strength = 7
+    elif isinstance(expr, (cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.Lambda, cst.NamedExpr)):
+        strength = 0
+    else:
+        return expr
+    if strength > PRECEDENCE[op] or (strength == 7 and op is not cst.Power):
         return expr
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 

@@ -139,7 +139,7 @@ class RateRNNBatched(bp.DynamicalSystem):
         return _unwrap(state), None
 
     def update_pure(self, params, state, x):
-        state = state._replace(h=state.h + (self.alpha * (-state.h + x @ params.w_in + state.r @ params.w_rec + params.b_rec)))
+        state = state._replace(h=state.h + self.alpha * (-state.h + x @ params.w_in + state.r @ params.w_rec + params.b_rec))
         state = state._replace(r=bm.tanh(state.h))
         return _unwrap(state), (state.r @ params.w_out, state.r)
 

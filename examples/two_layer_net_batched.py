@@ -124,7 +124,7 @@ class DenseLIFBatched(bp.DynamicalSystem):
     def update_pure(self, params, state, x):
         state = state._replace(v=DECAY * state.v + x @ params.w)
         spike = bm.surrogate.arctan(state.v - self.v_th)
-        state = state._replace(v=state.v - (spike * self.v_th))  # soft reset
+        state = state._replace(v=state.v - spike * self.v_th)  # soft reset
         return _unwrap(state), spike
 
     def update(self, x):

@@ -1,0 +1,294 @@
+"""The command line as users call it: real subprocesses, exit codes, files left (or not)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from example_specs import EXAMPLES, SPECS, ROOT
+
+from batchify.diagnostics import CODES
+
+DIAGNOSTIC = re.compile(r"^(?P<path>[^\n]+):(?P<line>\d+):(?P<col>\d+): (?P<code>BFY\d{3}) (?P<msg>.+)$")
+
+GOOD = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Leaky(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.w = bm.TrainVar(bm.ones((n, n)))
+        self.v = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.v.value = 0.9 * self.v + x @ self.w
+        return self.v.value
+'''
+
+
+def batchify(*args: str, cwd: Path | None = None, stdin: bytes | None = None, env=None):
+    return subprocess.run([sys.executable, "-m", "batchify", *args], cwd=cwd, input=stdin,
+                          capture_output=True, env=env)
+
+
+def model(body: str, init: str = "", header: str = "") -> str:
+    """A model whose __init__ ends with ``init`` and whose class body ends with ``body``."""
+    text = GOOD.replace("        self.v = bm.Variable(bm.zeros(n))\n",
+                        "        self.v = bm.Variable(bm.zeros(n))\n" + init)
+    return header + text + body
+
+
+BAD_SOURCES = {
+    "syntax-error": ("def broken(:\n    pass\n", "BFY001"),
+    "no-model-class": ("import numpy as np\n\nclass Plain:\n    pass\n", "BFY004"),
+    "empty-file": ("", "BFY004"),
+    "varlist": (model("", "        self.traces = bm.VarList([bm.zeros(n)])\n"), "BFY103"),
+    "builtin-child": (model("", "        self.fc = bp.dnn.Linear(n, n)\n"), "BFY104"),
+    "children-in-list": (GOOD + "\n\nclass Net(bp.DynSysGroup):\n    def __init__(self):\n        super().__init__()\n"
+                         "        self.layers = [Leaky(2), Leaky(3)]\n", "BFY105"),
+    "builtin-base": ("import brainpy as bp\n\n\nclass MyLif(bp.dyn.Lif):\n    pass\n", "BFY106"),
+    "weight-written": (model("\n    def learn(self, x):\n        self.w += 0.1\n"), "BFY201"),
+    "plain-attribute-written": (model("\n    def count(self, x):\n        self.steps = self.v.sum()\n"), "BFY202"),
+    "write-in-closure": (model("\n    def run(self, xs):\n        def body(x):\n            self.v.value = x\n"
+                               "        return bm.for_loop(body, xs)\n"), "BFY203"),
+    "stateful-call-in-lambda": (model("\n    def twice(self, x):\n        f = lambda: self.update(x)\n        return f()\n"),
+                                "BFY204"),
+    "fill-method": (model("\n    def clear(self):\n        self.v.fill_(0.0)\n"), "BFY205"),
+    "random-draw": (model("\n    def noisy(self, x):\n        self.v += bm.random.normal(size=x.shape)\n"), "BFY206"),
+    "star-args": (model("\n    def many(self, *xs):\n        self.v.value = xs[0]\n"), "BFY207"),
+    "stateful-property": (model("\n    @property\n    def rate(self):\n        return self.v.mean()\n"), "BFY208"),
+    "unknown-variable": (model("\n    def peek(self):\n        return self.u.value\n"), "BFY209"),
+    "variable-outside-init": (model("\n    def reset_state(self, batch_size=None):\n        self.u = bm.Variable(bm.zeros(3))\n"),
+                              "BFY101"),
+    "variable-in-list": (model("", "        self.vs = [bm.Variable(bm.zeros(n))]\n"), "BFY102"),
+    "name-only-in-main": (model("\n    def scaled(self, x):\n        self.v.value = x * SCALE\n")
+                          + "\n\nif __name__ == '__main__':\n    SCALE = 2.0\n", "BFY012"),
+    "reserved-attribute": (model("", "        self.state = bm.Variable(bm.zeros(n))\n"), "BFY010"),
+    "import-clash": (model("\n    def squash(self, x):\n        self.v.value = jnp.tanh(x)\n",
+                           header="import numpy as jnp\n"), "BFY011"),
+    "batch-size-parameter": (GOOD.replace("def __init__(self, n)", "def __init__(self, n, batch_size=1)"), "BFY010"),
+}
+
+
+def files_in(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir()}
+
+
+def assert_one_diagnostic(result, code: str) -> None:
+    err = result.stderr.decode()
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    match = DIAGNOSTIC.match(lines[0])
+    assert match, lines[0]
+    assert match["code"] == code, lines[0]
+    assert result.returncode == CODES[code].exit_code, (result.returncode, err)
+    assert result.stdout == b""
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SOURCES))
+def test_bad_source_gives_one_diagnostic_and_no_file(case: str, tmp_path: Path) -> None:
+    text, code = BAD_SOURCES[case]
+    src = tmp_path / "model.py"
+    src.write_text(text)
+    before = files_in(tmp_path)
+    result = batchify(str(src), "-o", str(tmp_path / "model_batched.py"))
+    assert_one_diagnostic(result, code)
+    assert files_in(tmp_path) == before
+    assert src.read_text() == text
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    result = batchify(str(tmp_path / "nope.py"), "-o", str(tmp_path / "out.py"))
+    assert_one_diagnostic(result, "BFY002")
+    assert files_in(tmp_path) == set()
+
+
+def test_directory_as_source(tmp_path: Path) -> None:
+    result = batchify(str(tmp_path), "-o", str(tmp_path / "out.py"))
+    assert_one_diagnostic(result, "BFY002")
+    assert files_in(tmp_path) == set()
+
+
+def test_non_utf8_source(tmp_path: Path) -> None:
+    src = tmp_path / "latin.py"
+    src.write_bytes(GOOD.encode() + b"# caf\xe9\n")
+    result = batchify(str(src), "-o", str(tmp_path / "out.py"))
+    assert_one_diagnostic(result, "BFY003")
+    assert "latin.py:14:" in result.stderr.decode()
+    assert files_in(tmp_path) == {"latin.py"}
+
+
+def test_source_equal_to_output_is_refused(tmp_path: Path) -> None:
+    src = tmp_path / "model.py"
+    src.write_text(GOOD)
+    for out in (str(src), str(tmp_path / "." / "model.py")):
+        result = batchify(str(src), "-o", out)
+        assert_one_diagnostic(result, "BFY006")
+        assert src.read_text() == GOOD
+
+
+def test_unwritable_output(tmp_path: Path) -> None:
+    src = tmp_path / "model.py"
+    src.write_text(GOOD)
+    result = batchify(str(src), "-o", str(tmp_path / "missing-dir" / "out.py"))
+    assert_one_diagnostic(result, "BFY007")
+    (tmp_path / "taken").mkdir()
+    result = batchify(str(src), "-o", str(tmp_path / "taken"))
+    assert_one_diagnostic(result, "BFY007")
+    assert files_in(tmp_path) == {"model.py", "taken"} and not any((tmp_path / "taken").iterdir())
+
+
+def test_unknown_class(tmp_path: Path) -> None:
+    src = tmp_path / "model.py"
+    src.write_text(GOOD)
+    result = batchify(str(src), "--class", "Nope", "-o", str(tmp_path / "out.py"))
+    assert_one_diagnostic(result, "BFY005")
+    assert "Leaky" in result.stderr.decode()
+
+
+@pytest.mark.parametrize("args", [["--no-such-flag"], ["--format", "xml"], ["--check"], []],
+                         ids=["unknown-flag", "bad-format", "check-without-output", "no-source"])
+def test_usage_errors_exit_2_with_one_line(args: list[str], tmp_path: Path) -> None:
+    src = tmp_path / "model.py"
+    src.write_text(GOOD)
+    result = batchify(*([str(src)] if args != [] else []), *args)
+    err = result.stderr.decode()
+    assert result.returncode == 2
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_failed_run_keeps_existing_output(tmp_path: Path) -> None:
+    src = tmp_path / "model.py"
+    out = tmp_path / "model_batched.py"
+    src.write_text(GOOD)
+    assert batchify(str(src), "-o", str(out)).returncode == 0
+    good = out.read_bytes()
+    src.write_text(GOOD + "\n    def bad(self):\n        self.w += 1\n")
+    result = batchify(str(src), "-o", str(out))
+    assert result.returncode == 1
+    assert out.read_bytes() == good
+    assert files_in(tmp_path) == {"model.py", "model_batched.py"}
+
+
+def test_json_diagnostics(tmp_path: Path) -> None:
+    import json
+
+    src = tmp_path / "model.py"
+    src.write_text(BAD_SOURCES["weight-written"][0])
+    result = batchify(str(src), "--format", "json")
+    payload = json.loads(result.stderr)
+    assert result.returncode == 1 and result.stdout == b""
+    (diag,) = payload["diagnostics"]
+    assert diag["code"] == "BFY201" and diag["line"] == 16 and diag["column"] == 9
+    assert set(diag) == {"path", "line", "column", "end_line", "end_column", "code", "message", "severity"}
+
+
+def test_stdin_to_stdout(tmp_path: Path) -> None:
+    result = batchify("-", stdin=GOOD.encode(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout.decode()
+    assert "class LeakyBatched(bp.DynamicalSystem):" in text
+    assert "# Regenerate: batchify -\n" in text
+    compile(text, "<out>", "exec")
+    bad = batchify("-", "--stdin-filename", "pkg/model.py", stdin=b"x = (", cwd=tmp_path)
+    assert bad.returncode == 1 and bad.stdout == b""
+    assert bad.stderr.decode().startswith("pkg/model.py:1:")
+
+
+def test_check_and_diff(tmp_path: Path) -> None:
+    src = tmp_path / "model.py"
+    out = tmp_path / "model_batched.py"
+    src.write_text(GOOD)
+    missing = batchify(str(src), "-o", str(out), "--check")
+    assert missing.returncode == 1 and "BFY008" in missing.stderr.decode() and not out.exists()
+    assert batchify(str(src), "-o", str(out)).returncode == 0
+    assert batchify(str(src), "-o", str(out), "--check").returncode == 0
+    src.write_text(GOOD.replace("0.9 *", "0.8 *"))
+    before = out.read_bytes()
+    stale = batchify(str(src), "-o", str(out), "--check")
+    assert stale.returncode == 1 and "BFY008" in stale.stderr.decode()
+    diff = batchify(str(src), "-o", str(out), "--diff")
+    assert diff.returncode == 0
+    assert "-        state = state._replace(v=0.9 * state.v" in diff.stdout.decode()
+    assert "+        state = state._replace(v=0.8 * state.v" in diff.stdout.decode()
+    assert out.read_bytes() == before
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.stem)
+def test_examples_compile_are_deterministic_and_checked(spec, tmp_path: Path) -> None:
+    """Two runs (under different hash seeds) give the committed bytes; --check tracks the source."""
+    args = [f"examples/{spec.stem}.py", "-o", f"examples/{spec.stem}_batched.py"]
+    args += [w for name in spec.shared for w in ("--shared", name)]
+    stdout_runs = []
+    for seed in ("0", "12345"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        # --check compares the regenerated bytes with the committed file.
+        assert batchify(*args, "--check", cwd=ROOT, env=env).returncode == 0
+        stdout_runs.append(batchify(*[a for a in args if a not in ("-o", f"examples/{spec.stem}_batched.py")],
+                                    cwd=ROOT, env=env).stdout)
+    assert stdout_runs[0] == stdout_runs[1] and stdout_runs[0]
+    committed = (EXAMPLES / f"{spec.stem}_batched.py").read_text()
+    compile(committed, spec.stem, "exec")
+    assert batchify(*args, "--check", cwd=ROOT).returncode == 0
+    # A copy of the example whose source changes is reported stale.
+    work = tmp_path / "examples"
+    work.mkdir()
+    (tmp_path / "pyproject.toml").write_text("")
+    shutil.copy(spec.source, work)
+    shutil.copy(spec.generated, work)
+    assert batchify(*args, "--check", cwd=tmp_path).returncode == 0
+    with open(work / spec.source.name, "a") as fh:
+        fh.write("\n# touched\n")
+    stale = batchify(*args, "--check", cwd=tmp_path)
+    assert stale.returncode == 1 and "BFY008" in stale.stderr.decode()
+
+
+def test_output_is_idempotent(tmp_path: Path) -> None:
+    src = tmp_path / "model.py"
+    out = tmp_path / "model_batched.py"
+    src.write_text(GOOD)
+    batchify(str(src), "-o", str(out))
+    first = out.read_bytes()
+    batchify(str(src), "-o", str(out))
+    assert out.read_bytes() == first
+
+
+def test_transform_imports_neither_jax_nor_brainpy(tmp_path: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from batchify.cli import main\n"
+        f"rc = main([{str(EXAMPLES / 'two_layer_net.py')!r}, '-o', {str(tmp_path / 'out.py')!r}])\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'brainpy', 'numpy'))\n"
+        "print(rc, heavy)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.stdout.strip() == "0 []", result.stdout + result.stderr
+    assert (tmp_path / "out.py").is_file()
+
+
+def test_every_code_is_documented() -> None:
+    doc = (ROOT / "docs" / "diagnostics.md").read_text()
+    documented = set(re.findall(r"^\| (BFY\d{3}) \|", doc, re.M))
+    assert documented == set(CODES)
+    for code, info in CODES.items():
+        assert re.search(rf"^\| {code} \| {info.exit_code} \|", doc, re.M), code
+
+
+def test_header_names_version_source_hash_and_command() -> None:
+    import hashlib
+
+    from batchify import __version__
+
+    text = (EXAMPLES / "spiking_classifier_batched.py").read_text().splitlines()
+    digest = hashlib.sha256((EXAMPLES / "spiking_classifier.py").read_bytes()).hexdigest()
+    assert text[0] == (f"# Generated by batchify {__version__} from examples/spiking_classifier.py "
+                       f"(sha256 {digest}); do not edit.")
+    assert text[1] == ("# Regenerate: batchify examples/spiking_classifier.py "
+                       "-o examples/spiking_classifier_batched.py --shared i")
