@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 
 import libcst as cst
-import libcst.matchers as m
 from libcst._metadata_dependent import LazyValue
 from libcst.metadata import (
     GlobalScope,
@@ -96,20 +95,25 @@ def self_path(node: cst.BaseExpression, self_name: str) -> list[str] | None:
     return None
 
 
+def is_super_call(func: cst.BaseExpression) -> bool:
+    """``super().m``"""
+    return (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call)
+            and isinstance(func.value.func, cst.Name) and func.value.func.value == "super")
+
+
 def self_name_of(func: cst.FunctionDef) -> str | None:
     params = func.params.params or func.params.posonly_params
     return params[0].name.value if params else None
 
 
 def method_kind(a: Analysis, func: cst.FunctionDef) -> str:
+    kinds = {"staticmethod": "static", "classmethod": "class", "property": "property"}
     for dec in func.decorators:
-        qn = a.qualified_names(dec.decorator)
-        if "builtins.staticmethod" in qn or m.matches(dec.decorator, m.Name("staticmethod")):
-            return "static"
-        if "builtins.classmethod" in qn or m.matches(dec.decorator, m.Name("classmethod")):
-            return "class"
-        if "builtins.property" in qn or m.matches(dec.decorator, m.Name("property")):
-            return "property"
+        for qn in a.qualified_names(dec.decorator):
+            if qn.startswith("builtins.") and qn[9:] in kinds:
+                return kinds[qn[9:]]
+        if isinstance(dec.decorator, cst.Name) and dec.decorator.value in kinds:
+            return kinds[dec.decorator.value]
     return "method"
 
 
@@ -257,7 +261,7 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                     child_calls.add((path[0], "update"))
                 elif path and len(path) == 2 and path[0] in children and path[1] in children[path[0]]:
                     child_calls.add((path[0], path[1]))
-                elif m.matches(node.func, m.Attribute(value=m.Call(func=m.Name("super")))):
+                elif is_super_call(node.func):
                     self_calls.add(node.func.attr.value)
             elif isinstance(node, (cst.Assign, cst.AugAssign)):
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]

@@ -15,7 +15,7 @@ import jinja2
 import libcst as cst
 
 from batchify import __version__
-from batchify.analyse import self_name_of, self_path, walk
+from batchify.analyse import is_super_call, self_name_of, self_path
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.ir import ModelClass, ModuleIR
 from batchify.names import STATE_VARIABLES
@@ -268,9 +268,7 @@ class InitRewriter(cst.CSTTransformer):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
         """``super().__init__(...)`` of a same-file model base passes ``batch_size`` on."""
         func = original_node.func
-        if (self.cls.model_base and isinstance(func, cst.Attribute) and func.attr.value == "__init__"
-                and isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name)
-                and func.value.func.value == "super"):
+        if self.cls.model_base and is_super_call(func) and func.attr.value == "__init__":
             args = list(updated_node.args)
             if args:
                 args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))

@@ -108,33 +108,52 @@ def compare(report: Report, quantity: str, step: int | None, want, got, rtol: fl
             report.mismatches.append(Mismatch(quantity, step, example, float(diff.max()), rel))
 
 
-def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int, initial: dict):
+def tick(dt: float | None, t) -> None:
+    """Set BrainPy's shared clock for step ``t``, as DSRunner does (no-op without ``dt``)."""
+    if dt is not None:
+        import brainpy as bp
+
+        bp.share.save(i=t, t=t * dt, dt=dt)
+
+
+def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int, initial: dict,
+                 dt: float | None = None):
     """Each example alone, from ``initial``: outputs[e][t] and the final state of each example."""
     outputs, states = [], []
     for e in range(batch):
         restore(model, initial)
         step = getattr(model, method)
-        outputs.append([to_numpy(step(*(a.example(e, t) for a in args))) for t in range(steps)])
+        per_step = []
+        for t in range(steps):
+            tick(dt, t)
+            per_step.append(to_numpy(step(*(a.example(e, t) for a in args))))
+        outputs.append(per_step)
         states.append({k: np.asarray(v.value) for k, v in state_vars(model).items()})
     restore(model, initial)
     return outputs, states
 
 
 def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, batch: int, steps: int,
-                      rtol: float = 1e-5, atol: float = 1e-5, driver: str = "eager") -> Report:
+                      rtol: float = 1e-5, atol: float = 1e-5, driver: str = "eager",
+                      dt: float | None = None) -> Report:
     """Run ``model`` example by example and ``batched_cls.from_model(model, batch)`` on the batch.
 
     ``driver`` is how the batched class is stepped: ``eager`` (a Python loop) or
-    ``for_loop`` (``bm.for_loop`` over the steps, compiled).
+    ``for_loop`` (``bm.for_loop`` over the steps, compiled). With ``dt``, BrainPy's shared
+    clock (``bp.share``: ``i``, ``t``, ``dt``) is set before every step, as DSRunner does.
     """
     initial = snapshot(model)
-    want_out, want_state = run_original(model, method, args, batch, steps, initial)
+    want_out, want_state = run_original(model, method, args, batch, steps, initial, dt)
     batched = batched_cls.from_model(model, batch)
     step = getattr(batched, method)
     if driver == "eager":
-        got_out = [to_numpy(step(*(a.batch(t) for a in args))) for t in range(steps)]
+        got_out = []
+        for t in range(steps):
+            tick(dt, t)
+            got_out.append(to_numpy(step(*(a.batch(t) for a in args))))
     elif driver == "for_loop":
         def body(t):
+            tick(dt, t)
             return step(*(_traced(a, t) for a in args))
 
         stacked = to_numpy(bm.for_loop(body, np.arange(steps)))

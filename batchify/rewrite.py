@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from batchify import names
-from batchify.analyse import self_name_of, self_path, walk
+from batchify.analyse import is_super_call, self_name_of, self_path, walk
 from batchify.diagnostics import Diagnostic
 from batchify.ir import Method, ModelClass, ModuleIR
 
@@ -74,7 +74,9 @@ class Namespace:
     """Fresh local names that never shadow a name the method already uses."""
 
     def __init__(self, node: cst.CSTNode):
-        self.used = {n.value for n in walk(node) if isinstance(n, cst.Name)}
+        nodes = list(walk(node))
+        attributes = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}  # `x.value` binds no `value`
+        self.used = {n.value for n in nodes if isinstance(n, cst.Name) and id(n) not in attributes}
 
     def fresh(self, base: str) -> str:
         candidate, n = base, 1
@@ -221,8 +223,7 @@ class ExprRewriter(cst.CSTTransformer):
 
     def stateful_target(self, func: cst.BaseExpression) -> tuple[tuple[str, ...], str, bool] | None:
         ctx = self.ctx
-        if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call)
-                and isinstance(func.value.func, cst.Name) and func.value.func.value == "super"):
+        if is_super_call(func):
             base = ctx.cls.model_base
             if base and func.attr.value in ctx.ir.classes[base].stateful:
                 return (), func.attr.value, True

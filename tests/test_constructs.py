@@ -16,13 +16,14 @@ from batchify.loader import load_generated, load_models
 MODELS = Path(__file__).resolve().parent / "models"
 
 CASES = {
-    # id: (file, class, constructor args, method, per-example input sizes, extra shared args)
+    # id: (file, class, constructor args, method, per-example input sizes, extra shared args[, dt, scale])
     "cell": ("aliases_and_helpers", "Cell", (6,), "update", [6], ()),
     "cell-plain": ("aliases_and_helpers", "Cell", (6, "plain"), "update", [6], ()),
     "cell-gain": ("aliases_and_helpers", "Cell", (6,), "update", [6, None], (0.7,)),
     "derived": ("inherit_and_nest", "Derived", (4,), "update", [4], ()),
     "pop": ("inherit_and_nest", "Pop", (5,), "update", [5], ()),
     "circuit": ("inherit_and_nest", "Circuit", (4, 6), "update", [4], ()),
+    "odeint-share": ("odeint_share", "LIF", (6,), "update", [6], (), 0.1, 200.0),
 }
 
 
@@ -36,11 +37,12 @@ def generate(stem: str, tmp_path: Path) -> Path:
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("driver", ["eager", "for_loop"])
 def test_construct_equivalence(case: str, driver: str, tmp_path: Path) -> None:
-    stem, cls, init, method, sizes, scalars = CASES[case]
+    stem, cls, init, method, sizes, scalars, *clock = CASES[case]
+    dt, scale = clock if clock else (None, 3.0)
     original = getattr(load_models(MODELS / f"{stem}.py", f"orig_{stem}_{case}"), cls)
     batched = getattr(load_generated(generate(stem, tmp_path), f"gen_{stem}_{case}_{driver}"), f"{cls}Batched")
     rng = np.random.default_rng(1)
-    steps, batch = 20, 4
+    steps, batch = 40, 4
     args = []
     scalar_iter = iter(scalars)
     for size in sizes:
@@ -48,8 +50,21 @@ def test_construct_equivalence(case: str, driver: str, tmp_path: Path) -> None:
             value = next(scalar_iter)
             args.append(Arg(shared=lambda t, v=value: v))
         else:
-            args.append(Arg(per_example=(rng.random((batch, steps, size)) * 3.0 - 0.5).astype(np.float32)))
+            args.append(Arg(per_example=(rng.random((batch, steps, size)) * scale - 0.5).astype(np.float32)))
     bm.random.seed(0)
     model = original(*init)
-    report = check_equivalence(model, batched, method, args, batch=batch, steps=steps, driver=driver)
+    report = check_equivalence(model, batched, method, args, batch=batch, steps=steps, driver=driver, dt=dt)
     assert report.ok, "\n".join(map(str, report.mismatches))
+
+
+def test_odeint_model_spikes_and_refracts() -> None:
+    """The odeint-share case is not vacuous: neurons spike, then stay refractory."""
+    model = load_models(MODELS / "odeint_share.py", "orig_odeint_probe").LIF(3)
+    import brainpy as bp
+
+    spikes = []
+    for t in range(40):
+        bp.share.save(i=t, t=t * 0.1, dt=0.1)
+        spikes.append(np.asarray(model.update(np.full(3, 199.5, np.float32))))
+    spikes = np.asarray(spikes)
+    assert 1 <= spikes.sum(axis=0).min() and spikes.sum(axis=0).max() < 40

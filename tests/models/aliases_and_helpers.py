@@ -25,6 +25,10 @@ class Cell(brainpy.DynamicalSystem):
         self.c = brainpy.math.Variable(bpm.ones(n), dtype=bpm.float32)
         self.count = Variable(bpm.zeros(n, dtype=bpm.int32))
         self.last = bpm.Variable(bpm.zeros(n, dtype=bool))
+        self.z = Variable(n)  # from a size: zeros
+
+    def reset_state(self, batch_size=None):
+        self.z.value = bpm.zeros(self.n)
 
     def drive(self, x):
         """Reads state and weights, writes nothing."""
@@ -44,6 +48,7 @@ class Cell(brainpy.DynamicalSystem):
         self.count[0] = 7
         self.c[1:3] += 0.5
         self.last.update(a > 0.2)
+        self.z += self.last
         if self.mode_name == "plain":
             return a
         self.a = bpm.tanh(self.a)

@@ -1,0 +1,75 @@
+"""batchify's cost against a bare LibCST round trip of the same file, measured in one run.
+
+For each bundled example:
+  command ratio   = `python -m batchify SRC -o OUT` wall time
+                    / `python -c "parse_module(SRC).code"` wall time   (both whole processes)
+  in-process ratio = batchify.transform(SRC) / libcst.parse_module(SRC).code   (both warm)
+Medians over --repeat runs. Usage: python bench/transform_bench.py [--repeat 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import libcst
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from batchify import transform  # noqa: E402
+
+EXAMPLES = [p for p in sorted((ROOT / "examples").glob("*.py")) if not p.stem.endswith("_batched")]
+BARE = "import libcst, sys; libcst.parse_module(open(sys.argv[1], encoding='utf-8').read()).code"
+
+
+def shared_args(path: Path) -> list[str]:
+    header = (path.with_name(f"{path.stem}_batched.py")).read_text().splitlines()[1].split()
+    return [w for i, w in enumerate(header) if i and header[i - 1] == "--shared" for w in ("--shared", w)]
+
+
+def wall(cmd: list[str], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def warm(fn, repeat: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=7)
+    repeat = parser.parse_args().repeat
+    print(f"{'example':24} {'lines':>5} {'batchify':>9} {'bare':>7} {'ratio':>6} | {'transform':>9} {'parse+code':>10} {'ratio':>6}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for src in EXAMPLES:
+            out = Path(tmp) / f"{src.stem}_batched.py"
+            cmd = [sys.executable, "-m", "batchify", str(src), "-o", str(out), *shared_args(src)]
+            t_cmd = wall(cmd, repeat)
+            t_bare = wall([sys.executable, "-c", BARE, str(src)], repeat)
+            data = src.read_bytes()
+            text = data.decode()
+            t_tr = warm(lambda: transform(data, src.name, command="batchify"), repeat)
+            t_cst = warm(lambda: libcst.parse_module(text).code, repeat)
+            print(f"{src.stem:24} {text.count(chr(10)):5d} {t_cmd*1e3:7.0f}ms {t_bare*1e3:5.0f}ms {t_cmd/t_bare:6.2f} | "
+                  f"{t_tr*1e3:7.1f}ms {t_cst*1e3:8.1f}ms {t_tr/t_cst:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
