@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import hashlib
 import json
 import os
+import re
 import shlex
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from batchify import __version__
@@ -48,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--diff", action="store_true", help="write nothing; print a unified diff of OUT against the new output")
     p.add_argument("--format", choices=("text", "json"), default="text", help="how diagnostics are printed on stderr")
     p.add_argument("--stdin-filename", metavar="PATH", help="the path to report for a source read from standard input")
+    p.add_argument("--absolute-paths", action="store_true", help="report absolute paths in diagnostics")
+    p.add_argument("--verify", action="store_true",
+                   help="after writing OUT, check it numerically against SRC (imports jax and brainpy)")
     p.add_argument("--version", action="version", version=f"batchify {__version__}")
     return p
 
@@ -154,48 +160,96 @@ def report(diagnostics: list[Diagnostic], fmt: str) -> None:
             sys.stderr.write(d.format() + "\n")
 
 
+@dataclass(frozen=True)
+class Job:
+    """One source to transform: where it is, where it goes, how both are shown."""
+
+    src: Path | None  # None: standard input
+    out: Path | None  # None: standard output
+    src_shown: str  # in the header and the regeneration command: relative to the project root
+    out_shown: str | None
+    src_report: str  # in diagnostics: the same, or absolute with --absolute-paths
+    out_report: str | None
+    classes: tuple[str, ...] = ()
+    shared: tuple[str, ...] = ()
+
+    @property
+    def command(self) -> str:
+        return regenerate_command(self.src_shown if self.src is not None else STDIO, self.out_shown,
+                                  list(self.classes), list(self.shared))
+
+
+def make_job(src: Path | None, out: Path | None, *, classes=(), shared=(), stdin_filename: str | None = None,
+             absolute: bool = False) -> Job:
+    named = src if src is not None else Path(stdin_filename) if stdin_filename else None
+    root = project_root((named.parent if named is not None else Path(".")).resolve())
+    src_shown = display_path(named, root) if named is not None else "<stdin>"
+    out_shown = display_path(out, root) if out is not None else None
+
+    def report_path(path: Path | None, shown: str | None) -> str | None:
+        return str(path.resolve()) if absolute and path is not None else shown
+
+    return Job(src, out, src_shown, out_shown, report_path(named, src_shown), report_path(out, out_shown),
+               tuple(sorted(dict.fromkeys(classes))), tuple(sorted(dict.fromkeys(shared))))
+
+
+def generate(job: Job, source: bytes) -> str:
+    return transform(source, job.src_report, header_path=job.src_shown, classes=job.classes,
+                     shared=job.shared, command=job.command).text
+
+
+def current_output(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def stale_reason(current: str | None, source: bytes) -> str:
+    """Why a committed output differs: a missing file, a changed source, or a changed generator."""
+    if current is None:
+        return "is missing"
+    match = re.search(r"\(sha256 ([0-9a-f]{64})\)", current.split("\n", 1)[0])
+    if match is None or match.group(1) != hashlib.sha256(source).hexdigest():
+        return "is stale: its source changed since it was generated"
+    return "is stale: this batchify version or these options generate different code"
+
+
 def run(args: argparse.Namespace) -> int:
     stdin_source = args.src == STDIO
-    src_path = Path(args.stdin_filename or "<stdin>") if stdin_source else Path(args.src)
-    to_stdout = args.output == STDIO
-    out_path = None if to_stdout else Path(args.output)
-    root = project_root((src_path.parent if not stdin_source else Path.cwd()).resolve())
-    src_shown = (args.stdin_filename or "<stdin>") if stdin_source and not args.stdin_filename \
-        else display_path(src_path, root)
-    out_shown = display_path(out_path, root) if out_path is not None else None
-
-    if out_path is not None and not stdin_source and same_file(src_path, out_path):
-        raise BatchifyError([Diagnostic(src_shown, 1, 1, "BFY006",
+    job = make_job(None if stdin_source else Path(args.src), None if args.output == STDIO else Path(args.output),
+                   classes=args.classes, shared=args.shared, stdin_filename=args.stdin_filename,
+                   absolute=args.absolute_paths)
+    if job.out is not None and job.src is not None and same_file(job.src, job.out):
+        raise BatchifyError([Diagnostic(job.src_report, 1, 1, "BFY006",
                                         "the output path is the source path; batchify never overwrites its input")])
-    if (args.check or args.diff) and out_path is None:
+    if (args.check or args.diff) and job.out is None:
         raise UsageError("--check and --diff need an output file (-o OUT)")
 
-    source = read_source(args.src, src_shown)
-    classes = sorted(dict.fromkeys(args.classes))
-    shared = sorted(dict.fromkeys(args.shared))
-    command = regenerate_command(src_shown if not stdin_source else STDIO, out_shown, classes, shared)
-    result = transform(source, src_shown, classes=classes, shared=shared, command=command)
+    source = read_source(args.src, job.src_report)
+    text = generate(job, source)
 
     if args.check or args.diff:
-        try:
-            current = out_path.read_text(encoding="utf-8") if out_path.is_file() else None
-        except (OSError, UnicodeDecodeError):
-            current = None
-        stale = current != result.text
+        current = current_output(job.out)
+        stale = current != text
         if args.diff and stale:
             sys.stdout.writelines(difflib.unified_diff(
-                (current or "").splitlines(keepends=True), result.text.splitlines(keepends=True),
-                fromfile=out_shown, tofile=f"{out_shown} (regenerated)"))
+                (current or "").splitlines(keepends=True), text.splitlines(keepends=True),
+                fromfile=job.out_shown, tofile=f"{job.out_shown} (regenerated)"))
         if args.check and stale:
-            what = "is missing" if current is None else "is stale"
-            report([Diagnostic(out_shown, 1, 1, "BFY008", f"{what}; regenerate with: {command}")], args.format)
+            report([Diagnostic(job.out_report, 1, 1, "BFY008",
+                               f"{stale_reason(current, source)}; regenerate with: {job.command}")], args.format)
             return EXIT_FAIL
         return EXIT_OK
-    if out_path is None:
-        sys.stdout.write(result.text)
+    if job.out is None:
+        sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        write_atomically(out_path, result.text, out_shown)
+        write_atomically(job.out, text, job.out_report)
+    if args.verify:
+        from batchify.verify_cli import verify_job  # imports jax and brainpy: only on request
+
+        return verify_job(job, args)
     return EXIT_OK
 
 

@@ -389,7 +389,7 @@ def _clash(ir: ModuleIR, node: cst.CSTNode, bound: str, diagnostics: list[Diagno
                                   "defines or imports; rename it in the source"))
 
 
-def emit(ir: ModuleIR, *, source_sha256: str, command: str) -> str:
+def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str) -> str:
     diagnostics: list[Diagnostic] = []
     classes = []
     for name in ir.targets:
@@ -402,7 +402,7 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str) -> str:
         raise BatchifyError(unique)
     text = environment().get_template("module.py.jinja").render(
         version=__version__,
-        source_path=ir.path,
+        source_path=source_path,
         source_sha256=source_sha256,
         command=command,
         imports=imports,

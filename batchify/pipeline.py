@@ -28,11 +28,17 @@ def transform(
     classes: Iterable[str] = (),
     shared: Iterable[str] = (),
     command: str,
+    header_path: str | None = None,
 ) -> TransformResult:
-    """Generate the batched module for ``source``; raises BatchifyError with diagnostics."""
+    """Generate the batched module for ``source``; raises BatchifyError with diagnostics.
+
+    ``path`` is what diagnostics name; ``header_path`` (default: ``path``) is what the
+    generated module's header names.
+    """
     text = decode(source, path)
     module = parse(text, path)
     ir = analyse(module, path, only=classes, shared=shared)
-    out = emit(ir, source_sha256=hashlib.sha256(source).hexdigest(), command=command)
+    out = emit(ir, source_sha256=hashlib.sha256(source).hexdigest(), command=command,
+               source_path=header_path or path)
     validate(out, path)
     return TransformResult(out, tuple(ir.targets))
