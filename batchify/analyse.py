@@ -25,7 +25,7 @@ from batchify.ir import Child, Field, Method, ModelClass, ModuleIR
 
 # Attributes and methods the generated batched class defines; a model may not use them.
 RESERVED = frozenset(
-    {"batch_size", "params", "state", "set_params", "set_state", "from_model", "set_batch_size"}
+    {"batch_size", "params", "state", "set_params", "set_state", "from_model", "set_batch_size", "rng_key"}
 )
 
 
@@ -243,8 +243,11 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
     writes: set[str] = set()
     self_calls: set[str] = set()
     child_calls: set[tuple[str, str]] = set()
+    draws = False
     if me is not None:
         for node in walk(func.body):
+            if isinstance(node, cst.Call) and not any(arg.keyword and arg.keyword.value == "key" for arg in node.args):
+                draws = draws or any(names.random_sampler(q) for q in a.qualified_names(node.func))
             if isinstance(node, cst.Attribute):
                 path = self_path(node, me)
                 if path and len(path) == 2 and path[1] == "value" and path[0] not in fields | set(children):
@@ -272,7 +275,7 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                             if path and path[0] in fields:
                                 writes.add(path[0])
     return Method(func.name.value, func, frozenset(reads), frozenset(writes), frozenset(self_calls),
-                  frozenset(child_calls), kind)  # type: ignore[arg-type]
+                  frozenset(child_calls), kind, draws)  # type: ignore[arg-type]
 
 
 def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Iterable[str] = ()) -> ModuleIR:
@@ -361,15 +364,20 @@ def mark_stateful(ir: ModuleIR, cls: ModelClass) -> None:
         for method in cls.methods.values():
             if method.name in stateful:
                 continue
-            if (method.reads or method.writes or method.self_calls & stateful
-                    or any(meth in children[c].stateful for c, meth in method.child_calls)):
+            if touches(method, stateful, children):
                 stateful.add(method.name)
                 changed = True
     for method in cls.methods.values():  # an override that does not touch state stays plain
-        if method.name in stateful and not (method.reads or method.writes or method.self_calls & stateful
-                                            or any(meth in children[c].stateful for c, meth in method.child_calls)):
+        if method.name in stateful and not touches(method, stateful, children):
             stateful.discard(method.name)
     cls.stateful = stateful
+    cls.random = any(m.draws and m.name in stateful for m in ir.all_methods(cls).values()) or any(
+        c.random for c in children.values())
+
+
+def touches(method: Method, stateful: set[str], children: dict[str, ModelClass]) -> bool:
+    return bool(method.reads or method.writes or method.draws or method.self_calls & stateful
+                or any(meth in children[c].stateful for c, meth in method.child_calls))
 
 
 def support_statements(a: Analysis, classes: list[cst.ClassDef],

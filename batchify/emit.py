@@ -19,14 +19,14 @@ from batchify.analyse import is_super_call, self_name_of, self_path
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.ir import ModelClass, ModuleIR
 from batchify.names import STATE_VARIABLES
-from batchify.rewrite import Namespace, pure_name, rewrite_method
+from batchify.rewrite import Namespace, keyword_arg, pure_name, rewrite_method
 
 LINE_LENGTH = 100
 
 # What the generated support code itself imports: binding -> what it is bound to.
 STANDARD_IMPORTS = {"NamedTuple": "typing.NamedTuple", "bm": "brainpy.math", "jax": "jax", "jnp": "jax.numpy"}
 STANDARD_IMPORT_LINES = ("from typing import NamedTuple", "import brainpy.math as bm", "import jax", "import jax.numpy as jnp")
-HELPERS = ("_stack", "_batched", "_unwrap", "_example_axis")
+HELPERS = ("_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key")
 
 
 def template_dir() -> Path:
@@ -96,6 +96,7 @@ class ClassEmitter:
         child_cls = {ch.name: ir.classes[ch.class_name] for ch in children}
         params = [f.name for f in fields if f.kind == "param"]
         state = [f.name for f in fields if f.kind == "state"]
+        stored = state + ["rng_key"] if cls.random else state  # what state() holds besides children
         return {
             "name": cls.name,
             "batched_name": cls.batched_name,
@@ -104,7 +105,7 @@ class ClassEmitter:
             "bases": self.bases(),
             "params": [FieldLine(p, "jax.Array") for p in params]
             + [FieldLine(ch, child_cls[ch].params_name) for ch in child_cls],
-            "state": [FieldLine(s, "jax.Array") for s in state]
+            "state": [FieldLine(s, "jax.Array") for s in stored]
             + [FieldLine(ch, child_cls[ch].state_name) for ch in child_cls],
             "state_summary": ", ".join(f"``{s}``" for s in state) or "none",
             "params_summary": ", ".join(f"``{p}``" for p in params) or "none",
@@ -115,13 +116,14 @@ class ClassEmitter:
             "children": [{"name": ch, "batched_name": c.batched_name} for ch, c in child_cls.items()],
             "params_value": keyword_call(cls.params_name, [(p, f"self.{p}.value") for p in params]
                                          + [(ch, f"self.{ch}.params()") for ch in child_cls], 8, "return "),
-            "state_value": keyword_call(cls.state_name, [(s, f"self.{s}.value") for s in state]
+            "state_value": keyword_call(cls.state_name, [(s, f"self.{s}.value") for s in stored]
                                         + [(ch, f"self.{ch}.state()") for ch in child_cls], 8, "return "),
             "set_params": [f"self.{p}.value = params.{p}" for p in params]
             + [f"self.{ch}.set_params(params.{ch})" for ch in child_cls] or ["pass"],
-            "set_state": [f"self.{s}.value = state.{s}" for s in state]
+            "set_state": [f"self.{s}.value = state.{s}" for s in stored]
             + [f"self.{ch}.set_state(state.{ch})" for ch in child_cls] or ["pass"],
             "reset_pure": "reset_state" in cls.stateful,
+            "random": cls.random,
             "methods": self.methods(),
         }
 
@@ -150,9 +152,10 @@ class ClassEmitter:
                         "    super().__init__(*args, batch_size=batch_size, **kwargs)")
             return ("def __init__(self, *args, batch_size, **kwargs):\n"
                     "    self.batch_size = batch_size\n    super().__init__(*args, **kwargs)")
+        added = ("batch_size", "seed") if self.cls.random else ("batch_size",)
         for p in (*init.params.params, *init.params.kwonly_params, *init.params.posonly_params):
-            if p.name.value == "batch_size":
-                self.report(p, "BFY010", "__init__ already has a parameter named 'batch_size', "
+            if p.name.value in added:
+                self.report(p, "BFY010", f"__init__ already has a parameter named '{p.name.value}', "
                             "which the batched constructor adds; rename it")
         return statement_code(init.visit(InitRewriter(self.ir, self.cls, self_name_of(init) or "self")))
 
@@ -220,6 +223,9 @@ class InitRewriter(cst.CSTTransformer):
         self.state = {f.name for f in cls.fields if f.kind == "state"}
         self.children = {ch.name: ir.classes[ch.class_name].batched_name for ch in cls.children}
         self.depth = 0
+        base = ir.classes[cls.model_base] if cls.model_base else None
+        self.base_random = bool(base and base.random)
+        self.creates_key = cls.random and not self.base_random
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self.depth += 1
@@ -230,17 +236,23 @@ class InitRewriter(cst.CSTTransformer):
         if self.depth:
             return updated_node
         params = updated_node.params
-        batch = cst.Param(cst.Name("batch_size"))
+        added = [cst.Param(cst.Name("batch_size"))]
+        if self.cls.random:
+            added.append(cst.Param(cst.Name("seed"), default=cst.Name("None"),
+                                   equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
         star = params.star_arg if params.star_arg not in (cst.MaybeSentinel.DEFAULT, None) else cst.ParamStar()
         params = params.with_changes(
             params=[p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in params.params],
             star_arg=star,
-            kwonly_params=[*params.kwonly_params, batch],
+            kwonly_params=[*params.kwonly_params, *added],
         )
         body = list(updated_node.body.body)
         first = 1 if body and _is_docstring(body[0]) else 0
         set_batch = cst.parse_statement(f"{self.self_name}.batch_size = batch_size\n")
         body.insert(first, set_batch)
+        if self.creates_key:  # one key per example, after the weights are drawn as the original draws them
+            body.append(cst.parse_statement(
+                f"{self.self_name}.rng_key = bm.Variable(_example_keys(seed, batch_size), batch_axis=0)\n"))
         return updated_node.with_changes(params=params, body=updated_node.body.with_changes(body=body))
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
@@ -256,11 +268,8 @@ class InitRewriter(cst.CSTTransformer):
             return updated_node.with_changes(value=wrapped)
         if path[0] in self.children and isinstance(value.func, cst.Name):
             new_call = updated_node.value
-            args = list(new_call.args)
-            if args:
-                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            args.append(cst.Arg(cst.Name("batch_size"), keyword=cst.Name("batch_size"),
-                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+            args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in new_call.args]
+            args.append(keyword_arg("batch_size", cst.Name("batch_size")))
             return updated_node.with_changes(value=new_call.with_changes(
                 func=cst.Name(self.children[path[0]]), args=args))
         return updated_node
@@ -269,11 +278,10 @@ class InitRewriter(cst.CSTTransformer):
         """``super().__init__(...)`` of a same-file model base passes ``batch_size`` on."""
         func = original_node.func
         if self.cls.model_base and is_super_call(func) and func.attr.value == "__init__":
-            args = list(updated_node.args)
-            if args:
-                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            args.append(cst.Arg(cst.Name("batch_size"), keyword=cst.Name("batch_size"),
-                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+            args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated_node.args]
+            args.append(keyword_arg("batch_size", cst.Name("batch_size")))
+            if self.base_random:
+                args.append(keyword_arg("seed", cst.Name("seed")))
             return updated_node.with_changes(args=args)
         return updated_node
 
@@ -408,5 +416,6 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str) ->
         imports=imports,
         support=support,
         classes=classes,
+        random=any(c["random"] for c in classes),
     )
     return text

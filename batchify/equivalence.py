@@ -116,12 +116,29 @@ def tick(dt: float | None, t) -> None:
         bp.share.save(i=t, t=t * dt, dt=dt)
 
 
+def example_key(seed: int, example: int):
+    """The seeding rule: example ``i`` of a batch draws from ``fold_in(PRNGKey(seed), i)``,
+    exactly what the original draws when BrainPy's global key is set to that key."""
+    return jax.random.fold_in(jax.random.PRNGKey(seed), example)
+
+
+def draws_randomly(batched_cls) -> bool:
+    import inspect
+
+    return "seed" in inspect.signature(batched_cls.from_model).parameters
+
+
 def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int, initial: dict,
-                 dt: float | None = None):
-    """Each example alone, from ``initial``: outputs[e][t] and the final state of each example."""
+                 dt: float | None = None, seed: int | None = None):
+    """Each example alone, from ``initial``: outputs[e][t] and the final state of each example.
+
+    With ``seed``, BrainPy's global key is set to example ``e``'s key before it runs.
+    """
     outputs, states = [], []
     for e in range(batch):
         restore(model, initial)
+        if seed is not None:
+            bm.random.DEFAULT.value = example_key(seed, e)
         step = getattr(model, method)
         per_step = []
         for t in range(steps):
@@ -135,7 +152,7 @@ def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int
 
 def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, batch: int, steps: int,
                       rtol: float = 1e-5, atol: float = 1e-5, driver: str = "eager",
-                      dt: float | None = None) -> Report:
+                      dt: float | None = None, seed: int = 0) -> Report:
     """Run ``model`` example by example and ``batched_cls.from_model(model, batch)`` on the batch.
 
     ``driver`` is how the batched class is stepped: ``eager`` (a Python loop) or
@@ -143,8 +160,11 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
     clock (``bp.share``: ``i``, ``t``, ``dt``) is set before every step, as DSRunner does.
     """
     initial = snapshot(model)
-    want_out, want_state = run_original(model, method, args, batch, steps, initial, dt)
-    batched = batched_cls.from_model(model, batch)
+    random = draws_randomly(batched_cls)
+    global_key = bm.random.DEFAULT.value
+    want_out, want_state = run_original(model, method, args, batch, steps, initial, dt, seed if random else None)
+    bm.random.DEFAULT.value = global_key
+    batched = batched_cls.from_model(model, batch, seed=seed) if random else batched_cls.from_model(model, batch)
     step = getattr(batched, method)
     if driver == "eager":
         got_out = []
@@ -165,7 +185,7 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
         want = jax.tree.map(lambda *xs: np.stack(xs), *[want_out[e][t] for e in range(batch)])
         compare(report, "output", t, want, got_out[t], rtol, atol)
     got_state = state_vars(batched)
-    for name in want_state[0]:
+    for name in want_state[0]:  # the original's Variables; the batched rng_key has no counterpart
         want = np.stack([s[name] for s in want_state])
         compare(report, f"state {name}", None, want, np.asarray(got_state[name].value), rtol, atol)
     return report

@@ -40,6 +40,7 @@ class Method:
     self_calls: frozenset[str]  # methods called as self.m(...) or super().m(...)
     child_calls: frozenset[tuple[str, str]]  # (child, method) called as self.c(...) / self.c.m(...)
     kind: Literal["method", "static", "class", "property"] = "method"
+    draws: bool = False  # calls bm.random.<sampler> without an explicit key
 
 
 @dataclass
@@ -51,6 +52,7 @@ class ModelClass:
     children: tuple[Child, ...]  # own children, in creation order
     methods: dict[str, Method]  # own methods, in source order
     stateful: set[str] = field(default_factory=set)  # own and inherited stateful methods
+    random: bool = False  # it, a base or a child draws from BrainPy's global random stream
 
     @property
     def batched_name(self) -> str:

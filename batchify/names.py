@@ -69,8 +69,25 @@ BUILTIN_MODEL_PREFIXES = (
     "brainpy.experimental.",
 )
 
-# Random draws: each example would need its own stream.
-RANDOM_PREFIXES = ("brainpy.math.random.", "jax.random.", "numpy.random.")
+# BrainPy's global random draws (brainpy.math.random.<name>, all taking `key=`): rewritten to
+# draw from a per-example key carried in the state.
+RANDOM_MODULE = "brainpy.math.random."
+RANDOM_SAMPLERS = frozenset("""
+    rand randn randint random_integers random random_sample ranf sample choice permutation shuffle
+    beta exponential gamma gumbel laplace logistic normal pareto poisson standard_cauchy
+    standard_exponential standard_gamma standard_normal standard_t uniform truncated_normal bernoulli
+    lognormal binomial chisquare dirichlet geometric f hypergeometric logseries multinomial
+    multivariate_normal negative_binomial noncentral_chisquare noncentral_f power rayleigh triangular
+    vonmises wald weibull weibull_min maxwell t orthogonal loggamma categorical zipf rand_like
+    randn_like randint_like
+""".split())
+
+# Draws that cannot be made per example: numpy's run once, at trace time.
+UNBATCHABLE_RANDOM_PREFIXES = ("numpy.random.",)
+
+
+def random_sampler(qualified: str) -> bool:
+    return qualified.startswith(RANDOM_MODULE) and qualified[len(RANDOM_MODULE):] in RANDOM_SAMPLERS
 
 
 def is_builtin_model(qualified: str) -> bool:

@@ -66,6 +66,10 @@ def assign(targets: Sequence[str], value: cst.BaseExpression) -> cst.SimpleState
     return line(cst.Assign([cst.AssignTarget(target)], value))
 
 
+def keyword_arg(keyword: str, value: cst.BaseExpression) -> cst.Arg:
+    return cst.Arg(value, keyword=name(keyword), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+
+
 def call(func: cst.BaseExpression, args: Sequence[cst.Arg]) -> cst.Call:
     return cst.Call(func, [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args])
 
@@ -144,9 +148,7 @@ class Context:
                 kwargs = updates
             else:
                 kwargs = {children[depth]: build(depth + 1)}
-            return cst.Call(attr(owner, "_replace"), [
-                cst.Arg(v, keyword=name(k), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
-                for k, v in kwargs.items()])
+            return cst.Call(attr(owner, "_replace"), [keyword_arg(k, v) for k, v in kwargs.items()])
 
         return assign([self.state], build(0))
 
@@ -188,11 +190,14 @@ class ExprRewriter(cst.CSTTransformer):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         ctx = self.ctx
         func = original_node.func
-        for q in ctx.ir.qualified.get(func, ()):
-            if q.name.startswith(names.RANDOM_PREFIXES):
-                ctx.report(original_node, "BFY206", f"{q.name} in {ctx.method.name}(): every example needs its "
-                           "own random stream, which batchify does not generate yet")
-                return updated_node
+        qualified = {q.name for q in ctx.ir.qualified.get(func, ())}
+        if any(q.startswith(names.UNBATCHABLE_RANDOM_PREFIXES) for q in qualified):
+            ctx.report(original_node, "BFY206", f"{sorted(qualified)[0]} in {ctx.method.name}() draws once, when "
+                       "the step is traced, not at every step; use bm.random instead")
+            return updated_node
+        if any(names.random_sampler(q) for q in qualified) and not any(
+                a.keyword is not None and a.keyword.value == "key" for a in original_node.args):
+            return self.keyed_draw(original_node, updated_node)
         target = self.stateful_target(func)
         if target is None:
             return updated_node
@@ -202,6 +207,7 @@ class ExprRewriter(cst.CSTTransformer):
                        "assign its result to a variable in a statement of its own first")
             return updated_node
         children, method_name, via_super = target
+        random_child = bool(children) and self.child_class(children).random
         tmp = ctx.ns.fresh(f"{children[-1] if children else method_name}_out")
         args = list(updated_node.args)
         child_state = ctx.ns.fresh(f"{children[-1]}_state") if children else ""
@@ -212,14 +218,46 @@ class ExprRewriter(cst.CSTTransformer):
                 value = call(attr(owner, pure_name(method_name)),
                              [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), *args])
                 return [assign([ctx.state, out], value)]
+            child_in: cst.BaseExpression = attr(name(ctx.state), *children)
+            if random_child:  # the child draws from this example's stream and hands it back
+                child_in = cst.Call(attr(child_in, "_replace"), [keyword_arg("rng_key", attr(name(ctx.state), "rng_key"))])
             value = call(attr(name(ctx.self_name), *children, pure_name(method_name)),
-                         [cst.Arg(attr(name(ctx.params), *children)), cst.Arg(attr(name(ctx.state), *children)), *args])
-            return [assign([child_state, out], value),
-                    ctx.replace_state(children[:-1], {children[-1]: name(child_state)})]
+                         [cst.Arg(attr(name(ctx.params), *children)), cst.Arg(child_in), *args])
+            lines = [assign([child_state, out], value)]
+            key_back = {"rng_key": attr(name(child_state), "rng_key")} if random_child else {}
+            if len(children) == 1:
+                lines.append(ctx.replace_state((), {children[0]: name(child_state), **key_back}))
+            else:
+                lines.append(ctx.replace_state(children[:-1], {children[-1]: name(child_state)}))
+                if key_back:
+                    lines.append(ctx.replace_state((), key_back))
+            return lines
 
         self.hoisted[tmp] = build
         self.pre.extend(build(tmp))
         return name(tmp)
+
+    def keyed_draw(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        """``bm.random.normal(...)`` -> ``bm.random.normal(..., key=key)`` with ``state, key = _next_key(state)``
+        in front: the draw comes from this example's stream, advanced as BrainPy advances its global one."""
+        ctx = self.ctx
+        if self.blocked:
+            ctx.report(original_node, "BFY204", "this random draw advances the random state, but it sits inside a "
+                       "lambda, comprehension, conditional expression, and/or, while test or elif test; "
+                       "draw into a variable in a statement of its own first")
+            return updated_node
+        key = ctx.ns.fresh("key")
+        self.pre.append(assign([ctx.state, key], cst.Call(name("_next_key"), [cst.Arg(name(ctx.state))])))
+        args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated_node.args]
+        args.append(cst.Arg(name(key), keyword=name("key"),
+                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+        return updated_node.with_changes(args=args)
+
+    def child_class(self, children: tuple[str, ...]) -> ModelClass:
+        cls = self.ctx.cls
+        for child in children:
+            cls = self.ctx.ir.child_map(cls)[child]
+        return cls
 
     def stateful_target(self, func: cst.BaseExpression) -> tuple[tuple[str, ...], str, bool] | None:
         ctx = self.ctx

@@ -45,4 +45,5 @@ SPECS = [
     Spec("lif_population", "LIFPopulation", (40,), "update", 40, scale=400.0, steps=60),
     Spec("rate_rnn", "RateRNN", (3, 16, 2), "update", 3, scale=2.0),
     Spec("two_layer_net", "TwoLayerNet", (5, 12, 3), "update", 5, scale=2.0),
+    Spec("noisy_lif", "NoisyLIF", (6, 10), "update", 6, scale=3.0, steps=30),
 ]

@@ -60,7 +60,10 @@ BAD_SOURCES = {
     "stateful-call-in-lambda": (model("\n    def twice(self, x):\n        f = lambda: self.update(x)\n        return f()\n"),
                                 "BFY204"),
     "fill-method": (model("\n    def clear(self):\n        self.v.fill_(0.0)\n"), "BFY205"),
-    "random-draw": (model("\n    def noisy(self, x):\n        self.v += bm.random.normal(size=x.shape)\n"), "BFY206"),
+    "numpy-random-draw": (model("\n    def noisy(self, x):\n        self.v += np.random.normal(size=x.shape)\n",
+                                header="import numpy as np\n"), "BFY206"),
+    "random-draw-in-lambda": (model("\n    def noisy(self, x):\n        f = lambda: bm.random.normal(size=x.shape)\n"
+                                    "        self.v += f()\n"), "BFY204"),
     "star-args": (model("\n    def many(self, *xs):\n        self.v.value = xs[0]\n"), "BFY207"),
     "stateful-property": (model("\n    @property\n    def rate(self):\n        return self.v.mean()\n"), "BFY208"),
     "unknown-variable": (model("\n    def peek(self):\n        return self.u.value\n"), "BFY209"),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from example_specs import SPECS, Spec
 
-from batchify.equivalence import Arg, check_equivalence, snapshot, restore, state_vars
+from batchify.equivalence import Arg, check_equivalence, draws_randomly, example_key, restore, run_original, snapshot, state_vars
 from batchify.loader import load_generated, load_models
 
 BATCH = 5
@@ -67,12 +67,10 @@ def test_dsrunner_drives_the_batched_class(spec: Spec) -> None:
     model = build(spec, original)
     xs = spec.inputs(BATCH)
     initial = snapshot(model)
-    want = []
-    for e in range(BATCH):
-        restore(model, initial)
-        want.append([jax.tree.map(np.asarray, model.update(xs[e, t])) for t in range(spec.steps)])
-    restore(model, initial)
-    batched = batched_cls.from_model(model, BATCH)
+    random = draws_randomly(batched_cls)
+    want, _ = run_original(model, "update", [Arg(per_example=xs)], BATCH, spec.steps, initial,
+                           seed=0 if random else None)
+    batched = batched_cls.from_model(model, BATCH, seed=0) if random else batched_cls.from_model(model, BATCH)
     runner = bp.DSRunner(batched, progress_bar=False)
     got = runner.run(inputs=xs)  # [B, T, ...]: DSRunner sees BatchingMode
     want = jax.tree.map(lambda *x: np.stack(x), *[jax.tree.map(lambda *s: np.stack(s), *w) for w in want])
@@ -80,7 +78,7 @@ def test_dsrunner_drives_the_batched_class(spec: Spec) -> None:
         np.testing.assert_allclose(np.asarray(g, dtype=np.float64), w.astype(np.float64), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.stem)
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.stem != "noisy_lif"], ids=lambda s: s.stem)
 def test_reset_state_and_batch_size(spec: Spec) -> None:
     original, batched_cls = load(spec)
     model = build(spec, original)
@@ -107,6 +105,9 @@ def test_constructor_shapes_and_shared_weights(spec: Spec) -> None:
     fresh = batched_cls(*spec.init, batch_size=BATCH)
     reference = model.vars(method="relative")
     for name, var in fresh.vars(method="relative").items():
+        if name == "rng_key":  # the batched class's per-example random keys
+            assert var.shape == (BATCH, 2) and var.batch_axis == 0
+            continue
         want = reference[name]
         if isinstance(want, bm.TrainVar):
             assert var.shape == want.shape
@@ -136,14 +137,17 @@ def test_bm_grad_through_batched_class_matches_mean_of_original(spec: Spec) -> N
             total = total + jax.tree.leaves(out)[0].sum()
         return total
 
+    random = draws_randomly(batched_cls)
     per_example = []
     for e in range(4):
         restore(model, initial)
+        if random:
+            bm.random.DEFAULT.value = example_key(0, e)
         loss = lambda: run_loss(model, lambda a, t: a.example(e, t))  # noqa: B023,E731
         grads = bm.grad(loss, grad_vars=[weights[n] for n in names])()
         per_example.append([np.asarray(g) for g in grads])
     restore(model, initial)
-    batched = batched_cls.from_model(model, 4)
+    batched = batched_cls.from_model(model, 4, seed=0) if random else batched_cls.from_model(model, 4)
     mean_loss = lambda: run_loss(batched, lambda a, t: a.batch(t)) / 4  # noqa: E731
     train = batched.train_vars(method="relative")
     got = bm.grad(mean_loss, grad_vars=[train[n] for n in names])()
@@ -163,3 +167,40 @@ def test_jit_of_batched_step() -> None:
     first = step(xs[:, 0])
     assert first[0].shape == (BATCH, 2)
     assert batched.h.value.shape == (BATCH, 16)
+
+
+def test_examples_in_a_batch_never_share_noise() -> None:
+    """Same input, same initial state for every example: only the per-example streams differ."""
+    spec = next(s for s in SPECS if s.stem == "noisy_lif")
+    original, batched_cls = load(spec)
+    model = build(spec, original)
+    batched = batched_cls.from_model(model, 8, seed=1)
+    x = np.broadcast_to(spec.inputs(1)[0, 0], (8, spec.n_in))
+    outs = np.stack([np.asarray(batched.update(x)) for _ in range(10)], axis=1)  # [B, T, n]
+    volts = np.asarray(batched.V.value)
+    for i in range(8):
+        for j in range(i):
+            assert not np.array_equal(volts[i], volts[j]), (i, j)
+    assert outs.sum() > 0
+    keys = np.asarray(batched.rng_key.value)
+    assert len({tuple(k) for k in keys}) == 8
+    # Seeded batches are reproducible; different seeds differ.
+    again = batched_cls.from_model(model, 8, seed=1)
+    other = batched_cls.from_model(model, 8, seed=2)
+    first = np.asarray(again.update(x))
+    np.testing.assert_array_equal(first, outs[:, 0])
+    assert not np.array_equal(np.asarray(other.rng_key.value), np.asarray(again.rng_key.value))
+
+
+def test_random_reset_state_draws_per_example() -> None:
+    spec = next(s for s in SPECS if s.stem == "noisy_lif")
+    original, batched_cls = load(spec)
+    model = build(spec, original)
+    batched = batched_cls.from_model(model, 4, seed=3)
+    batched.reset_state()
+    volts = np.asarray(batched.V.value)
+    assert len({tuple(v) for v in volts}) == 4 and (volts >= 0).all() and (volts <= 0.5).all()
+    # Example i reset alone, from its key, gives the same draw.
+    bm.random.DEFAULT.value = jax.random.fold_in(jax.random.PRNGKey(3), 2)
+    model.reset_state()
+    np.testing.assert_array_equal(np.asarray(model.V.value), volts[2])
