@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--class", dest="classes", metavar="NAME", action="append", default=[],
                    help="transform only this model class (and the classes it needs); repeatable")
     p.add_argument("--shared", metavar="NAME", action="append", default=[],
-                   help="a stepping-method argument shared by every example (e.g. a time index); repeatable")
+                   help="a stepping-method argument shared by every example (e.g. a time index); repeatable. "
+                   "With --verify, NAME=time or NAME=VALUE says how to drive it")
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 if OUT is missing or differs from what would be generated")
     p.add_argument("--diff", action="store_true", help="write nothing; print a unified diff of OUT against the new output")
@@ -54,12 +55,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--absolute-paths", action="store_true", help="report absolute paths in diagnostics")
     p.add_argument("--verify", action="store_true",
                    help="after writing OUT, check it numerically against SRC (imports jax and brainpy)")
+    add_drive_flags(p, shared=False)
     p.add_argument("--version", action="version", version=f"batchify {__version__}")
     return p
 
 
 class UsageError(Exception):
     pass
+
+
+def add_drive_flags(p: argparse.ArgumentParser, shared: bool) -> None:
+    """How to drive a class for verification; flags override [tool.batchify.verify."path::Class"]."""
+    g = p.add_argument_group("verification (driving information)")
+    g.add_argument("--init", metavar="ARGS", help="constructor arguments as Python literals: '64, 32, tau=8.0'")
+    g.add_argument("--method", help="the stepping method (default: update, or the only public stateful method)")
+    g.add_argument("--input-shape", metavar="NAME=SHAPE", action="append",
+                   help="a per-example argument: x=64, x=8x8, x=64:float32:2.0 (shape:dtype:scale); repeatable")
+    if shared:
+        g.add_argument("--shared", metavar="NAME[=time|VALUE]", action="append",
+                       help="an argument shared by the batch: the step index (time, the default) or a constant")
+    g.add_argument("--steps", type=int, help="steps to run (default 20)")
+    g.add_argument("--batch", type=int, help="examples in the batch (default 4)")
+    g.add_argument("--dt", type=float, help="set bp.share's i, t and dt before every step, as DSRunner does")
+    g.add_argument("--rtol", type=float, help="relative tolerance (default 1e-5; gradients 10x)")
+    g.add_argument("--atol", type=float, help="absolute tolerance (default 1e-5; gradients 10x)")
+    g.add_argument("--seed", type=int, help="seed for constructor draws, inputs and per-example random streams")
 
 
 
@@ -218,7 +238,7 @@ def stale_reason(current: str | None, source: bytes) -> str:
 def run(args: argparse.Namespace) -> int:
     stdin_source = args.src == STDIO
     job = make_job(None if stdin_source else Path(args.src), None if args.output == STDIO else Path(args.output),
-                   classes=args.classes, shared=args.shared, stdin_filename=args.stdin_filename,
+                   classes=args.classes, shared=[s.partition("=")[0] for s in args.shared], stdin_filename=args.stdin_filename,
                    absolute=args.absolute_paths)
     if job.out is not None and job.src is not None and same_file(job.src, job.out):
         raise BatchifyError([Diagnostic(job.src_report, 1, 1, "BFY006",
@@ -247,25 +267,137 @@ def run(args: argparse.Namespace) -> int:
     else:
         write_atomically(job.out, text, job.out_report)
     if args.verify:
-        from batchify.verify_cli import verify_job  # imports jax and brainpy: only on request
-
-        return verify_job(job, args)
+        if job.src is None or job.out is None:
+            raise UsageError("--verify needs a source file and an output file (-o OUT)")
+        return verify_files(job.src, job.out, args)
     return EXIT_OK
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+def build_verify_parser() -> argparse.ArgumentParser:
+    p = ArgumentParser(prog="batchify verify",
+                       description="Check a generated module numerically against its source (imports jax, brainpy).")
+    p.add_argument("src", metavar="SRC", help="the single-example model source")
+    p.add_argument("generated", metavar="GENERATED", help="the module batchify generated from it")
+    p.add_argument("--class", dest="classes", metavar="NAME", action="append", default=[],
+                   help="verify this class (default: the classes with a verify table, else the top-level models)")
+    add_drive_flags(p, shared=True)
+    p.add_argument("--format", choices=("text", "json"), default="text", help="the report on stdout")
+    p.add_argument("--x64-probe", action="store_true", help=argparse.SUPPRESS)  # the float64 rerun's child
+    return p
+
+
+def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
+    """Plan (no jax), then run (imports jax and brainpy), then report."""
+    from batchify.analyse import analyse
+    from batchify.config import ConfigError, find_config
+    from batchify.drive import Drive, DriveError, from_toml, with_flags
+    from batchify.parse import decode, parse
+
+    root = project_root(src.resolve().parent)
+    shown = display_path(src, root)
+    for path in (src, generated):
+        if not path.is_file():
+            raise BatchifyError([Diagnostic(str(path), 1, 1, "BFY302", "cannot verify: no such file")])
+    ir = analyse(parse(decode(src.read_bytes(), shown), shown), shown)
     try:
-        args = parser.parse_args(argv)
+        config = find_config(Path.cwd())
+    except ConfigError as exc:
+        raise BatchifyError([Diagnostic(shown, 1, 1, "BFY302", str(exc))]) from None
+    entries: dict[str, dict] = {}
+    if config is not None:
+        rel = display_path(src, config.root)
+        entries = {key.split("::", 1)[1]: table for key, table in config.verify.items()
+                   if "::" in key and key.split("::", 1)[0] == rel}
+    used = {ch.class_name for c in ir.classes.values() for ch in c.children}
+    used |= {c.model_base for c in ir.classes.values() if c.model_base}
+    top = [name for name in ir.targets if name not in used]
+    classes = list(dict.fromkeys(getattr(args, "classes", []) or [])) or list(entries) or top
+    plans = []
+    diagnostics = []
+    from batchify.verify_plan import Plan  # no jax: a plain dataclass
+
+    for name in classes:
+        cls = ir.classes.get(name)
+        line = ir.positions[cls.node].start.line if cls is not None else 1
+        if cls is None:
+            diagnostics.append(Diagnostic(shown, 1, 1, "BFY302", f"cannot verify {name}: no model class of that name"))
+            continue
+        try:
+            drive = from_toml(name, entries[name]) if name in entries else Drive(name)
+            if getattr(args, "classes", None) or len(classes) == 1:
+                drive = with_flags(drive, args)
+        except DriveError as exc:
+            diagnostics.append(Diagnostic(shown, line, 1, "BFY302", f"cannot verify {name}: {exc}"))
+            continue
+        plans.append(Plan(name, drive, line))
+    if diagnostics:
+        raise BatchifyError(diagnostics)
+    stateful = {name: [m for m in ir.all_methods(ir.classes[name]) if m in ir.classes[name].stateful]
+                for name in classes}
+
+    from batchify import verify as engine  # imports jax and brainpy
+    from batchify.loader import load_generated, load_models
+
+    original = load_models(src)
+    try:
+        batched = load_generated(generated)
+    except Exception as exc:  # noqa: BLE001 - the user's generated file: report, do not crash
+        raise BatchifyError([Diagnostic(str(generated), 1, 1, "BFY302",
+                                        f"the generated module does not load: {type(exc).__name__}: {exc}")]) from None
+    for plan in plans:
+        plan.missing = plan.drive.missing(getattr(original, plan.cls), stateful[plan.cls])
+    missing = [Diagnostic(shown, p.line, 1, "BFY301", f"cannot verify {p.cls} without driving information: "
+                          f"missing {'; '.join(p.missing)}. Give them as flags, or in pyproject.toml under "
+                          f'[tool.batchify.verify."{shown}::{p.cls}"]') for p in plans if p.missing]
+    if missing:
+        raise BatchifyError(missing)
+
+    def rerun_argv(name: str) -> list[str]:
+        argv = [str(src), str(generated), "--class", name, "--x64-probe"]
+        for flag in ("init", "method", "steps", "batch", "dt", "rtol", "atol", "seed"):
+            value = getattr(args, flag, None)
+            if value is not None:
+                argv += [f"--{flag}", str(value)]
+        for item in getattr(args, "input_shape", None) or []:
+            argv += ["--input-shape", item]
+        for item in getattr(args, "shared", None) or []:
+            argv += ["--shared", item]
+        return argv
+
+    fmt = getattr(args, "format", "text")
+    try:
+        results = engine.run_plans(plans, original, batched, stateful,
+                                   rerun_argv=None if args.x64_probe else rerun_argv, probe=args.x64_probe)
+    except DriveError as exc:
+        raise BatchifyError([Diagnostic(shown, 1, 1, "BFY302", f"cannot verify: {exc}")]) from None
+    if args.x64_probe:
+        sys.stdout.write(json.dumps(engine.probe_summary(results)) + "\n")
+        return EXIT_OK
+    if fmt == "json":
+        sys.stdout.write(json.dumps(engine.to_json(results)) + "\n")
+    else:
+        sys.stdout.write(engine.format_table(results, shown, display_path(generated, root)))
+    return EXIT_OK if all(r.ok for r in results) else EXIT_FAIL
+
+
+def verify_main(argv: list[str]) -> int:
+    try:
+        args = build_verify_parser().parse_args(argv)
     except UsageError as exc:
-        sys.stderr.write(f"batchify: error: {exc} (see batchify --help)\n")
+        sys.stderr.write(f"batchify verify: error: {exc} (see batchify verify --help)\n")
         return EXIT_USAGE
-    except SystemExit as exc:  # --help and --version
+    except SystemExit as exc:
         return EXIT_OK if not exc.code else EXIT_USAGE
+    args.x64_probe = args.x64_probe
+    return guarded(lambda: verify_files(Path(args.src), Path(args.generated), args), args.format, args.src)
+
+
+def guarded(action, fmt: str, where: str) -> int:
+    """Run ``action``; diagnostics and our own bugs become one line each, never a traceback."""
     try:
-        return run(args)
+        return action()
     except BatchifyError as exc:
-        report(exc.diagnostics, args.format)
+        report(exc.diagnostics, fmt)
         return exit_code_for(exc.diagnostics)
     except UsageError as exc:
         sys.stderr.write(f"batchify: error: {exc}\n")
@@ -275,7 +407,22 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - anything else is our bug: one line, no traceback
         if os.environ.get("BATCHIFY_DEBUG"):
             raise
-        where = getattr(args, "src", "?")
         sys.stderr.write(f"{where}:1:1: BFY900 internal error: {type(exc).__name__}: {exc} "
                          "(please report it; set BATCHIFY_DEBUG=1 for the traceback)\n")
         return EXIT_INTERNAL
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["verify"]:
+        return verify_main(argv[1:])
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        sys.stderr.write(f"batchify: error: {exc} (see batchify --help)\n")
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help and --version
+        return EXIT_OK if not exc.code else EXIT_USAGE
+    args.x64_probe = False
+    return guarded(lambda: run(args), args.format, args.src)

@@ -41,9 +41,21 @@ class Mismatch:
     max_rel: float
 
     def __str__(self) -> str:
-        where = f" at step {self.step}" if self.step is not None else ""
-        who = f", example {self.example}" if self.example is not None else ""
-        return f"{self.quantity}{where}{who}: max abs error {self.max_abs:.3g}, max rel error {self.max_rel:.3g}"
+        where = f" first diverges at step {self.step}" if self.step is not None else " diverges"
+        who = f" (example {self.example})" if self.example is not None else ""
+        return f"{self.quantity}{where}{who}; max abs error {self.max_abs:.3g}, max rel error {self.max_rel:.3g}"
+
+
+def first_divergences(mismatches: list[Mismatch]) -> list[Mismatch]:
+    """One line per quantity: where it first diverged, and its worst errors over all steps."""
+    merged: dict[str, Mismatch] = {}
+    for m in mismatches:
+        old = merged.get(m.quantity)
+        if old is None:
+            merged[m.quantity] = Mismatch(m.quantity, m.step, m.example, m.max_abs, m.max_rel)
+        else:
+            old.max_abs, old.max_rel = max(old.max_abs, m.max_abs), max(old.max_rel, m.max_rel)
+    return list(merged.values())
 
 
 @dataclass
@@ -80,16 +92,17 @@ def to_numpy(tree):
 
 def compare(report: Report, quantity: str, step: int | None, want, got, rtol: float, atol: float) -> None:
     """Compare per-leaf; ``want`` stacked over examples on axis 0, like ``got``."""
-    want_leaves, want_def = jax.tree.flatten(want)
+    want_paths, want_def = jax.tree_util.tree_flatten_with_path(want)
     got_leaves, got_def = jax.tree.flatten(got)
     if want_def != got_def:
         report.mismatches.append(Mismatch(f"{quantity} (structure {want_def} vs {got_def})", step, None,
                                           float("inf"), float("inf")))
         return
-    for w, g in zip(want_leaves, got_leaves):
+    for (path, w), g in zip(want_paths, got_leaves):
+        quantity_leaf = quantity + jax.tree_util.keystr(path)
         w, g = np.asarray(w), np.asarray(g)
         if w.shape != g.shape:
-            report.mismatches.append(Mismatch(f"{quantity} (shape {w.shape} vs {g.shape})", step, None,
+            report.mismatches.append(Mismatch(f"{quantity_leaf} (shape {w.shape} vs {g.shape})", step, None,
                                               float("inf"), float("inf")))
             continue
         if w.dtype.kind in "biu":
@@ -97,7 +110,7 @@ def compare(report: Report, quantity: str, step: int | None, want, got, rtol: fl
             if bad.any():
                 example = int(np.argwhere(bad)[0][0]) if bad.ndim else None
                 err = float(np.abs(w.astype(np.int64) - g.astype(np.int64)).max())
-                report.mismatches.append(Mismatch(quantity, step, example, err, float("inf")))
+                report.mismatches.append(Mismatch(quantity_leaf, step, example, err, float("inf")))
             continue
         diff = np.abs(w.astype(np.float64) - g.astype(np.float64))
         report.max_abs = max(report.max_abs, float(diff.max(initial=0.0)))
@@ -105,7 +118,7 @@ def compare(report: Report, quantity: str, step: int | None, want, got, rtol: fl
         if bad.any():
             example = int(np.argwhere(bad)[0][0]) if bad.ndim else None
             rel = float((diff / np.maximum(np.abs(w), 1e-30)).max())
-            report.mismatches.append(Mismatch(quantity, step, example, float(diff.max()), rel))
+            report.mismatches.append(Mismatch(quantity_leaf, step, example, float(diff.max()), rel))
 
 
 def tick(dt: float | None, t) -> None:

@@ -1,0 +1,171 @@
+"""How to drive a model class for verification: constructor arguments, stepping method,
+inputs, steps, batch size, clock, tolerances, seed.
+
+Driving information comes from ``[tool.batchify.verify."path::Class"]`` in pyproject.toml,
+overridden by command-line flags. Parsing needs neither jax nor brainpy; checking that it
+is complete needs the original class (``missing``), so that the message can show the
+constructor's and the method's real signatures.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from dataclasses import dataclass, field, replace
+
+
+class DriveError(Exception):
+    """Driving information is missing or malformed: verification cannot run (exit 2)."""
+
+
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "bool")
+
+
+@dataclass(frozen=True)
+class Input:
+    """One argument of the stepping method."""
+
+    kind: str  # "example": per-example random data; "time": the step index, shared; "value": a shared constant
+    shape: tuple[int, ...] = ()
+    dtype: str = "float32"
+    scale: float = 1.0
+    offset: float = 0.0
+    value: object = None
+
+    @staticmethod
+    def parse_shape(text: str) -> Input:
+        """``64``, ``8x8``, ``3,4``, ``64:float32:2.0``, ``:int32:5`` (a scalar per example)."""
+        dims, _, rest = text.partition(":")
+        dtype, _, scale = rest.partition(":")
+        try:
+            shape = tuple(int(d) for d in dims.replace("x", ",").split(",") if d.strip())
+            return Input("example", shape, dtype or "float32", float(scale) if scale else 1.0)
+        except ValueError:
+            raise DriveError(f"cannot read the input shape {text!r} (write e.g. 64, 8x8 or 64:float32:2.0)") from None
+
+    @staticmethod
+    def parse_shared(text: str) -> Input:
+        if text == "time":
+            return Input("time")
+        try:
+            return Input("value", value=ast.literal_eval(text))
+        except (ValueError, SyntaxError):
+            raise DriveError(f"cannot read the shared value {text!r} (write time, or a Python literal)") from None
+
+    @staticmethod
+    def from_toml(name: str, value) -> Input:
+        if value == "time":
+            return Input("time")
+        if isinstance(value, dict):
+            if "value" in value:
+                return Input("value", value=value["value"])
+            shape = value.get("shape", [])
+            shape = (shape,) if isinstance(shape, int) else tuple(shape)
+            dtype = value.get("dtype", "float32")
+            if dtype not in DTYPES:
+                raise DriveError(f"input {name}: unknown dtype {dtype!r} (one of {', '.join(DTYPES)})")
+            return Input("example", shape, dtype, float(value.get("scale", 1.0)), float(value.get("offset", 0.0)))
+        if isinstance(value, (int, list)):
+            return Input("example", (value,) if isinstance(value, int) else tuple(value))
+        return Input("value", value=value)
+
+
+@dataclass(frozen=True)
+class Drive:
+    cls: str
+    init_args: tuple = ()
+    init_kwargs: dict = field(default_factory=dict)
+    init_given: bool = False
+    method: str | None = None
+    inputs: dict[str, Input] = field(default_factory=dict)
+    steps: int = 20
+    batch: int = 4
+    dt: float | None = None
+    rtol: float = 1e-5
+    atol: float = 1e-5
+    seed: int = 0
+
+    def missing(self, original_cls, stateful: list[str]) -> list[str]:
+        """What is needed and not given, each as the flag that would give it."""
+        needs = []
+        init_sig = inspect.signature(original_cls.__init__)
+        required = [p for p in list(init_sig.parameters.values())[1:]
+                    if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)]
+        if required and not self.init_given:
+            needs.append(f"--init ARGS for {self.cls}{_signature(init_sig)}")
+        method = self.pick_method(stateful)
+        if method is None:
+            needs.append(f"--method NAME (one of {', '.join(stateful) or 'no stateful method'})")
+            return needs
+        sig = inspect.signature(getattr(original_cls, method))
+        for p in list(sig.parameters.values())[1:]:
+            if p.name not in self.inputs and p.default is inspect.Parameter.empty:
+                needs.append(f"--input-shape {p.name}=SHAPE or --shared {p.name}=time|VALUE "
+                             f"for {method}{_signature(sig)}")
+        return needs
+
+    def pick_method(self, stateful: list[str]) -> str | None:
+        if self.method:
+            return self.method
+        if "update" in stateful:
+            return "update"
+        public = [m for m in stateful if not m.startswith("_") and m != "reset_state"]
+        return public[0] if len(public) == 1 else None
+
+
+def _signature(sig: inspect.Signature) -> str:
+    params = list(sig.parameters.values())[1:]
+    return "(" + ", ".join(str(p) for p in params) + ")"
+
+
+def parse_init(text: str) -> tuple[tuple, dict]:
+    """``64, 32, tau=8.0`` -> ``((64, 32), {"tau": 8.0})``: Python literals only, never code."""
+    try:
+        call = ast.parse(f"f({text})", mode="eval").body
+        return (tuple(ast.literal_eval(a) for a in call.args),
+                {k.arg: ast.literal_eval(k.value) for k in call.keywords})
+    except (ValueError, SyntaxError, TypeError):
+        raise DriveError(f"cannot read --init {text!r}: give Python literals, e.g. --init '64, 32, tau=8.0'") from None
+
+
+def from_toml(cls: str, table: dict) -> Drive:
+    known = {"init", "method", "inputs", "steps", "batch", "dt", "rtol", "atol", "seed"}
+    unknown = set(table) - known
+    if unknown:
+        raise DriveError(f"{cls}: unknown keys {sorted(unknown)} in its verify table (known: {sorted(known)})")
+    drive = Drive(cls)
+    if "init" in table:
+        init = table["init"]
+        if isinstance(init, dict):
+            drive = replace(drive, init_args=tuple(init.get("args", [])), init_kwargs=dict(init.get("kwargs", {})),
+                            init_given=True)
+        else:
+            drive = replace(drive, init_args=tuple(init), init_given=True)
+    inputs = {name: Input.from_toml(name, value) for name, value in table.get("inputs", {}).items()}
+    return replace(drive, method=table.get("method"), inputs=inputs,
+                   **{k: table[k] for k in ("steps", "batch", "dt", "rtol", "atol", "seed") if k in table})
+
+
+def with_flags(drive: Drive, flags) -> Drive:
+    """Flags override the pyproject table, field by field."""
+    changes: dict = {}
+    if flags.init is not None:
+        args, kwargs = parse_init(flags.init)
+        changes.update(init_args=args, init_kwargs=kwargs, init_given=True)
+    if flags.method:
+        changes["method"] = flags.method
+    inputs = dict(drive.inputs)
+    for item in flags.input_shape or []:
+        name, eq, spec = item.partition("=")
+        if not eq:
+            raise DriveError(f"--input-shape {item!r}: write NAME=SHAPE, e.g. x=64")
+        inputs[name] = Input.parse_shape(spec)
+    for item in flags.shared or []:
+        name, eq, spec = item.partition("=")
+        inputs[name] = Input.parse_shared(spec if eq else "time")
+    changes["inputs"] = inputs
+    for key in ("steps", "batch", "dt", "rtol", "atol", "seed"):
+        value = getattr(flags, key)
+        if value is not None:
+            changes[key] = value
+    return replace(drive, **changes)

@@ -1,0 +1,390 @@
+"""``batchify verify``: the generated module against its source, numerically.
+
+For each class: the original runs example by example from the state it had right after
+construction; ``FooBatched.from_model(original, B)`` runs the stacked inputs. Compared:
+outputs at every step, final states, and gradients of a scalar loss of the outputs with
+respect to every weight, per example and their mean, computed through the original with
+``bm.grad`` and through the generated pure functions with ``jax.grad``. A mismatch is
+rerun in float64 (a fresh process with ``jax_enable_x64``) to tell round-off from a
+transformation bug. This module imports jax and brainpy; the transform path never does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+from batchify.drive import Drive, DriveError, Input
+
+X64_ENV = "BATCHIFY_X64"
+if os.environ.get(X64_ENV):  # the float64 rerun: before jax is imported anywhere
+    os.environ["JAX_ENABLE_X64"] = "1"
+
+import brainpy as bp  # noqa: E402
+import brainpy.math as bm  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from batchify.equivalence import (  # noqa: E402
+    Arg,
+    Mismatch,
+    Report,
+    compare,
+    draws_randomly,
+    example_key,
+    first_divergences,
+    restore,
+    run_original,
+    snapshot,
+    state_vars,
+    tick,
+    to_numpy,
+)
+
+if os.environ.get(X64_ENV):
+    bm.enable_x64()
+
+
+@dataclass
+class Section:
+    """One compared quantity group: forward outputs, final state, gradients."""
+
+    name: str
+    ok: bool = True
+    max_abs: float = 0.0
+    mismatches: list[dict] = field(default_factory=list)
+    skipped: str | None = None
+
+
+@dataclass
+class ClassResult:
+    cls: str
+    method: str
+    batch: int
+    steps: int
+    sections: list[Section]
+    speedup: float | None = None
+    classification: str | None = None  # round-off / transformation bug / undetermined, after the float64 rerun
+    x64_max_abs: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(s.ok for s in self.sections)
+
+    @property
+    def verdict(self) -> str:
+        if self.ok:
+            return "PASS"
+        return "FAIL" + (f" ({self.classification})" if self.classification else "")
+
+
+def _dtype(name: str):
+    if name.startswith("float") and os.environ.get(X64_ENV):
+        return np.float64
+    return {"bfloat16": jnp.bfloat16}.get(name, np.dtype(name))
+
+
+def make_args(drive: Drive, signature_names: list[str]) -> list[Arg]:
+    """The stepping method's arguments, in signature order, as comparison inputs."""
+    rng = np.random.default_rng(drive.seed)
+    args = []
+    for name in signature_names:
+        spec = drive.inputs.get(name)
+        if spec is None:
+            break  # the rest take their defaults
+        if spec.kind == "time":
+            args.append(Arg(shared=lambda t: t))
+        elif spec.kind == "value":
+            args.append(Arg(shared=lambda t, v=spec.value: v))
+        else:
+            args.append(Arg(per_example=random_input(rng, spec, drive.batch, drive.steps)))
+    return args
+
+
+def random_input(rng, spec: Input, batch: int, steps: int) -> np.ndarray:
+    shape = (batch, steps, *spec.shape)
+    dtype = _dtype(spec.dtype)
+    if np.dtype(dtype) == np.bool_:
+        return rng.random(shape) < 0.5
+    if np.issubdtype(np.dtype(dtype), np.integer):
+        return rng.integers(0, max(int(spec.scale), 1) + 1, shape).astype(dtype)
+    return (rng.random(shape) * spec.scale + spec.offset).astype(dtype)
+
+
+def section_from(report: Report, name: str, predicate) -> Section:
+    bad = first_divergences([m for m in report.mismatches if predicate(m.quantity)])
+    return Section(name, not bad, report.max_abs, [asdict(m) for m in bad])
+
+
+def params_paths(params, prefix: str = "") -> list[str]:
+    """``FooParams`` field paths in leaf order: ``w_in``, ``hidden.w``."""
+    out = []
+    for name, value in params._asdict().items():
+        path = f"{prefix}{name}"
+        out.extend(params_paths(value, path + ".") if hasattr(value, "_asdict") else [path])
+    return out
+
+
+class Verifier:
+    def __init__(self, original_cls, batched_cls, drive: Drive, method: str):
+        self.original_cls = original_cls
+        self.batched_cls = batched_cls
+        self.drive = drive
+        self.method = method
+        names = list(__import__("inspect").signature(getattr(original_cls, method)).parameters)[1:]
+        self.args = make_args(drive, names)
+        self.random = draws_randomly(batched_cls)
+
+    def build(self):
+        bm.random.seed(self.drive.seed)
+        return self.original_cls(*self.drive.init_args, **self.drive.init_kwargs)
+
+    def run(self) -> ClassResult:
+        d = self.drive
+        model = self.build()
+        from batchify.equivalence import check_equivalence
+
+        report = check_equivalence(model, self.batched_cls, self.method, self.args, batch=d.batch, steps=d.steps,
+                                   rtol=d.rtol, atol=d.atol, dt=d.dt, seed=d.seed)
+        sections = [section_from(report, "forward", lambda q: q.startswith("output")),
+                    section_from(report, "state", lambda q: q.startswith("state"))]
+        sections += self.gradients(model)
+        result = ClassResult(d.cls, self.method, d.batch, d.steps, sections)
+        result.speedup = self.speed(model)
+        return result
+
+    # -- gradients ------------------------------------------------------------------
+    def gradients(self, model) -> list[Section]:
+        d = self.drive
+        weights = {k: v for k, v in model.vars(method="relative").items()
+                   if isinstance(v, (bm.TrainVar, bm.Parameter))}
+        if not weights:
+            skipped = "the model has no weights"
+            return [Section("grad/example", skipped=skipped), Section("grad/mean", skipped=skipped)]
+        initial = snapshot(model)
+        global_key = bm.random.DEFAULT.value
+        projections = self.projections(model, initial)
+
+        def loss_of(outputs):
+            total = 0.0
+            for t, out in enumerate(outputs):
+                for leaf, proj in zip(float_leaves(out), projections[t]):
+                    total = total + jnp.sum(leaf * proj)
+            return total
+
+        # Through the original, one example at a time, with bm.grad.
+        paths = sorted(weights)
+        per_example = []
+        for e in range(d.batch):
+            restore(model, initial)
+            if self.random:
+                bm.random.DEFAULT.value = example_key(d.seed, e)
+
+            def original_loss(e=e):
+                outs = []
+                for t in range(d.steps):
+                    tick(d.dt, t)
+                    outs.append(getattr(model, self.method)(*(a.example(e, t) for a in self.args)))
+                return loss_of(outs)
+
+            grads = bm.grad(original_loss, grad_vars=[weights[p] for p in paths])()
+            per_example.append({p: np.asarray(g) for p, g in zip(paths, grads)})
+        restore(model, initial)
+        bm.random.DEFAULT.value = global_key
+
+        # Through the generated pure function, with jax.grad and vmap.
+        batched = (self.batched_cls.from_model(model, d.batch, seed=d.seed) if self.random
+                   else self.batched_cls.from_model(model, d.batch))
+        pure = getattr(batched, f"{self.method}_pure")
+        params, state0 = batched.params(), batched.state()
+        order = params_paths(params)
+        per_example_inputs = [a.per_example for a in self.args if a.per_example is not None]
+
+        def example_loss(p, state, *xs):
+            xs = iter(xs)
+            picked = [next(xs) if a.per_example is not None else None for a in self.args]
+            outs = []
+            for t in range(d.steps):
+                tick(d.dt, t)
+                call_args = [x[t] if x is not None else a.shared(t) for a, x in zip(self.args, picked)]
+                state, out = pure(p, state, *call_args)
+                outs.append(out)
+            return loss_of(outs)
+
+        in_axes = (None, 0, *([0] * len(per_example_inputs)))
+        got_each = jax.vmap(jax.grad(example_loss), in_axes=in_axes)(params, state0, *per_example_inputs)
+        got_mean = jax.grad(lambda p: jnp.mean(jax.vmap(example_loss, in_axes=in_axes)(
+            p, state0, *per_example_inputs)))(params)
+        each = dict(zip(order, jax.tree.leaves(got_each)))
+        mean = dict(zip(order, jax.tree.leaves(got_mean)))
+
+        rep_each, rep_mean = Report(d.steps, d.batch), Report(d.steps, d.batch)
+        for p in paths:
+            want_each = np.stack([g[p] for g in per_example])
+            compare(rep_each, f"gradient {p}", None, want_each, np.asarray(each[p]), d.rtol * 10, d.atol * 10)
+            compare(rep_mean, f"gradient {p} (mean)", None, want_each.mean(0), np.asarray(mean[p]),
+                    d.rtol * 10, d.atol * 10)
+        return [section_from(rep_each, "grad/example", lambda q: True),
+                section_from(rep_mean, "grad/mean", lambda q: True)]
+
+    def projections(self, model, initial):
+        """Fixed random weights that turn each step's outputs into one scalar loss."""
+        restore(model, initial)
+        rng = np.random.default_rng(self.drive.seed + 1)
+        key = bm.random.DEFAULT.value
+        if self.random:
+            bm.random.DEFAULT.value = example_key(self.drive.seed, 0)
+        shapes = []
+        for t in range(self.drive.steps):
+            tick(self.drive.dt, t)
+            out = getattr(model, self.method)(*(a.example(0, t) for a in self.args))
+            shapes.append([np.shape(leaf) for leaf in float_leaves(out)])
+        restore(model, initial)
+        bm.random.DEFAULT.value = key
+        return [[rng.standard_normal(s).astype(np.float32) for s in step] for step in shapes]
+
+    # -- speed ----------------------------------------------------------------------------
+    def speed(self, model) -> float | None:
+        """Compiled forward: B single-example runs of the original over the batched run."""
+        d = self.drive
+        try:
+            initial = snapshot(model)
+            step = getattr(model, self.method)
+            per_example = [a.per_example for a in self.args]
+
+            def original_run(*xs):
+                def body(t):
+                    tick(d.dt, t)
+                    return step(*(x[t] if x is not None else a.shared(t) for a, x in zip(self.args, xs)))
+                return bm.for_loop(body, jnp.arange(d.steps))
+
+            batched = (self.batched_cls.from_model(model, d.batch, seed=d.seed) if self.random
+                       else self.batched_cls.from_model(model, d.batch))
+            bstep = getattr(batched, self.method)
+
+            def batched_run(*xs):
+                def body(t):
+                    tick(d.dt, t)
+                    return bstep(*(x[:, t] if x is not None else a.shared(t) for a, x in zip(self.args, xs)))
+                return bm.for_loop(body, jnp.arange(d.steps))
+
+            f_orig, f_batch = bm.jit(original_run), bm.jit(batched_run)
+            examples = [[None if x is None else jnp.asarray(x[e]) for x in per_example] for e in range(d.batch)]
+            whole = [None if x is None else jnp.asarray(x) for x in per_example]
+            jax.block_until_ready(f_orig(*examples[0]))
+            jax.block_until_ready(f_batch(*whole))
+            t0 = time.perf_counter()
+            for xs in examples:
+                jax.block_until_ready(f_orig(*xs))
+            t1 = time.perf_counter()
+            jax.block_until_ready(f_batch(*whole))
+            t2 = time.perf_counter()
+            restore(model, initial)
+            return (t1 - t0) / max(t2 - t1, 1e-9)
+        except Exception:  # noqa: BLE001 - speed is informative; never fail verification over it
+            return None
+
+
+def float_leaves(tree):
+    leaves = jax.tree.leaves(tree, is_leaf=lambda x: isinstance(x, bm.Array))
+    return [jnp.asarray(leaf.value if isinstance(leaf, bm.Array) else leaf) for leaf in leaves
+            if jnp.issubdtype(jnp.asarray(leaf.value if isinstance(leaf, bm.Array) else leaf).dtype, jnp.floating)]
+
+
+def classify(result: ClassResult, rerun: dict | None) -> None:
+    """Round-off if the float64 rerun agrees to 1e-6 of the tolerance; a bug if it still fails."""
+    if rerun is None:
+        result.classification = "undetermined: the float64 rerun did not run"
+        return
+    result.x64_max_abs = rerun["max_abs"]
+    if rerun["ok_strict"]:
+        result.classification = "float32 round-off: float64 agrees"
+    elif not rerun["ok"]:
+        result.classification = "transformation bug: float64 disagrees too"
+    else:
+        result.classification = "undetermined: float64 passes the tolerances but not 1e-6 of them"
+
+
+def rerun_in_float64(argv: list[str]) -> dict | None:
+    env = {**os.environ, X64_ENV: "1", "JAX_ENABLE_X64": "1"}
+    proc = subprocess.run([sys.executable, "-m", "batchify", "verify", *argv, "--format", "json"],
+                          capture_output=True, text=True, env=env)
+    try:
+        return json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return None
+
+
+__all__ = ["ClassResult", "DriveError", "Verifier", "classify", "rerun_in_float64"]
+
+
+# -- orchestration: what `batchify verify` runs -----------------------------------------------
+
+def run_plans(plans: list[Plan], original_module, generated_module, stateful: dict[str, list[str]],
+              rerun_argv=None, probe: bool = False) -> list[ClassResult]:
+    results = []
+    for plan in plans:
+        original = getattr(original_module, plan.cls)
+        batched = getattr(generated_module, f"{plan.cls}Batched", None)
+        if batched is None:
+            raise DriveError(f"the generated module has no {plan.cls}Batched; regenerate it")
+        method = plan.drive.pick_method(stateful[plan.cls])
+        if probe:  # the float64 rerun: strict tolerances first, then the given ones
+            strict = Drive(**{**plan.drive.__dict__, "rtol": plan.drive.rtol * 1e-6, "atol": plan.drive.atol * 1e-6})
+            strict_result = Verifier(original, batched, strict, method).run()
+            result = strict_result if strict_result.ok else Verifier(original, batched, plan.drive, method).run()
+            result.classification = "strict" if strict_result.ok else None
+            results.append(result)
+            continue
+        result = Verifier(original, batched, plan.drive, method).run()
+        if not result.ok and rerun_argv is not None:
+            classify(result, rerun_in_float64(rerun_argv(plan.cls)))
+        results.append(result)
+    return results
+
+
+def probe_summary(results: list[ClassResult]) -> dict:
+    return {
+        "ok": all(r.ok for r in results),
+        "ok_strict": all(r.classification == "strict" for r in results),
+        "max_abs": max((s.max_abs for r in results for s in r.sections), default=0.0),
+    }
+
+
+def to_json(results: list[ClassResult]) -> dict:
+    return {"version": 1, "ok": all(r.ok for r in results), "classes": [
+        {**asdict(r), "ok": r.ok, "verdict": r.verdict} for r in results]}
+
+
+def format_table(results: list[ClassResult], src: str, generated: str) -> str:
+    head = ["class", "method", "B", "T", "forward", "state", "grad/example", "grad/mean", "max abs err",
+            "speed-up", "verdict"]
+    rows = []
+    for r in results:
+        cells = {s.name: ("skip" if s.skipped else "ok" if s.ok else "MISMATCH") for s in r.sections}
+        err = max((s.max_abs for s in r.sections), default=0.0)
+        rows.append([r.cls, r.method, str(r.batch), str(r.steps), cells["forward"], cells["state"],
+                     cells["grad/example"], cells["grad/mean"], f"{err:.1e}",
+                     f"{r.speedup:.1f}x" if r.speedup else "-", r.verdict])
+    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+    lines = [f"batchify verify: {generated} against {src}", ""]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    for r in results:
+        for s in r.sections:
+            if s.skipped:
+                lines.append(f"  {r.cls}: {s.name} skipped: {s.skipped}")
+            for m in s.mismatches:
+                lines.append(f"  {r.cls}: {s.name}: {Mismatch(**m)}")
+        if not r.ok and r.classification:
+            extra = f" (float64 max abs error {r.x64_max_abs:.1e})" if r.x64_max_abs is not None else ""
+            lines.append(f"  {r.cls}: float64 rerun: {r.classification}{extra}")
+    lines.append("")
+    lines.append("speed-up: the batched forward (compiled) against B compiled single-example runs of the original.")
+    return "\n".join(lines) + "\n"
