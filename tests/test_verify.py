@@ -1,0 +1,161 @@
+"""`batchify verify` as users run it: real subprocesses against real and deliberately broken files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from example_specs import EXAMPLES, ROOT, SPECS
+
+from batchify.equivalence import Arg, check_equivalence
+from batchify.loader import load_generated, load_models
+
+
+def verify(*args: str, cwd: Path = ROOT):
+    return subprocess.run([sys.executable, "-m", "batchify", "verify", *args], cwd=cwd,
+                          capture_output=True, text=True)
+
+
+def verify_json(*args: str, cwd: Path = ROOT) -> tuple[int, dict]:
+    result = verify(*args, "--format", "json", cwd=cwd)
+    assert result.stderr.strip() == "" or result.returncode == 2, result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def sections(payload: dict) -> dict[str, dict]:
+    (cls,) = payload["classes"]
+    return {s["name"]: s for s in cls["sections"]}
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.stem)
+def test_every_example_verifies_gradients_included(spec) -> None:
+    rc, payload = verify_json(f"examples/{spec.stem}.py", f"examples/{spec.stem}_batched.py")
+    assert rc == 0, payload
+    found = sections(payload)
+    assert all(s["ok"] for s in found.values())
+    has_weights = spec.stem != "lif_population"
+    assert (found["grad/example"]["skipped"] is None) == has_weights
+    assert (found["grad/mean"]["skipped"] is None) == has_weights
+
+
+def mutate(tmp_path: Path, stem: str, old: str, new: str, count: int = 1) -> Path:
+    text = (EXAMPLES / f"{stem}_batched.py").read_text()
+    assert text.count(old) == count, (old, text.count(old))
+    out = tmp_path / f"{stem}_batched.py"
+    out.write_text(text.replace(old, new))
+    return out
+
+
+def test_scaled_state_update_is_caught(tmp_path: Path) -> None:
+    broken = mutate(tmp_path, "rate_rnn", "state = state._replace(r=bm.tanh(state.h))",
+                    "state = state._replace(r=bm.tanh(state.h) * 1.01)")
+    rc, payload = verify_json("examples/rate_rnn.py", str(broken))
+    assert rc == 1
+    found = sections(payload)
+    assert not found["forward"]["ok"] and not found["state"]["ok"]
+    first = found["forward"]["mismatches"][0]
+    assert first["quantity"].startswith("output") and first["step"] == 0
+    assert {m["quantity"] for m in found["state"]["mismatches"]} == {"state h", "state r"}
+    assert payload["classes"][0]["classification"].startswith("transformation bug")
+
+
+def test_state_shared_across_the_batch_is_caught(tmp_path: Path) -> None:
+    broken = mutate(tmp_path, "spiking_classifier", "        self.v_hidden.value = state.v_hidden\n",
+                    "        self.v_hidden.value = _stack(state.v_hidden[0], self.batch_size)\n")
+    rc, payload = verify_json("examples/spiking_classifier.py", str(broken))
+    assert rc == 1
+    found = sections(payload)
+    assert not found["forward"]["ok"]
+    assert all(m["example"] >= 1 for m in found["forward"]["mismatches"])  # example 0 is the one shared
+    assert "state v_hidden" in {m["quantity"] for m in found["state"]["mismatches"]}
+
+
+def test_gradient_cut_is_caught(tmp_path: Path) -> None:
+    broken = mutate(tmp_path, "two_layer_net", "DECAY * state.y + s @ params.w + params.b",
+                    "DECAY * state.y + s @ jax.lax.stop_gradient(params.w) + params.b")
+    rc, payload = verify_json("examples/two_layer_net.py", str(broken))
+    assert rc == 1
+    found = sections(payload)
+    assert found["forward"]["ok"] and found["state"]["ok"]  # forward unchanged
+    assert {m["quantity"] for m in found["grad/example"]["mismatches"]} == {"gradient readout.w"}
+    assert {m["quantity"] for m in found["grad/mean"]["mismatches"]} == {"gradient readout.w (mean)"}
+
+
+def test_noise_reused_for_every_example_is_caught(tmp_path: Path) -> None:
+    broken = mutate(tmp_path, "noisy_lif", "jax.random.fold_in(base, i)", "jax.random.fold_in(base, 0)")
+    rc, payload = verify_json("examples/noisy_lif.py", str(broken))
+    assert rc == 1
+    found = sections(payload)
+    assert not found["forward"]["ok"]
+    assert all(m["example"] >= 1 for m in found["forward"]["mismatches"])  # example 0 keeps its own stream
+
+
+def test_float32_near_miss_is_classified_as_round_off() -> None:
+    result = verify("examples/rate_rnn.py", "examples/rate_rnn_batched.py", "--rtol", "1e-9", "--atol", "1e-9")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "float64 rerun: float32 round-off: float64 agrees" in result.stdout
+    assert "FAIL (float32 round-off" in result.stdout
+
+
+def test_missing_driving_information_is_one_line_exit_2(tmp_path: Path) -> None:
+    shutil.copy(EXAMPLES / "spiking_classifier.py", tmp_path)
+    shutil.copy(EXAMPLES / "spiking_classifier_batched.py", tmp_path)
+    (tmp_path / "pyproject.toml").write_text("")
+    result = verify("spiking_classifier.py", "spiking_classifier_batched.py", cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("spiking_classifier.py:24:1: BFY301 cannot verify SpikingClassifier")
+    assert "--init ARGS for SpikingClassifier(n_in, n_hidden, n_out, tau=8.0, v_th=1.0)" in line
+    assert "--method NAME (one of reset_state, step_run)" not in line  # step_run is the only public one
+    assert "--input-shape i=SHAPE or --shared i=time|VALUE for step_run(i, x)" in line
+    assert "--input-shape x=SHAPE" in line
+    assert '[tool.batchify.verify."spiking_classifier.py::SpikingClassifier"]' in line
+    # Giving what it asked for is enough.
+    ok = verify("spiking_classifier.py", "spiking_classifier_batched.py", "--init", "64, 32, 10",
+                "--shared", "i=time", "--input-shape", "x=64", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+FIXTURES = ROOT / "tests" / "models"
+HELD_BACK_STYLE = [
+    # file, class, --init, inputs, extra flags
+    ("aliases_and_helpers", "Cell", "6", ["--input-shape", "x=6"], []),
+    ("inherit_and_nest", "Circuit", "4, 6", ["--input-shape", "x=4:float32:3.0"], []),
+    ("odeint_share", "LIF", "6", ["--input-shape", "x=6:float32:200.0"], ["--dt", "0.1", "--steps", "40"]),
+]
+
+
+@pytest.mark.parametrize("case", HELD_BACK_STYLE, ids=lambda c: c[1])
+def test_verdict_agrees_with_an_independent_check(case, tmp_path: Path) -> None:
+    stem, cls, init, inputs, extra = case
+    out = tmp_path / f"{stem}_batched.py"
+    subprocess.run([sys.executable, "-m", "batchify", str(FIXTURES / f"{stem}.py"), "-o", str(out)], check=True)
+    rc, payload = verify_json(str(FIXTURES / f"{stem}.py"), str(out), "--class", cls, "--init", init,
+                              *inputs, *extra)
+    # The independent check: the test suite's own loop over examples, with its own inputs.
+    original = getattr(load_models(FIXTURES / f"{stem}.py", f"indep_{stem}"), cls)
+    batched = getattr(load_generated(out, f"indep_gen_{stem}"), f"{cls}Batched")
+    import brainpy.math as bm
+
+    bm.random.seed(5)
+    model = original(*[int(v) for v in init.split(",")])
+    n_in = int(inputs[1].split("=")[1].split(":")[0])
+    xs = (np.random.default_rng(9).random((3, 30, n_in)) * 50).astype(np.float32)
+    dt = float(extra[1]) if extra else None
+    independent = check_equivalence(model, batched, "update", [Arg(per_example=xs)], batch=3, steps=30, dt=dt)
+    assert (rc == 0) == independent.ok == True  # noqa: E712 - both say the file is right
+    assert payload["classes"][0]["verdict"] == "PASS"
+
+
+def test_generate_then_verify(tmp_path: Path) -> None:
+    out = tmp_path / "rate_rnn_batched.py"
+    result = subprocess.run([sys.executable, "-m", "batchify", "examples/rate_rnn.py", "-o", str(out), "--verify",
+                             "--init", "3, 16, 2", "--input-shape", "x=3", "--steps", "10"],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert out.is_file() and "RateRNN  update  4  10  ok" in result.stdout
