@@ -412,10 +412,94 @@ def guarded(action, fmt: str, where: str) -> int:
         return EXIT_INTERNAL
 
 
+def build_hook_parser() -> argparse.ArgumentParser:
+    p = ArgumentParser(prog="batchify hook",
+                       description="Regenerate (or --check) the targets of [tool.batchify] in pyproject.toml; "
+                       "for pre-commit. Exits 1 when a file was changed, created or is stale.")
+    p.add_argument("files", nargs="*", metavar="FILE",
+                   help="only the targets whose source or output is one of these (default: all targets)")
+    p.add_argument("--check", action="store_true", help="write nothing; fail when an output is missing or stale")
+    p.add_argument("--verify", action="store_true",
+                   help="also verify numerically the targets with a [tool.batchify.verify] table (imports jax)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="how diagnostics are printed")
+    p.add_argument("--absolute-paths", action="store_true", help="report absolute paths in diagnostics")
+    return p
+
+
+def hook(args: argparse.Namespace) -> int:
+    from batchify.config import ConfigError, find_config
+
+    try:
+        config = find_config(Path.cwd())
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if config is None:
+        raise UsageError("no [tool.batchify] table in pyproject.toml (searched from here upwards)")
+    targets = config.targets()
+    if args.files:
+        wanted = {Path(f).resolve() for f in args.files}
+        targets = [t for t in targets if t.source.resolve() in wanted or t.output.resolve() in wanted]
+    status = EXIT_OK
+    diagnostics: list[Diagnostic] = []
+    for target in targets:
+        job = make_job(target.source, target.output, classes=target.classes, shared=target.shared,
+                       absolute=args.absolute_paths)
+        try:
+            source = read_source(str(target.source), job.src_report)
+            text = generate(job, source)
+        except BatchifyError as exc:
+            diagnostics.extend(exc.diagnostics)
+            status = max(status, exit_code_for(exc.diagnostics))
+            continue
+        current = current_output(target.output)
+        if current == text:
+            continue
+        status = max(status, EXIT_FAIL)
+        if args.check:
+            diagnostics.append(Diagnostic(job.out_report, 1, 1, "BFY008",
+                                          f"{stale_reason(current, source)}; regenerate with: {job.command}"))
+            continue
+        try:
+            write_atomically(target.output, text, job.out_report)
+        except BatchifyError as exc:
+            diagnostics.extend(exc.diagnostics)
+            continue
+        sys.stderr.write(f"batchify: {'created' if current is None else 'regenerated'} {job.out_shown}\n")
+    report(diagnostics, args.format)
+    if args.verify and not diagnostics:
+        import copy
+
+        for target in targets:
+            verify_args = copy.copy(args)
+            for flag in ("init", "method", "input_shape", "shared", "steps", "batch", "dt", "rtol", "atol", "seed"):
+                setattr(verify_args, flag, None)
+            verify_args.classes, verify_args.x64_probe = [], False
+            rel = display_path(target.source, config.root)
+            if not any(key.split("::", 1)[0] == rel for key in config.verify):
+                sys.stderr.write(f"batchify: {rel}: no [tool.batchify.verify] table; not verified\n")
+                continue
+            status = max(status, guarded(lambda t=target, a=verify_args: verify_files(t.source, t.output, a),
+                                         args.format, rel))
+    return status
+
+
+def hook_main(argv: list[str]) -> int:
+    try:
+        args = build_hook_parser().parse_args(argv)
+    except UsageError as exc:
+        sys.stderr.write(f"batchify hook: error: {exc} (see batchify hook --help)\n")
+        return EXIT_USAGE
+    except SystemExit as exc:
+        return EXIT_OK if not exc.code else EXIT_USAGE
+    return guarded(lambda: hook(args), args.format, "pyproject.toml")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["verify"]:
         return verify_main(argv[1:])
+    if argv[:1] == ["hook"]:
+        return hook_main(argv[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
