@@ -278,7 +278,9 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                   frozenset(child_calls), kind, draws)  # type: ignore[arg-type]
 
 
-def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Iterable[str] = ()) -> ModuleIR:
+def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Iterable[str] = (),
+            functions: Iterable[str] = ()) -> ModuleIR:
+    """``functions``: module-level functions to copy besides what the classes need (the harness's)."""
     a = Analysis(module, path)
     models = find_model_classes(a)
     if not models:
@@ -346,7 +348,20 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         if name in wanted:
             need(name)
     ir.targets = [n for n in order if n in targets]
-    originals, needed = support_statements(a, [models[n] for n in ir.targets], set(models))
+    roots: list[cst.CSTNode] = [models[n] for n in ir.targets]
+    defined = {s.name.value: s for s in a.module.body if isinstance(s, cst.FunctionDef)}
+    for name in functions:
+        if name in defined:
+            roots.append(defined[name])
+        else:
+            a.diagnostics.append(Diagnostic(path, 1, 1, "BFY013", f"harness: no module-level function named "
+                                            f"'{name}' in the source"))
+    originals, needed = support_statements(a, roots, set(models))
+    for name in functions:  # the functions themselves are copied too
+        if name in defined:
+            needed.setdefault(id(defined[name]), set()).add(name)
+            if defined[name] not in originals:
+                originals = [s for s in a.module.body if id(s) in needed]
     ir.support = [_prune_imports(s, needed[id(s)]) for s in originals]
     ir.source_lines = sorted(a.positions[s].start.line for s in [*originals, *(models[n] for n in ir.targets)])
     if a.diagnostics:
@@ -380,9 +395,9 @@ def touches(method: Method, stateful: set[str], children: dict[str, ModelClass])
                 or any(meth in children[c].stateful for c, meth in method.child_calls))
 
 
-def support_statements(a: Analysis, classes: list[cst.ClassDef],
+def support_statements(a: Analysis, roots: list[cst.CSTNode],
                        model_names: set[str]) -> tuple[list[cst.CSTNode], dict[int, set[str]]]:
-    """Module-level statements (imports, helpers, constants) the classes need, transitively."""
+    """Module-level statements (imports, helpers, constants) the roots need, transitively."""
     global_scope = next(s for s in a.scopes.values() if isinstance(s, GlobalScope))
     # For each top-level statement, the top-level statements (with the names) its code refers to.
     uses: dict[int, set[tuple[int, str]]] = {}
@@ -398,7 +413,7 @@ def support_statements(a: Analysis, classes: list[cst.ClassDef],
                 uses.setdefault(id(user), set()).add((id(owner), ref.name))
                 access_origin.setdefault(id(user), []).append((access.node, ref.name, owner))
     needed: dict[int, set[str]] = {}
-    todo = [id(c) for c in classes]
+    todo = [id(c) for c in roots]
     seen = set(todo)
     while todo:
         current = todo.pop()

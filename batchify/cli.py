@@ -24,6 +24,7 @@ from batchify.diagnostics import (
     Diagnostic,
     exit_code_for,
 )
+from batchify.harness import HarnessOptions
 from batchify.pipeline import transform
 
 STDIO = "-"
@@ -55,6 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--absolute-paths", action="store_true", help="report absolute paths in diagnostics")
     p.add_argument("--verify", action="store_true",
                    help="after writing OUT, check it numerically against SRC (imports jax and brainpy)")
+    h = p.add_argument_group("training harness (emitted with --harness)")
+    h.add_argument("--harness", action="store_true", help="add a training harness for each top-level model class")
+    h.add_argument("--harness-method", metavar="NAME", help="the stepping method (default: update, or the only one)")
+    h.add_argument("--harness-steps", metavar="N", type=int, help="default steps for constant or function inputs")
+    h.add_argument("--input-mode", metavar="MODE", help="sequence (default), constant, or function:NAME")
+    h.add_argument("--readout", metavar="HOW", help="mean (default), sum, last, or function:NAME")
+    h.add_argument("--loss", metavar="LOSS", help="cross_entropy (default), mse, nll_rate, or function:NAME")
     add_drive_flags(p, shared=False)
     p.add_argument("--version", action="version", version=f"batchify {__version__}")
     return p
@@ -102,7 +110,8 @@ def display_path(path: Path, root: Path | None) -> str:
     return path.as_posix()
 
 
-def regenerate_command(src: str, out: str | None, classes: list[str], shared: list[str]) -> str:
+def regenerate_command(src: str, out: str | None, classes: list[str], shared: list[str],
+                       harness: HarnessOptions | None = None) -> str:
     words = ["batchify", src]
     if out is not None:
         words += ["-o", out]
@@ -110,7 +119,17 @@ def regenerate_command(src: str, out: str | None, classes: list[str], shared: li
         words += ["--class", name]
     for name in shared:
         words += ["--shared", name]
+    if harness is not None:
+        words += harness.flags()
     return shlex.join(words)
+
+
+def harness_options(args: argparse.Namespace) -> HarnessOptions | None:
+    given = {"method": args.harness_method, "steps": args.harness_steps, "input": args.input_mode,
+             "readout": args.readout, "loss": args.loss}
+    if not args.harness and all(v is None for v in given.values()):
+        return None
+    return HarnessOptions(**{k: v for k, v in given.items() if v is not None})
 
 
 def read_source(src: str, shown: str) -> bytes:
@@ -192,15 +211,16 @@ class Job:
     out_report: str | None
     classes: tuple[str, ...] = ()
     shared: tuple[str, ...] = ()
+    harness: HarnessOptions | None = None
 
     @property
     def command(self) -> str:
         return regenerate_command(self.src_shown if self.src is not None else STDIO, self.out_shown,
-                                  list(self.classes), list(self.shared))
+                                  list(self.classes), list(self.shared), self.harness)
 
 
 def make_job(src: Path | None, out: Path | None, *, classes=(), shared=(), stdin_filename: str | None = None,
-             absolute: bool = False) -> Job:
+             absolute: bool = False, harness: HarnessOptions | None = None) -> Job:
     named = src if src is not None else Path(stdin_filename) if stdin_filename else None
     root = project_root((named.parent if named is not None else Path(".")).resolve())
     src_shown = display_path(named, root) if named is not None else "<stdin>"
@@ -210,12 +230,12 @@ def make_job(src: Path | None, out: Path | None, *, classes=(), shared=(), stdin
         return str(path.resolve()) if absolute and path is not None else shown
 
     return Job(src, out, src_shown, out_shown, report_path(named, src_shown), report_path(out, out_shown),
-               tuple(sorted(dict.fromkeys(classes))), tuple(sorted(dict.fromkeys(shared))))
+               tuple(sorted(dict.fromkeys(classes))), tuple(sorted(dict.fromkeys(shared))), harness)
 
 
 def generate(job: Job, source: bytes) -> str:
     return transform(source, job.src_report, header_path=job.src_shown, classes=job.classes,
-                     shared=job.shared, command=job.command).text
+                     shared=job.shared, command=job.command, harness=job.harness).text
 
 
 def current_output(path: Path) -> str | None:
@@ -238,8 +258,8 @@ def stale_reason(current: str | None, source: bytes) -> str:
 def run(args: argparse.Namespace) -> int:
     stdin_source = args.src == STDIO
     job = make_job(None if stdin_source else Path(args.src), None if args.output == STDIO else Path(args.output),
-                   classes=args.classes, shared=[s.partition("=")[0] for s in args.shared], stdin_filename=args.stdin_filename,
-                   absolute=args.absolute_paths)
+                   classes=args.classes, shared=[s.partition("=")[0] for s in args.shared],
+                   stdin_filename=args.stdin_filename, absolute=args.absolute_paths, harness=harness_options(args))
     if job.out is not None and job.src is not None and same_file(job.src, job.out):
         raise BatchifyError([Diagnostic(job.src_report, 1, 1, "BFY006",
                                         "the output path is the source path; batchify never overwrites its input")])
@@ -443,7 +463,7 @@ def hook(args: argparse.Namespace) -> int:
     diagnostics: list[Diagnostic] = []
     for target in targets:
         job = make_job(target.source, target.output, classes=target.classes, shared=target.shared,
-                       absolute=args.absolute_paths)
+                       absolute=args.absolute_paths, harness=target.harness)
         try:
             source = read_source(str(target.source), job.src_report)
             text = generate(job, source)

@@ -22,6 +22,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from batchify.harness import HarnessOptions
+
 
 class ConfigError(Exception):
     pass
@@ -33,6 +35,7 @@ class Target:
     output: Path  # absolute
     classes: tuple[str, ...] = ()
     shared: tuple[str, ...] = ()
+    harness: HarnessOptions | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class Config:
                     path, self.root / output,
                     tuple(_strings(pattern, "class")),
                     tuple(_strings(pattern, "shared")) if "shared" in pattern else self.shared,
+                    _harness(pattern.get("harness")),
                 ))
         return sorted(found.values(), key=lambda t: t.source)
 
@@ -89,10 +93,21 @@ def parse_config(table: dict, root: Path, where: Path) -> Config:
         if _wildcards(pattern["source"]) != _wildcards(pattern["output"]):
             raise ConfigError(f"{where}: target #{i + 1}: source and output must have the same number of "
                               f"wildcards ({pattern['source']!r} -> {pattern['output']!r})")
-        unknown = set(pattern) - {"source", "output", "class", "shared"}
+        unknown = set(pattern) - {"source", "output", "class", "shared", "harness"}
         if unknown:
             raise ConfigError(f"{where}: target #{i + 1}: unknown keys {sorted(unknown)}")
     return Config(root, tuple(patterns), tuple(_strings(table, "shared")), table.get("verify", {}))
+
+
+def _harness(table) -> HarnessOptions | None:
+    """``harness = { method = "step_run", steps = 25, input = "constant", readout = "sum", loss = "nll_rate" }``"""
+    if table is None:
+        return None
+    if table is True:
+        return HarnessOptions()
+    if not isinstance(table, dict) or set(table) - {"method", "steps", "input", "readout", "loss"}:
+        raise ConfigError("[tool.batchify] harness must be true or a table of method, steps, input, readout, loss")
+    return HarnessOptions(**table)
 
 
 def _strings(table: dict, key: str) -> list[str]:

@@ -34,6 +34,7 @@ CODES: dict[str, Code] = {
     # Names the generated module needs.
     "BFY010": Code("the model uses a name that the generated class reserves"),
     "BFY011": Code("a module-level name clashes with a name the generated module imports"),
+    "BFY013": Code("the training harness cannot be generated as configured (method, input, readout or loss)"),
     "BFY012": Code("a name the model uses is not defined at module level (only in a __main__ block, or nowhere)"),
     # Model structure.
     "BFY101": Code("a Variable is created outside __init__"),

@@ -17,6 +17,8 @@ import libcst as cst
 from batchify import __version__
 from batchify.analyse import is_super_call, self_name_of, self_path
 from batchify.diagnostics import BatchifyError, Diagnostic
+from batchify.harness import HarnessOptions, harness_classes
+from batchify.harness import context as harness_context
 from batchify.ir import ModelClass, ModuleIR
 from batchify.names import STATE_VARIABLES
 from batchify.rewrite import Namespace, keyword_arg, pure_name, rewrite_method
@@ -26,7 +28,15 @@ LINE_LENGTH = 100
 # What the generated support code itself imports: binding -> what it is bound to.
 STANDARD_IMPORTS = {"NamedTuple": "typing.NamedTuple", "bm": "brainpy.math", "jax": "jax", "jnp": "jax.numpy"}
 STANDARD_IMPORT_LINES = ("from typing import NamedTuple", "import brainpy.math as bm", "import jax", "import jax.numpy as jnp")
-HELPERS = ("_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key")
+# What the training harness adds: binding -> what it is bound to, and the import line.
+HARNESS_IMPORTS = {"np": "numpy", "optax": "optax", "Mesh": "jax.sharding.Mesh",
+                   "NamedSharding": "jax.sharding.NamedSharding", "PartitionSpec": "jax.sharding.PartitionSpec"}
+HARNESS_IMPORT_LINES = {"np": "import numpy as np", "optax": "import optax",
+                        "Mesh": "from jax.sharding import Mesh, NamedSharding, PartitionSpec",
+                        "NamedSharding": "from jax.sharding import Mesh, NamedSharding, PartitionSpec",
+                        "PartitionSpec": "from jax.sharding import Mesh, NamedSharding, PartitionSpec"}
+HELPERS = ("_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key", "_param_items",
+           "_params_from", "_nll_of_rates")
 
 
 def template_dir() -> Path:
@@ -316,9 +326,10 @@ def import_bindings(stmt: cst.CSTNode) -> list[tuple[str, str, cst.ImportAlias]]
     return out
 
 
-def support_code(ir: ModuleIR, diagnostics: list[Diagnostic]) -> tuple[str, str]:
+def support_code(ir: ModuleIR, diagnostics: list[Diagnostic], extra_imports: dict[str, str]) -> tuple[str, str]:
     """The import block and the copied module-level code, laid out as PEP 8 asks."""
-    reserved = set(STANDARD_IMPORTS) | set(HELPERS)
+    standard = {**STANDARD_IMPORTS, **extra_imports}
+    reserved = set(standard) | set(HELPERS)
     for c in ir.targets:
         cls = ir.classes[c]
         reserved |= {cls.params_name, cls.state_name, cls.batched_name}
@@ -329,7 +340,7 @@ def support_code(ir: ModuleIR, diagnostics: list[Diagnostic]) -> tuple[str, str]
         if bindings:
             keep = []
             for bound, target, alias in bindings:
-                if STANDARD_IMPORTS.get(bound) == target:
+                if standard.get(bound) == target:
                     continue  # already imported by the generated module
                 if bound in reserved:
                     _clash(ir, alias, bound, diagnostics)
@@ -364,7 +375,8 @@ def support_code(ir: ModuleIR, diagnostics: list[Diagnostic]) -> tuple[str, str]
             blocks.append("\n" if simple and previous_simple else "\n\n\n")
         blocks.append(text)
         previous_simple = simple
-    return sort_imports([*STANDARD_IMPORT_LINES, *imports]), "".join(blocks)
+    extra_lines = [HARNESS_IMPORT_LINES[name] for name in extra_imports]
+    return sort_imports([*STANDARD_IMPORT_LINES, *dict.fromkeys(extra_lines), *imports]), "".join(blocks)
 
 
 def sort_imports(lines: list[str]) -> str:
@@ -397,14 +409,24 @@ def _clash(ir: ModuleIR, node: cst.CSTNode, bound: str, diagnostics: list[Diagno
                                   "defines or imports; rename it in the source"))
 
 
-def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str) -> str:
+def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
+         harness: HarnessOptions | None = None) -> str:
     diagnostics: list[Diagnostic] = []
     classes = []
     for name in ir.targets:
         emitter = ClassEmitter(ir, ir.classes[name])
         classes.append(emitter.context())
         diagnostics.extend(emitter.diagnostics)
-    imports, support = support_code(ir, diagnostics)
+    harnesses = []
+    if harness is not None:
+        for problem in harness.problems():
+            diagnostics.append(Diagnostic(ir.path, 1, 1, "BFY013", f"harness: {problem}"))
+        if not diagnostics:
+            for name in harness_classes(ir):
+                h = harness_context(ir, ir.classes[name], harness, diagnostics)
+                if h is not None:
+                    harnesses.append(h)
+    imports, support = support_code(ir, diagnostics, HARNESS_IMPORTS if harness is not None else {})
     if diagnostics:
         unique = sorted(set(diagnostics), key=lambda d: (d.line, d.column, d.code, d.message))
         raise BatchifyError(unique)
@@ -417,5 +439,6 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str) ->
         support=support,
         classes=classes,
         random=any(c["random"] for c in classes),
+        harnesses=harnesses,
     )
     return text

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from batchify.analyse import analyse
 from batchify.emit import emit
+from batchify.harness import HarnessOptions
 from batchify.parse import decode, parse
 from batchify.validate import validate
 
@@ -29,6 +30,7 @@ def transform(
     shared: Iterable[str] = (),
     command: str,
     header_path: str | None = None,
+    harness: HarnessOptions | None = None,
 ) -> TransformResult:
     """Generate the batched module for ``source``; raises BatchifyError with diagnostics.
 
@@ -37,8 +39,8 @@ def transform(
     """
     text = decode(source, path)
     module = parse(text, path)
-    ir = analyse(module, path, only=classes, shared=shared)
+    ir = analyse(module, path, only=classes, shared=shared, functions=harness.functions() if harness else ())
     out = emit(ir, source_sha256=hashlib.sha256(source).hexdigest(), command=command,
-               source_path=header_path or path)
+               source_path=header_path or path, harness=harness)
     validate(out, path)
     return TransformResult(out, tuple(ir.targets))

@@ -1,0 +1,133 @@
+"""The training harness's content: which method is the time step, how inputs, readout and loss
+are written. The layout is ``templates/harness.py.jinja``; this module only decides what goes in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from batchify.diagnostics import Diagnostic
+from batchify.ir import ModelClass, ModuleIR
+
+INPUT_MODES = ("sequence", "constant")
+READOUTS = ("sum", "mean", "last")
+LOSSES = ("cross_entropy", "mse", "nll_rate")
+FUNCTION = "function:"
+
+
+@dataclass(frozen=True)
+class HarnessOptions:
+    method: str | None = None  # default: update, or the only public stepping method
+    steps: int | None = None  # default number of steps for constant / function inputs
+    input: str = "sequence"  # sequence | constant | function:NAME (NAME(t, x) -> x_t)
+    readout: str = "mean"  # sum | mean | last | function:NAME (NAME(outputs) -> prediction)
+    loss: str = "cross_entropy"  # cross_entropy | mse | nll_rate | function:NAME (NAME(pred, y) -> scalar)
+
+    def functions(self) -> list[str]:
+        """Module-level functions of the source the harness calls (copied into the module)."""
+        return [v[len(FUNCTION):] for v in (self.input, self.readout, self.loss) if v.startswith(FUNCTION)]
+
+    def flags(self) -> list[str]:
+        """The command-line form, for the regeneration command in the header."""
+        out = ["--harness"]
+        if self.method:
+            out += ["--harness-method", self.method]
+        if self.steps is not None:
+            out += ["--harness-steps", str(self.steps)]
+        for flag, value, default in (("--input-mode", self.input, "sequence"), ("--readout", self.readout, "mean"),
+                                     ("--loss", self.loss, "cross_entropy")):
+            if value != default:
+                out += [flag, value]
+        return out
+
+    def problems(self) -> list[str]:
+        out = []
+        for what, value, allowed in (("input mode", self.input, INPUT_MODES), ("readout", self.readout, READOUTS),
+                                     ("loss", self.loss, LOSSES)):
+            if value not in allowed and not (value.startswith(FUNCTION) and value[len(FUNCTION):].isidentifier()):
+                out.append(f"unknown {what} {value!r} (one of {', '.join(allowed)}, or function:NAME)")
+        return out
+
+
+def harness_classes(ir: ModuleIR) -> list[str]:
+    """The classes a harness is emitted for: the targets no other target uses as a child or base."""
+    used = {ch.class_name for c in ir.classes.values() for ch in c.children}
+    used |= {c.model_base for c in ir.classes.values() if c.model_base}
+    return [name for name in ir.targets if name not in used]
+
+
+def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics: list[Diagnostic]) -> dict | None:
+    methods = ir.all_methods(cls)
+    stepping = [m for m in methods if m in cls.stateful and not m.startswith("_") and m != "reset_state"]
+    method = options.method or ("update" if "update" in stepping else stepping[0] if len(stepping) == 1 else None)
+
+    def fail(message: str) -> None:
+        pos = ir.positions.get(cls.node)
+        diagnostics.append(Diagnostic(ir.path, pos.start.line if pos else 1, 1, "BFY013", message))
+
+    if method is None or method not in stepping:
+        fail(f"harness for {cls.name}: choose the stepping method with --harness-method "
+             f"(one of {', '.join(stepping) or 'none'})")
+        return None
+    func = methods[method].node
+    args, per_example = [], 0
+    for param in func.params.params[1:]:
+        name = param.name.value
+        if name in ir.shared_args:
+            args.append("t")
+        elif param.default is None:
+            per_example += 1
+            args.append("self.step_input(t, x)")
+        else:
+            break  # the rest take their defaults
+    if per_example != 1:
+        fail(f"harness for {cls.name}: {method}() must take exactly one per-example input (the others "
+             f"--shared, e.g. a time index); it takes {per_example}")
+        return None
+    input_expr = {"sequence": "x[t]", "constant": "x"}.get(options.input) or f"{options.input[len(FUNCTION):]}(t, x)"
+    first = "jax.tree.leaves(outputs)[0]"
+    readout_expr = {
+        "sum": f"jnp.sum({first}, axis=0)",
+        "mean": f"jnp.mean({first}, axis=0)",
+        "last": f"{first}[-1]",
+    }.get(options.readout) or f"{options.readout[len(FUNCTION):]}(outputs)"
+    loss_expr = {
+        "cross_entropy": "optax.softmax_cross_entropy_with_integer_labels(pred, y)",
+        "mse": "jnp.mean((pred - y) ** 2)",
+        "nll_rate": "_nll_of_rates(pred, y)",
+    }.get(options.loss) or f"{options.loss[len(FUNCTION):]}(pred, y)"
+    docs = {
+        "sequence": "``x[t]``, a sequence ``[T, ...]`` per example (T steps)",
+        "constant": "``x`` itself at every step",
+        "cross_entropy": "softmax cross-entropy of the prediction against an integer label",
+        "mse": "mean squared error against a target",
+        "nll_rate": "``-log(rate[y] / sum(rate))`` of the output rates + 1e-6 (the seed question's NLL)",
+        "sum": "the sum over time of the (first) output",
+        "mean": "the mean over time of the (first) output",
+        "last": "the (first) output at the last step",
+    }
+
+    def doc(value: str, kind: str) -> str:
+        if value.startswith(FUNCTION):
+            name = value[len(FUNCTION):]
+            return {"input": f"``{name}(t, x)``", "readout": f"``{name}(outputs)``",
+                    "loss": f"``{name}(pred, y)``"}[kind]
+        return docs[value]
+
+    return {
+        "name": cls.name,
+        "batched": cls.batched_name,
+        "params_name": cls.params_name,
+        "method": method,
+        "random": cls.random,
+        "call_args": ", ".join(args),
+        "steps": str(options.steps if options.steps is not None else 25),
+        "steps_expr": "x.shape[0]" if options.input == "sequence" else "self.steps",
+        "input_expr": input_expr,
+        "readout_expr": readout_expr,
+        "loss_expr": loss_expr,
+        "classifies": options.loss != "mse",
+        "input_doc": doc(options.input, "input"),
+        "readout_doc": doc(options.readout, "readout"),
+        "loss_doc": doc(options.loss, "loss"),
+    }

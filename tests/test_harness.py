@@ -1,0 +1,186 @@
+"""The generated training harness against the ORIGINAL single-example model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import brainpy.math as bm
+import jax
+import jax.numpy as jnp
+import jinja2
+import numpy as np
+import optax
+import pytest
+from example_specs import EXAMPLES, ROOT, SPECS
+
+from batchify.equivalence import restore, snapshot
+from batchify.loader import load_generated, load_models
+
+# How each example with weights is trained: harness flags, and the same semantics written
+# out independently for the original model below.
+HARNESS = {
+    "spiking_classifier": dict(flags=["--shared", "i", "--harness-steps", "12", "--input-mode", "constant",
+                                      "--readout", "sum"], readout="sum", input="constant", steps=12, time_arg=True),
+    "rate_rnn": dict(flags=["--readout", "last", "--loss", "mse"], readout="last", input="sequence", loss="mse"),
+    "two_layer_net": dict(flags=["--readout", "mean"], readout="mean", input="sequence"),
+    "noisy_lif": dict(flags=["--readout", "sum"], readout="sum", input="sequence"),
+}
+BATCH, STEPS = 4, 10
+
+
+def generate(stem: str, flags: list[str], tmp_path: Path) -> Path:
+    out = tmp_path / f"{stem}_harness.py"
+    subprocess.run([sys.executable, "-m", "batchify", str(EXAMPLES / f"{stem}.py"), "-o", str(out), "--harness",
+                    *flags], check=True, cwd=ROOT)
+    return out
+
+
+def original_loss(model, method, x, y, cfg, spec):
+    """The harness's loss, written directly against the single-example model (stateful calls)."""
+    outs = []
+    steps = cfg.get("steps", STEPS) if cfg["input"] == "constant" else x.shape[0]
+    for t in range(steps):
+        x_t = x if cfg["input"] == "constant" else x[t]
+        out = getattr(model, method)(t, x_t) if cfg.get("time_arg") else getattr(model, method)(x_t)
+        outs.append(jax.tree.leaves(out, is_leaf=lambda a: isinstance(a, bm.Array))[0])
+    outs = jnp.stack([jnp.asarray(o) for o in outs])
+    pred = {"sum": outs.sum(0), "mean": outs.mean(0), "last": outs[-1]}[cfg["readout"]]
+    if cfg.get("loss") == "mse":
+        return jnp.mean((pred - y) ** 2)
+    return optax.softmax_cross_entropy_with_integer_labels(pred, y)
+
+
+@pytest.mark.parametrize("stem", sorted(HARNESS))
+def test_harness_gradients_equal_the_original_models(stem: str, tmp_path: Path) -> None:
+    spec = next(s for s in SPECS if s.stem == stem)
+    cfg = HARNESS[stem]
+    module = load_generated(generate(stem, cfg["flags"], tmp_path), f"harness_{stem}")
+    original = getattr(load_models(spec.source, f"harness_orig_{stem}"), spec.cls)
+    bm.random.seed(0)
+    model = original(*spec.init)
+    initial = snapshot(model)
+    batched = getattr(module, f"{spec.cls}Batched").from_model(model, BATCH)
+    harness = getattr(module, f"{spec.cls}Harness")(batched, steps=cfg.get("steps", STEPS))
+    rng = np.random.default_rng(0)
+    shape = (BATCH, spec.n_in) if cfg["input"] == "constant" else (BATCH, STEPS, spec.n_in)
+    xs = jnp.asarray((rng.random(shape) * spec.scale).astype(np.float32))
+    probe_key = [jax.random.PRNGKey(0)] if batched_random(batched) else []
+    n_out = harness.predict(batched.params(), xs[0], *probe_key).shape[-1]
+    ys = (jnp.asarray(rng.random((BATCH, n_out)).astype(np.float32)) if cfg.get("loss") == "mse"
+          else jnp.asarray(rng.integers(0, n_out, BATCH).astype(np.int32)))
+    params = batched.params()
+    key = jax.random.PRNGKey(7)
+    extra = [key] if batched_random(batched) else []
+    loss, mean_grads = harness.value_and_grad(params, xs, ys, *extra)
+    each = harness.per_example_grads(params, xs, ys, *extra)
+
+    weights = model.train_vars(method="relative")
+    paths = sorted(weights)
+    want_each, want_losses = [], []
+    for e in range(BATCH):
+        restore(model, initial)
+        if extra:  # the seeding rule: example e draws from fold_in(key, e)
+            bm.random.DEFAULT.value = jax.random.fold_in(key, e)
+        f = lambda e=e: original_loss(model, spec.method, xs[e], ys[e], cfg, spec)  # noqa: E731
+        grads, value = bm.grad(f, grad_vars=[weights[p] for p in paths], return_value=True)()
+        want_each.append({p: np.asarray(g) for p, g in zip(paths, grads)})
+        want_losses.append(float(value))
+    restore(model, initial)
+    got_each = dict(module._param_items(each))
+    got_mean = dict(module._param_items(mean_grads))
+    np.testing.assert_allclose(float(loss), np.mean(want_losses), rtol=1e-5, atol=1e-5)
+    for p in paths:
+        want = np.stack([w[p] for w in want_each])
+        assert np.abs(want).max() > 0, f"{p}: zero gradient, the comparison would prove nothing"
+        np.testing.assert_allclose(np.asarray(got_each[p]), want, rtol=1e-5, atol=1e-5, err_msg=p)
+        np.testing.assert_allclose(np.asarray(got_mean[p]), want.mean(0), rtol=1e-5, atol=1e-5, err_msg=p)
+
+
+def batched_random(batched) -> bool:
+    return hasattr(batched, "rng_key")
+
+
+def test_digits_training_reaches_85_percent() -> None:
+    """The bundled seed-style training script, as the README runs it."""
+    result = subprocess.run([sys.executable, "examples/training/train_digits.py", "--no-progress"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, result.stdout + result.stderr
+    accuracy = float(result.stdout.split("test accuracy ")[1].split(",")[0])
+    assert accuracy >= 0.85, result.stdout
+
+
+SHARDED = r"""
+import json, sys
+sys.path.insert(0, "examples")
+import brainpy.math as bm, jax, numpy as np
+from spiking_classifier import SpikingClassifier
+from spiking_classifier_batched import SpikingClassifierBatched, SpikingClassifierHarness
+assert len(jax.devices()) == 4, jax.devices()
+rng = np.random.default_rng(0)
+xs, ys = rng.random((8, 64)).astype(np.float32), rng.integers(0, 10, 8).astype(np.int32)
+results = []
+for devices in (jax.devices(), jax.devices()[:1]):
+    bm.random.seed(0)
+    model = SpikingClassifier(64, 32, 10)
+    harness = SpikingClassifierHarness(SpikingClassifierBatched.from_model(model, 8), learning_rate=1e-2,
+                                       devices=devices)
+    params = jax.device_put(harness.model.params(), harness.replicated)
+    opt_state = harness.optimizer.init(params)
+    for _ in range(3):
+        x, y = harness.shard((xs, ys))
+        params, opt_state, loss = harness.train_step(params, opt_state, x, y)
+    results.append({k: np.asarray(v).tolist() for k, v in zip(params._fields, params)})
+    shards = len(x.sharding.device_set)
+    results[-1]["shards"] = shards
+print(json.dumps(results))
+"""
+
+
+def test_sharded_train_step_equals_single_device() -> None:
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
+    result = subprocess.run([sys.executable, "-c", SHARDED], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    sharded, single = json.loads(result.stdout)
+    assert sharded.pop("shards") == 4 and single.pop("shards") == 1
+    for name in sharded:
+        np.testing.assert_allclose(np.asarray(sharded[name]), np.asarray(single[name]), rtol=1e-5, atol=1e-6)
+        assert not np.allclose(np.asarray(sharded[name]), 0)
+
+
+def test_harness_golden_and_strict_templates(tmp_path: Path) -> None:
+    """The committed example carries the harness (a golden: --check); templates fail on missing variables."""
+    header = (EXAMPLES / "spiking_classifier_batched.py").read_text().splitlines()[1]
+    assert "--harness" in header
+    check = subprocess.run([sys.executable, "-m", "batchify", *header.split()[3:], "--check"], cwd=ROOT,
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    from batchify.emit import environment
+
+    template = environment().get_template("harness.py.jinja")
+    with pytest.raises(jinja2.UndefinedError):
+        template.render(h={"name": "Foo"})
+
+
+def test_saved_params_load_into_the_original_model(tmp_path: Path) -> None:
+    spec = SPECS[0]
+    module = load_generated(spec.generated, "harness_io")
+    original = getattr(load_models(spec.source, "harness_io_orig"), spec.cls)
+    bm.random.seed(1)
+    model = original(*spec.init)
+    batched = module.SpikingClassifierBatched.from_model(model, 4)
+    harness = module.SpikingClassifierHarness(batched)
+    params = jax.tree.map(lambda a: a * 2.0, batched.params())
+    path = tmp_path / "params.npz"
+    harness.save_params(path, params)
+    loaded = harness.load_params(path)
+    bm.random.seed(2)
+    fresh = original(*spec.init)
+    harness.assign_params(fresh, loaded)
+    np.testing.assert_array_equal(np.asarray(fresh.w_out.value), np.asarray(params.w_out))
+    other = module.SpikingClassifierBatched(*spec.init, batch_size=2)
+    harness.assign_params(other, loaded)
+    np.testing.assert_array_equal(np.asarray(other.w_in.value), np.asarray(params.w_in))
