@@ -28,9 +28,18 @@ EXAMPLES = [p for p in sorted((ROOT / "examples").glob("*.py")) if not p.stem.en
 BARE = "import libcst, sys; libcst.parse_module(open(sys.argv[1], encoding='utf-8').read()).code"
 
 
-def shared_args(path: Path) -> list[str]:
+def options(path: Path) -> list[str]:
+    """The options of the regeneration command in the committed output's header (after SRC -o OUT)."""
     header = (path.with_name(f"{path.stem}_batched.py")).read_text().splitlines()[1].split()
-    return [w for i, w in enumerate(header) if i and header[i - 1] == "--shared" for w in ("--shared", w)]
+    return header[6:]
+
+
+def transform_options(path: Path) -> dict:
+    """The same options, as transform() keywords."""
+    from batchify.cli import build_parser, harness_options
+
+    args = build_parser().parse_args([str(path), *options(path)])
+    return {"shared": args.shared, "harness": harness_options(args)}
 
 
 def wall(cmd: list[str], repeat: int) -> float:
@@ -60,12 +69,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for src in EXAMPLES:
             out = Path(tmp) / f"{src.stem}_batched.py"
-            cmd = [sys.executable, "-m", "batchify", str(src), "-o", str(out), *shared_args(src)]
+            cmd = [sys.executable, "-m", "batchify", str(src), "-o", str(out), *options(src)]
             t_cmd = wall(cmd, repeat)
             t_bare = wall([sys.executable, "-c", BARE, str(src)], repeat)
             data = src.read_bytes()
             text = data.decode()
-            t_tr = warm(lambda: transform(data, src.name, command="batchify"), repeat)
+            t_tr = warm(lambda: transform(data, src.name, command="batchify", **transform_options(src)), repeat)
             t_cst = warm(lambda: libcst.parse_module(text).code, repeat)
             print(f"{src.stem:24} {text.count(chr(10)):5d} {t_cmd*1e3:7.0f}ms {t_bare*1e3:5.0f}ms {t_cmd/t_bare:6.2f} | "
                   f"{t_tr*1e3:7.1f}ms {t_cst*1e3:8.1f}ms {t_tr/t_cst:6.2f}")
