@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -150,3 +151,24 @@ def test_hook_from_a_subdirectory(tmp_path) -> None:
     assert again.returncode == 0, again.stderr
     # Outputs are never taken for sources.
     assert not list(repo.rglob("*_batched_batched.py"))
+
+
+def test_hook_verify_checks_configured_targets(tmp_path) -> None:
+    repo = tmp_path / "proj"
+    (repo / "models").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "rate_rnn.py", repo / "models" / "rnn.py")
+    shutil.copy(EXAMPLES / "lif_population.py", repo / "models" / "lif.py")
+    (repo / "pyproject.toml").write_text(PYPROJECT + '''
+[tool.batchify.verify."models/rnn.py::RateRNN"]
+init = [3, 8, 2]
+inputs = { x = { shape = [3] } }
+steps = 5
+''')
+    run = subprocess.run([sys.executable, "-m", "batchify", "hook", "--verify", "models/rnn.py", "models/lif.py"],
+                         cwd=repo, capture_output=True, text=True)
+    assert run.returncode == 1  # two outputs were created
+    assert re.search(r"RateRNN +update +4 +5 +ok .* PASS", run.stdout), run.stdout
+    assert "models/lif.py: no [tool.batchify.verify] table; not verified" in run.stderr
+    again = subprocess.run([sys.executable, "-m", "batchify", "hook", "--verify", "models/rnn.py"], cwd=repo,
+                           capture_output=True, text=True)
+    assert again.returncode == 0, again.stdout + again.stderr
