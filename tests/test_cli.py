@@ -275,6 +275,11 @@ def test_transform_imports_neither_jax_nor_brainpy(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert result.stdout.strip() == "0 []", result.stdout + result.stderr
     assert (tmp_path / "out.py").is_file()
+    # The pre-commit path too: `batchify hook --check` over the project's own targets.
+    hook_probe = probe.replace(f"rc = main([{str(EXAMPLES / 'two_layer_net.py')!r}, '-o', {str(tmp_path / 'out.py')!r}])",
+                               "rc = main(['hook', '--check'])")
+    result = subprocess.run([sys.executable, "-c", hook_probe], capture_output=True, text=True, cwd=ROOT)
+    assert result.stdout.strip() == "0 []", result.stdout + result.stderr
 
 
 def test_every_code_is_documented() -> None:

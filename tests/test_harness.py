@@ -184,3 +184,36 @@ def test_saved_params_load_into_the_original_model(tmp_path: Path) -> None:
     other = module.SpikingClassifierBatched(*spec.init, batch_size=2)
     harness.assign_params(other, loaded)
     np.testing.assert_array_equal(np.asarray(other.w_in.value), np.asarray(params.w_in))
+
+
+def test_function_input_readout_and_loss_from_the_source(tmp_path: Path) -> None:
+    """--input-mode/--readout/--loss function:NAME copy the source's functions and use them."""
+    src = ROOT / "tests" / "models" / "windowed_readout.py"
+    out = tmp_path / "windowed_batched.py"
+    subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out), "--harness", "--harness-steps", "12",
+                    "--input-mode", "function:stimulus", "--readout", "function:late_mean", "--loss", "function:hinge"],
+                   check=True, cwd=ROOT)
+    text = out.read_text()
+    for name in ("def stimulus(t, x):", "def late_mean(outputs):", "def hinge(pred, y):", "WINDOW = (2, 9)"):
+        assert name in text
+    module = load_generated(out, "windowed_gen")
+    source = load_generated(src, "windowed_orig")  # a plain import: this source has no side effects
+    bm.random.seed(0)
+    model = source.Leaky(3, 2)
+    initial = snapshot(model)
+    harness = module.LeakyHarness(module.LeakyBatched.from_model(model, 3), steps=12)
+    rng = np.random.default_rng(0)
+    xs = jnp.asarray(rng.random((3, 3)).astype(np.float32))
+    ys = jnp.asarray(np.sign(rng.random((3, 2)) - 0.5).astype(np.float32))
+    _, grads = harness.value_and_grad(harness.model.params(), xs, ys)
+    want = []
+    for e in range(3):
+        restore(model, initial)
+
+        def loss(e=e):
+            outs = jnp.stack([jnp.asarray(model.update(source.stimulus(t, xs[e]))) for t in range(12)])
+            return source.hinge(source.late_mean(outs), ys[e])
+
+        want.append(np.asarray(bm.grad(loss, grad_vars=[model.w])()[0]))
+    np.testing.assert_allclose(np.asarray(grads.w), np.mean(want, axis=0), rtol=1e-5, atol=1e-6)
+    assert np.abs(np.asarray(grads.w)).max() > 0
