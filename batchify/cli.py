@@ -312,6 +312,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     from batchify.config import ConfigError, find_config
     from batchify.drive import Drive, DriveError, from_toml, with_flags
     from batchify.parse import decode, parse
+    from batchify.verify_plan import Plan  # a plain dataclass: still no jax
 
     root = project_root(src.resolve().parent)
     shown = display_path(src, root)
@@ -334,8 +335,6 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     classes = list(dict.fromkeys(getattr(args, "classes", []) or [])) or list(entries) or top
     plans = []
     diagnostics = []
-    from batchify.verify_plan import Plan  # no jax: a plain dataclass
-
     for name in classes:
         cls = ir.classes.get(name)
         line = ir.positions[cls.node].start.line if cls is not None else 1
@@ -400,15 +399,21 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     return EXIT_OK if all(r.ok for r in results) else EXIT_FAIL
 
 
-def verify_main(argv: list[str]) -> int:
+def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | int:
+    """The parsed arguments, or the exit code when parsing ended the run (--help, a usage error)."""
     try:
-        args = build_verify_parser().parse_args(argv)
+        return parser.parse_args(argv)
     except UsageError as exc:
-        sys.stderr.write(f"batchify verify: error: {exc} (see batchify verify --help)\n")
+        sys.stderr.write(f"{parser.prog}: error: {exc} (see {parser.prog} --help)\n")
         return EXIT_USAGE
-    except SystemExit as exc:
+    except SystemExit as exc:  # --help and --version
         return EXIT_OK if not exc.code else EXIT_USAGE
-    args.x64_probe = args.x64_probe
+
+
+def verify_main(argv: list[str]) -> int:
+    args = parse_args(build_verify_parser(), argv)
+    if isinstance(args, int):
+        return args
     return guarded(lambda: verify_files(Path(args.src), Path(args.generated), args), args.format, args.src)
 
 
@@ -504,13 +509,9 @@ def hook(args: argparse.Namespace) -> int:
 
 
 def hook_main(argv: list[str]) -> int:
-    try:
-        args = build_hook_parser().parse_args(argv)
-    except UsageError as exc:
-        sys.stderr.write(f"batchify hook: error: {exc} (see batchify hook --help)\n")
-        return EXIT_USAGE
-    except SystemExit as exc:
-        return EXIT_OK if not exc.code else EXIT_USAGE
+    args = parse_args(build_hook_parser(), argv)
+    if isinstance(args, int):
+        return args
     return guarded(lambda: hook(args), args.format, "pyproject.toml")
 
 
@@ -520,13 +521,8 @@ def main(argv: list[str] | None = None) -> int:
         return verify_main(argv[1:])
     if argv[:1] == ["hook"]:
         return hook_main(argv[1:])
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except UsageError as exc:
-        sys.stderr.write(f"batchify: error: {exc} (see batchify --help)\n")
-        return EXIT_USAGE
-    except SystemExit as exc:  # --help and --version
-        return EXIT_OK if not exc.code else EXIT_USAGE
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
     args.x64_probe = False
     return guarded(lambda: run(args), args.format, args.src)

@@ -19,12 +19,12 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from batchify.drive import Drive, DriveError, Input
+from batchify.verify_plan import Plan
 
 X64_ENV = "BATCHIFY_X64"
 if os.environ.get(X64_ENV):  # the float64 rerun: before jax is imported anywhere
     os.environ["JAX_ENABLE_X64"] = "1"
 
-import brainpy as bp  # noqa: E402
 import brainpy.math as bm  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -39,11 +39,8 @@ from batchify.equivalence import (  # noqa: E402
     example_key,
     first_divergences,
     restore,
-    run_original,
     snapshot,
-    state_vars,
     tick,
-    to_numpy,
 )
 
 if os.environ.get(X64_ENV):
