@@ -150,6 +150,16 @@ def find_model_classes(a: Analysis) -> dict[str, cst.ClassDef]:
     return models
 
 
+def describe(a: Analysis, cls: cst.ClassDef) -> str:
+    """``Foo(bp.Base -> brainpy.Base)``: a class and its bases as written, with what they resolve to."""
+    parts = []
+    for base in cls.bases:
+        written = cst.Module([]).code_for_node(base.value)
+        resolved = sorted(a.qualified_names(base.value))
+        parts.append(f"{written} -> {resolved[0]}" if resolved and resolved[0] != written else written)
+    return f"{cls.name.value}({', '.join(parts)})"
+
+
 def model_base(a: Analysis, cls: cst.ClassDef, models: dict[str, cst.ClassDef]) -> str | None:
     local = [b.value.value for b in cls.bases if isinstance(b.value, cst.Name) and b.value.value in models]
     return local[0] if local else None
@@ -283,15 +293,23 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     """``functions``: module-level functions to copy besides what the classes need (the harness's)."""
     a = Analysis(module, path)
     models = find_model_classes(a)
+    classes = {s.name.value: s for s in a.module.body if isinstance(s, cst.ClassDef)}
     if not models:
+        others = "; classes here: " + ", ".join(describe(a, c) for c in classes.values()) if classes else ""
         raise BatchifyError(a.diagnostics or [Diagnostic(
             path, 1, 1, "BFY004", "no BrainPy model class found (a class deriving from bp.DynamicalSystem, "
-            "bp.DynSysGroup, bp.dyn.NeuDyn, ... or from another model class of this file)")])
+            "bp.DynSysGroup, bp.dyn.NeuDyn, bp.BrainPyObject, ... or from another model class of this file; "
+            f"batchify reads one file){others}")])
 
     only = list(dict.fromkeys(only))
     for name in only:
-        if name not in models:
-            a.diagnostics.append(Diagnostic(path, 1, 1, "BFY005", f"--class {name}: no model class of that name "
+        if name in classes and name not in models:
+            a.report(classes[name].name, "BFY005", f"--class {name}: {describe(a, classes[name])} is not a model "
+                     "class batchify knows: its bases are neither BrainPy dynamical-system bases of current "
+                     "BrainPy nor model classes of this file (a base imported from another file, or an API "
+                     "removed from BrainPy such as bp.TwoEndConn, cannot be followed)")
+        elif name not in models:
+            a.diagnostics.append(Diagnostic(path, 1, 1, "BFY005", f"--class {name}: no class of that name "
                                             f"(model classes here: {', '.join(sorted(models))})"))
 
     # Scan fields and children, then order classes so that bases and children come first.

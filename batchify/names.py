@@ -54,6 +54,9 @@ MODEL_BASES = frozenset(
         "brainpy.dynsys.DynamicalSystem",
         "brainpy.dynsys.DynSysGroup",
         "brainpy.dynsys.Network",
+        # Objects holding Variables and an update method, without DynamicalSystem's machinery.
+        "brainpy.BrainPyObject",
+        "brainpy.math.BrainPyObject",
     }
 )
 
