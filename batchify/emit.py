@@ -98,6 +98,10 @@ class ClassEmitter:
         self.ir = ir
         self.cls = cls
         self.diagnostics: list[Diagnostic] = []
+        self.renamer = ModelNameRenamer({n: ir.classes[n].batched_name for n in ir.targets})
+
+    def renamed(self, node: cst.CSTNode) -> cst.CSTNode:
+        return node.visit(self.renamer)
 
     def context(self) -> dict:
         ir, cls = self.ir, self.cls
@@ -151,7 +155,7 @@ class ClassEmitter:
         body = list(self.cls.node.body.body)
         if body and _is_docstring(body[0]):
             body = body[1:]
-        return [statement_code(s) for s in body if not isinstance(s, cst.FunctionDef)]
+        return [statement_code(self.renamed(s)) for s in body if not isinstance(s, cst.FunctionDef)]
 
     def init(self) -> str:
         init = next((s for s in self.cls.node.body.body
@@ -167,21 +171,22 @@ class ClassEmitter:
             if p.name.value in added:
                 self.report(p, "BFY010", f"__init__ already has a parameter named '{p.name.value}', "
                             "which the batched constructor adds; rename it")
-        return statement_code(init.visit(InitRewriter(self.ir, self.cls, self_name_of(init) or "self")))
+        rewritten = init.visit(InitRewriter(self.ir, self.cls, self_name_of(init) or "self"))
+        return statement_code(self.renamed(rewritten))
 
     def methods(self) -> list[str]:
         out = []
         for method in self.cls.methods.values():
             if method.name not in self.cls.stateful:
-                out.append(statement_code(method.node))
+                out.append(statement_code(self.renamed(method.node)))
                 continue
             pure, diagnostics = rewrite_method(self.ir, self.cls, method)
             self.diagnostics.extend(diagnostics)
-            out.append(statement_code(pure))
+            out.append(statement_code(self.renamed(pure)))
             if method.name == "reset_state":
                 continue  # the batched reset_state is part of the template
             if not method.name.startswith("_"):
-                out.append(self.wrapper(method.node))
+                out.append(self.wrapper(self.renamed(method.node)))
         return out
 
     def wrapper(self, func: cst.FunctionDef) -> str:
@@ -222,6 +227,31 @@ class ClassEmitter:
         pos = self.ir.positions.get(node)
         line, col = (pos.start.line, pos.start.column + 1) if pos else (1, 1)
         self.diagnostics.append(Diagnostic(self.ir.path, line, col, code_, message))
+
+
+class ModelNameRenamer(cst.CSTTransformer):
+    """References to a model class of the file (``super(Foo, self)``, ``isinstance(x, Foo)``,
+    ``Foo.helper(...)``) name its batched class: the generated module defines no ``Foo``."""
+
+    def __init__(self, names: dict[str, str]):
+        super().__init__()
+        self.names = names
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        return updated_node.with_changes(value=self.names.get(updated_node.value, updated_node.value))
+
+    # Names that are not references keep their spelling.
+    def leave_Attribute(self, original_node, updated_node):
+        return updated_node.with_changes(attr=original_node.attr)
+
+    def leave_Arg(self, original_node, updated_node):
+        return updated_node.with_changes(keyword=original_node.keyword)
+
+    def leave_Param(self, original_node, updated_node):
+        return updated_node.with_changes(name=original_node.name)
+
+    def leave_FunctionDef(self, original_node, updated_node):
+        return updated_node.with_changes(name=original_node.name)
 
 
 class InitRewriter(cst.CSTTransformer):

@@ -23,6 +23,7 @@ CASES = {
     "derived": ("inherit_and_nest", "Derived", (4,), "update", [4], ()),
     "pop": ("inherit_and_nest", "Pop", (5,), "update", [5], ()),
     "circuit": ("inherit_and_nest", "Circuit", (4, 6), "update", [4], ()),
+    "old-style-super": ("inherit_and_nest", "OldStyle", (4,), "update", [4], ()),
     "brainpy-object": ("plain_object", "LinearTrace", (3, 4), "update", [3], ()),
     "odeint-share": ("odeint_share", "LIF", (6,), "update", [6], (), 0.1, 200.0),
 }

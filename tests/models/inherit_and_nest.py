@@ -74,3 +74,18 @@ class Inner(bp.DynamicalSystem):
         y = self.leaf(s)
         self.total += y.sum()
         return y * self.total
+
+
+class OldStyle(Base):
+    """Old-style super() and the class's own name used inside its methods."""
+
+    SCALE = 2.0
+
+    def __init__(self, n):
+        super(OldStyle, self).__init__(n, tau=3.0)
+
+    def update(self, x):
+        v = super(OldStyle, self).update(x * OldStyle.SCALE)
+        if isinstance(self, OldStyle):
+            return v + 1.0
+        return v
