@@ -255,11 +255,32 @@ def stale_reason(current: str | None, source: bytes) -> str:
     return "is stale: this batchify version or these options generate different code"
 
 
+def configured_target(src: Path, out: Path):
+    """The [tool.batchify] target for exactly this source and output, if there is one."""
+    from batchify.config import ConfigError, find_config
+
+    try:
+        config = find_config(src.resolve().parent)
+    except ConfigError:
+        return None
+    if config is None:
+        return None
+    return next((t for t in config.targets()
+                 if same_file(t.source, src) and t.output.resolve() == out.resolve()), None)
+
+
 def run(args: argparse.Namespace) -> int:
     stdin_source = args.src == STDIO
-    job = make_job(None if stdin_source else Path(args.src), None if args.output == STDIO else Path(args.output),
-                   classes=args.classes, shared=[s.partition("=")[0] for s in args.shared],
-                   stdin_filename=args.stdin_filename, absolute=args.absolute_paths, harness=harness_options(args))
+    src = None if stdin_source else Path(args.src)
+    out = None if args.output == STDIO else Path(args.output)
+    classes, shared, harness = args.classes, [s.partition("=")[0] for s in args.shared], harness_options(args)
+    if src is not None and out is not None and not (classes or shared or harness):
+        # No options given: a configured target for this pair supplies them (as the hook would).
+        target = configured_target(src, out)
+        if target is not None:
+            classes, shared, harness = list(target.classes), list(target.shared), target.harness
+    job = make_job(src, out, classes=classes, shared=shared, stdin_filename=args.stdin_filename,
+                   absolute=args.absolute_paths, harness=harness)
     if job.out is not None and job.src is not None and same_file(job.src, job.out):
         raise BatchifyError([Diagnostic(job.src_report, 1, 1, "BFY006",
                                         "the output path is the source path; batchify never overwrites its input")])

@@ -172,3 +172,14 @@ steps = 5
     again = subprocess.run([sys.executable, "-m", "batchify", "hook", "--verify", "models/rnn.py"], cwd=repo,
                            capture_output=True, text=True)
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_plain_command_takes_options_from_the_configured_target() -> None:
+    """`batchify SRC -o OUT` with no options uses the [tool.batchify] target for that pair."""
+    run = subprocess.run([sys.executable, "-m", "batchify", "examples/spiking_classifier.py", "-o",
+                          "examples/spiking_classifier_batched.py", "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    other = subprocess.run([sys.executable, "-m", "batchify", "examples/spiking_classifier.py", "-o",
+                            "examples/spiking_classifier_batched.py", "--check", "--shared", "i"], cwd=ROOT,
+                           capture_output=True, text=True)
+    assert other.returncode == 1 and "BFY008" in other.stderr  # explicit options win over the configuration
