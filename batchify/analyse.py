@@ -210,7 +210,7 @@ class _ClassScan:
             self.check_container(name, value)
             return
         qn = self.a.qualified_names(value.func)
-        if qn & names.STATE_VARIABLES:
+        if qn & (names.STATE_VARIABLES | names.STATE_FACTORIES):
             self.add_field(Field(name, "state"), target)
             direct.add(id(value))
         elif qn & names.PARAM_VARIABLES:

@@ -39,7 +39,7 @@ CODES: dict[str, Code] = {
     # Model structure.
     "BFY101": Code("a Variable is created outside __init__"),
     "BFY102": Code("a Variable is created but not assigned directly to a self attribute"),
-    "BFY103": Code("an unsupported Variable container or random state (VarList, VarDict, LengthDelay, RandomState, variable_)"),
+    "BFY103": Code("an unsupported Variable container or random state (VarList, VarDict, LengthDelay, RandomState)"),
     "BFY104": Code("a BrainPy built-in model is used as a child"),
     "BFY105": Code("child models are held in a container (list, dict, Sequential)"),
     "BFY106": Code("the class derives from a concrete BrainPy built-in model"),

@@ -20,7 +20,7 @@ from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.harness import HarnessOptions, harness_classes
 from batchify.harness import context as harness_context
 from batchify.ir import ModelClass, ModuleIR
-from batchify.names import STATE_VARIABLES
+from batchify.names import STATE_FACTORIES, STATE_VARIABLES
 from batchify.rewrite import Namespace, keyword_arg, pure_name, rewrite_method
 
 LINE_LENGTH = 100
@@ -302,7 +302,8 @@ class InitRewriter(cst.CSTTransformer):
         if path is None or len(path) != 1:
             return updated_node
         value = original_node.value
-        if path[0] in self.state and {q.name for q in self.ir.qualified.get(value.func, ())} & STATE_VARIABLES:
+        if path[0] in self.state and {q.name for q in self.ir.qualified.get(value.func, ())} & (
+                STATE_VARIABLES | STATE_FACTORIES):
             wrapped = cst.Call(cst.Name("_batched"), [cst.Arg(updated_node.value, comma=cst.Comma(
                 whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(cst.Name("batch_size"))])
             return updated_node.with_changes(value=wrapped)

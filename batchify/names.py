@@ -13,6 +13,12 @@ STATE_VARIABLES = frozenset({"brainpy.math.Variable"})
 # Variables that stay shared across the batch: the weights.
 PARAM_VARIABLES = frozenset({"brainpy.math.TrainVar", "brainpy.math.Parameter"})
 
+# Functions that create a state Variable from an initializer and a size: ``bp.init.variable_(
+# bm.zeros, num, self.mode)``. In __init__ they make a state field; in other methods they stand
+# for one example's initial value, ``bp.init.parameter(init, sizes)``.
+STATE_FACTORIES = frozenset({"brainpy.init.variable_", "brainpy.initialize.variable_",
+                             "brainpy.init.variable", "brainpy.initialize.variable"})
+
 # Containers and constructors of Variables that the core does not batch yet.
 UNSUPPORTED_VARIABLES = frozenset(
     {
@@ -24,11 +30,6 @@ UNSUPPORTED_VARIABLES = frozenset(
         "brainpy.dyn.VarDelay",
         "brainpy.math.random.RandomState",
         "brainpy.math.RandomState",
-        "brainpy.init.variable_",
-        "brainpy.init.variable",
-        "brainpy.initialize.variable_",
-        "brainpy.initialize.variable",
-        "brainpy.math.variable_",
         "brainpy.math.NodeList",
         "brainpy.math.NodeDict",
         "brainpy.Sequential",

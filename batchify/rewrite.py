@@ -195,6 +195,8 @@ class ExprRewriter(cst.CSTTransformer):
             ctx.report(original_node, "BFY206", f"{sorted(qualified)[0]} in {ctx.method.name}() draws once, when "
                        "the step is traced, not at every step; use bm.random instead")
             return updated_node
+        if qualified & names.STATE_FACTORIES:
+            return self.initial_value(original_node, updated_node)
         if any(names.random_sampler(q) for q in qualified) and not any(
                 a.keyword is not None and a.keyword.value == "key" for a in original_node.args):
             return self.keyed_draw(original_node, updated_node)
@@ -236,6 +238,16 @@ class ExprRewriter(cst.CSTTransformer):
         self.hoisted[tmp] = build
         self.pre.extend(build(tmp))
         return name(tmp)
+
+    def initial_value(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        """``bp.init.variable_(init, sizes, batch_or_mode)`` -> ``bp.init.parameter(init, sizes)``: one
+        example's initial value (the batch axis comes from vmap, not from a batch size or mode)."""
+        if not isinstance(updated_node.func, cst.Attribute) or len(updated_node.args) < 1:
+            self.ctx.report(original_node, "BFY103", "call variable_ through its module (bp.init.variable_) "
+                            "with the initializer and the size as its first arguments")
+            return updated_node
+        args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated_node.args[:2] if a.keyword is None]
+        return updated_node.with_changes(func=updated_node.func.with_changes(attr=name("parameter")), args=args)
 
     def keyed_draw(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         """``bm.random.normal(...)`` -> ``bm.random.normal(..., key=key)`` with ``state, key = _next_key(state)``

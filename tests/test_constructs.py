@@ -24,6 +24,7 @@ CASES = {
     "pop": ("inherit_and_nest", "Pop", (5,), "update", [5], ()),
     "circuit": ("inherit_and_nest", "Circuit", (4, 6), "update", [4], ()),
     "old-style-super": ("inherit_and_nest", "OldStyle", (4,), "update", [4], ()),
+    "variable-factory": ("variable_factory", "Integrator", (5,), "update", [5], ()),
     "brainpy-object": ("plain_object", "LinearTrace", (3, 4), "update", [3], ()),
     "odeint-share": ("odeint_share", "LIF", (6,), "update", [6], (), 0.1, 200.0),
 }
@@ -70,3 +71,18 @@ def test_odeint_model_spikes_and_refracts() -> None:
         spikes.append(np.asarray(model.update(np.full(3, 199.5, np.float32))))
     spikes = np.asarray(spikes)
     assert 1 <= spikes.sum(axis=0).min() and spikes.sum(axis=0).max() < 40
+
+
+def test_variable_factory_constructor_and_reset(tmp_path: Path) -> None:
+    """bp.init.variable_ in __init__ (with the batching mode) and in reset_state, through the batched class."""
+    original = getattr(load_models(MODELS / "variable_factory.py", "vf_orig"), "Integrator")
+    batched_cls = getattr(load_generated(generate("variable_factory", tmp_path), "vf_gen"), "IntegratorBatched")
+    fresh = batched_cls(5, batch_size=3)
+    assert fresh.V.shape == (3, 5) and fresh.V.batch_axis == 0
+    assert fresh.trace.shape == (3, 5) and float(fresh.trace.value[2, 4]) == 0.5
+    model = original(5)
+    batched = batched_cls.from_model(model, 3)
+    batched.update(np.ones((3, 5), np.float32))
+    batched.reset_state(4)
+    assert batched.V.shape == (4, 5) and float(np.abs(np.asarray(batched.V.value)).max()) == 0.0
+    np.testing.assert_array_equal(np.asarray(batched.trace.value), np.full((4, 5), 0.5, np.float32))

@@ -24,7 +24,13 @@ def _stack(value, batch_size):
 
 
 def _batched(variable, batch_size):
-    """A state Variable holding ``batch_size`` copies of ``variable``'s value (batch axis 0)."""
+    """A state Variable holding ``batch_size`` copies of ``variable``'s value (batch axis 0).
+
+    A Variable that already has its batch axis (``bp.init.variable_(..., self.mode)`` in the
+    batched class's batching mode) is kept as it is.
+    """
+    if variable.batch_axis == 0:
+        return variable
     return bm.Variable(_stack(variable.value, batch_size), batch_axis=0)
 
 
