@@ -374,12 +374,11 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         else:
             a.diagnostics.append(Diagnostic(path, 1, 1, "BFY013", f"harness: no module-level function named "
                                             f"'{name}' in the source"))
-    originals, needed = support_statements(a, roots, set(models))
+    needed = support_statements(a, roots, set(models))
     for name in functions:  # the functions themselves are copied too
         if name in defined:
             needed.setdefault(id(defined[name]), set()).add(name)
-            if defined[name] not in originals:
-                originals = [s for s in a.module.body if id(s) in needed]
+    originals = [s for s in a.module.body if id(s) in needed]
     ir.support = [_prune_imports(s, needed[id(s)]) for s in originals]
     ir.source_lines = sorted(a.positions[s].start.line for s in [*originals, *(models[n] for n in ir.targets)])
     if a.diagnostics:
@@ -414,8 +413,9 @@ def touches(method: Method, stateful: set[str], children: dict[str, ModelClass])
 
 
 def support_statements(a: Analysis, roots: list[cst.CSTNode],
-                       model_names: set[str]) -> tuple[list[cst.CSTNode], dict[int, set[str]]]:
-    """Module-level statements (imports, helpers, constants) the roots need, transitively."""
+                       model_names: set[str]) -> dict[int, set[str]]:
+    """Module-level statements (imports, helpers, constants) the roots need, transitively:
+    ``id(statement) -> the names it binds that are used``."""
     global_scope = next(s for s in a.scopes.values() if isinstance(s, GlobalScope))
     # For each top-level statement, the top-level statements (with the names) its code refers to.
     uses: dict[int, set[tuple[int, str]]] = {}
@@ -451,7 +451,7 @@ def support_statements(a: Analysis, roots: list[cst.CSTNode],
             if owner_id not in seen:
                 seen.add(owner_id)
                 todo.append(owner_id)
-    return [s for s in a.module.body if id(s) in needed], needed
+    return needed
 
 
 def _copyable(stmt: cst.CSTNode) -> bool:

@@ -331,9 +331,8 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     """Plan (no jax), then run (imports jax and brainpy), then report."""
     from batchify.analyse import analyse
     from batchify.config import ConfigError, find_config
-    from batchify.drive import Drive, DriveError, from_toml, with_flags
+    from batchify.drive import Drive, DriveError, Plan, from_toml, with_flags
     from batchify.parse import decode, parse
-    from batchify.verify_plan import Plan  # a plain dataclass: still no jax
 
     root = project_root(src.resolve().parent)
     shown = display_path(src, root)

@@ -113,6 +113,16 @@ class Drive:
         return public[0] if len(public) == 1 else None
 
 
+@dataclass
+class Plan:
+    """A class to verify, planned before jax is imported: its drive, or what is missing."""
+
+    cls: str
+    drive: Drive
+    line: int
+    missing: list[str] = field(default_factory=list)
+
+
 def _signature(sig: inspect.Signature) -> str:
     params = list(sig.parameters.values())[1:]
     return "(" + ", ".join(str(p) for p in params) + ")"

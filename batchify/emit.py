@@ -196,9 +196,8 @@ class ClassEmitter:
         ns = Namespace(func.params)
         state, out = ns.fresh("state"), ns.fresh("out")
         axes = ", ".join(["None", "0"] + ["None" if a in self.ir.shared_args else f"_example_axis({a})" for a in args])
-        params = func.params.with_changes(params=[func.params.params[0]] + list(func.params.params[1:]))
         header = code(func.with_changes(body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])]),
-                                        params=params, leading_lines=[])).strip("\n").rsplit("\n", 1)[0]
+                                        leading_lines=[])).strip("\n").rsplit("\n", 1)[0]
         shared = [a for a in args if a in self.ir.shared_args]
         per_example = [a for a in args if a not in self.ir.shared_args]
         doc = f"Batched ``{func.name.value}``: runs ``{pure_name(func.name.value)}`` on every example."

@@ -141,6 +141,13 @@ def draws_randomly(batched_cls) -> bool:
     return "seed" in inspect.signature(batched_cls.from_model).parameters
 
 
+def batch_of(batched_cls, model, batch: int, seed: int):
+    """``batched_cls.from_model(model, batch)``, with ``seed`` when the class draws random numbers."""
+    if draws_randomly(batched_cls):
+        return batched_cls.from_model(model, batch, seed=seed)
+    return batched_cls.from_model(model, batch)
+
+
 def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int, initial: dict,
                  dt: float | None = None, seed: int | None = None):
     """Each example alone, from ``initial``: outputs[e][t] and the final state of each example.
@@ -177,7 +184,7 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
     global_key = bm.random.DEFAULT.value
     want_out, want_state = run_original(model, method, args, batch, steps, initial, dt, seed if random else None)
     bm.random.DEFAULT.value = global_key
-    batched = batched_cls.from_model(model, batch, seed=seed) if random else batched_cls.from_model(model, batch)
+    batched = batch_of(batched_cls, model, batch, seed)
     step = getattr(batched, method)
     if driver == "eager":
         got_out = []

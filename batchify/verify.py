@@ -11,15 +11,15 @@ transformation bug. This module imports jax and brainpy; the transform path neve
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
-from batchify.drive import Drive, DriveError, Input
-from batchify.verify_plan import Plan
+from batchify.drive import Drive, DriveError, Input, Plan
 
 X64_ENV = "BATCHIFY_X64"
 if os.environ.get(X64_ENV):  # the float64 rerun: before jax is imported anywhere
@@ -34,6 +34,7 @@ from batchify.equivalence import (  # noqa: E402
     Arg,
     Mismatch,
     Report,
+    batch_of,
     compare,
     draws_randomly,
     example_key,
@@ -133,7 +134,7 @@ class Verifier:
         self.batched_cls = batched_cls
         self.drive = drive
         self.method = method
-        names = list(__import__("inspect").signature(getattr(original_cls, method)).parameters)[1:]
+        names = list(inspect.signature(getattr(original_cls, method)).parameters)[1:]
         self.args = make_args(drive, names)
         self.random = draws_randomly(batched_cls)
 
@@ -195,8 +196,7 @@ class Verifier:
         bm.random.DEFAULT.value = global_key
 
         # Through the generated pure function, with jax.grad and vmap.
-        batched = (self.batched_cls.from_model(model, d.batch, seed=d.seed) if self.random
-                   else self.batched_cls.from_model(model, d.batch))
+        batched = batch_of(self.batched_cls, model, d.batch, d.seed)
         pure = getattr(batched, f"{self.method}_pure")
         params, state0 = batched.params(), batched.state()
         order = params_paths(params)
@@ -260,8 +260,7 @@ class Verifier:
                     return step(*(x[t] if x is not None else a.shared(t) for a, x in zip(self.args, xs)))
                 return bm.for_loop(body, jnp.arange(d.steps))
 
-            batched = (self.batched_cls.from_model(model, d.batch, seed=d.seed) if self.random
-                       else self.batched_cls.from_model(model, d.batch))
+            batched = batch_of(self.batched_cls, model, d.batch, d.seed)
             bstep = getattr(batched, self.method)
 
             def batched_run(*xs):
@@ -332,7 +331,7 @@ def run_plans(plans: list[Plan], original_module, generated_module, stateful: di
             raise DriveError(f"the generated module has no {plan.cls}Batched; regenerate it")
         method = plan.drive.pick_method(stateful[plan.cls])
         if probe:  # the float64 rerun: strict tolerances first, then the given ones
-            strict = Drive(**{**plan.drive.__dict__, "rtol": plan.drive.rtol * 1e-6, "atol": plan.drive.atol * 1e-6})
+            strict = replace(plan.drive, rtol=plan.drive.rtol * 1e-6, atol=plan.drive.atol * 1e-6)
             strict_result = Verifier(original, batched, strict, method).run()
             result = strict_result if strict_result.ok else Verifier(original, batched, plan.drive, method).run()
             result.classification = "strict" if strict_result.ok else None

@@ -75,8 +75,8 @@ def test_odeint_model_spikes_and_refracts() -> None:
 
 def test_variable_factory_constructor_and_reset(tmp_path: Path) -> None:
     """bp.init.variable_ in __init__ (with the batching mode) and in reset_state, through the batched class."""
-    original = getattr(load_models(MODELS / "variable_factory.py", "vf_orig"), "Integrator")
-    batched_cls = getattr(load_generated(generate("variable_factory", tmp_path), "vf_gen"), "IntegratorBatched")
+    original = load_models(MODELS / "variable_factory.py", "vf_orig").Integrator
+    batched_cls = load_generated(generate("variable_factory", tmp_path), "vf_gen").IntegratorBatched
     fresh = batched_cls(5, batch_size=3)
     assert fresh.V.shape == (3, 5) and fresh.V.batch_axis == 0
     assert fresh.trace.shape == (3, 5) and float(fresh.trace.value[2, 4]) == 0.5

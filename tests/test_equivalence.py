@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from example_specs import SPECS, Spec
 
-from batchify.equivalence import Arg, check_equivalence, draws_randomly, example_key, restore, run_original, snapshot, state_vars
+from batchify.equivalence import Arg, batch_of, check_equivalence, draws_randomly, example_key, restore, run_original, snapshot, state_vars
 from batchify.loader import load_generated, load_models
 
 BATCH = 5
@@ -70,7 +70,7 @@ def test_dsrunner_drives_the_batched_class(spec: Spec) -> None:
     random = draws_randomly(batched_cls)
     want, _ = run_original(model, "update", [Arg(per_example=xs)], BATCH, spec.steps, initial,
                            seed=0 if random else None)
-    batched = batched_cls.from_model(model, BATCH, seed=0) if random else batched_cls.from_model(model, BATCH)
+    batched = batch_of(batched_cls, model, BATCH, 0)
     runner = bp.DSRunner(batched, progress_bar=False)
     got = runner.run(inputs=xs)  # [B, T, ...]: DSRunner sees BatchingMode
     want = jax.tree.map(lambda *x: np.stack(x), *[jax.tree.map(lambda *s: np.stack(s), *w) for w in want])
@@ -147,7 +147,7 @@ def test_bm_grad_through_batched_class_matches_mean_of_original(spec: Spec) -> N
         grads = bm.grad(loss, grad_vars=[weights[n] for n in names])()
         per_example.append([np.asarray(g) for g in grads])
     restore(model, initial)
-    batched = batched_cls.from_model(model, 4, seed=0) if random else batched_cls.from_model(model, 4)
+    batched = batch_of(batched_cls, model, 4, 0)
     mean_loss = lambda: run_loss(batched, lambda a, t: a.batch(t)) / 4  # noqa: E731
     train = batched.train_vars(method="relative")
     got = bm.grad(mean_loss, grad_vars=[train[n] for n in names])()
