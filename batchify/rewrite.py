@@ -492,8 +492,10 @@ class MethodRewriter:
         ctx = self.ctx
         pre, value, rw = self.expr(small.value)
         targets = [t.target for t in small.targets]
-        # The common case: one target, no state written -> rewrite reads only.
-        if not any(self.writes_field(t) or self.plain_target(t) for t in targets):
+        if any([self.plain_target(t) for t in targets]):  # a list: every plain attribute is reported
+            return pre
+        # The common case: no state written -> rewrite reads only.
+        if not any(self.writes_field(t) for t in targets):
             new_targets = []
             for t in small.targets:
                 p, nt, _ = self.expr(t)
@@ -541,12 +543,12 @@ class MethodRewriter:
         return el
 
     def plain_target(self, target: cst.BaseExpression) -> bool:
-        for node in walk(target):
-            if isinstance(node, cst.Attribute) and self.plain_attribute(node):
-                return True
-            if isinstance(node, cst.Attribute):
-                break
-        return False
+        """A write to a plain ``self`` attribute (reported): ``self.x``, ``self.x[i]``, in unpackings too."""
+        if isinstance(target, (cst.Tuple, cst.List)):
+            return any([self.plain_target(el.value) for el in target.elements])  # a list: report each
+        if isinstance(target, cst.Subscript):
+            target = target.value
+        return isinstance(target, cst.Attribute) and self.plain_attribute(target)
 
     def aug_assign(self, small: cst.AugAssign) -> list[cst.BaseStatement]:
         pre, value, _ = self.expr(small.value)

@@ -55,6 +55,8 @@ BAD_SOURCES = {
     "builtin-base": ("import brainpy as bp\n\n\nclass MyLif(bp.dyn.Lif):\n    pass\n", "BFY106"),
     "weight-written": (model("\n    def learn(self, x):\n        self.w += 0.1\n"), "BFY201"),
     "plain-attribute-written": (model("\n    def count(self, x):\n        self.steps = self.v.sum()\n"), "BFY202"),
+    "plain-attribute-in-unpacking": (model("\n    def count(self, x):\n        self.v.value, self.steps = x, 1\n"),
+                                     "BFY202"),
     "write-in-closure": (model("\n    def run(self, xs):\n        def body(x):\n            self.v.value = x\n"
                                "        return bm.for_loop(body, xs)\n"), "BFY203"),
     "stateful-call-in-lambda": (model("\n    def twice(self, x):\n        f = lambda: self.update(x)\n        return f()\n"),
