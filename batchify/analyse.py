@@ -25,7 +25,8 @@ from batchify.ir import Child, Field, Method, ModelClass, ModuleIR
 
 # Attributes and methods the generated batched class defines; a model may not use them.
 RESERVED = frozenset(
-    {"batch_size", "params", "state", "set_params", "set_state", "from_model", "set_batch_size", "rng_key"}
+    {"batch_size", "params", "state", "set_params", "set_state", "from_model", "set_batch_size", "rng_key",
+     "library"}
 )
 
 
@@ -174,12 +175,13 @@ class _ClassScan:
         self.models = models
         self.fields: list[Field] = []
         self.children: list[Child] = []
+        self.libraries: list[str] = []
 
     def functions(self) -> list[cst.FunctionDef]:
         return [s for s in self.cls.body.body if isinstance(s, cst.FunctionDef)]
 
     def scan(self) -> None:
-        init = next((f for f in self.functions() if f.name.value == "__init__"), None)
+        init = self.init = next((f for f in self.functions() if f.name.value == "__init__"), None)
         direct: set[int] = set()  # ids of Variable constructor calls assigned to self.NAME in __init__
         if init is not None:
             me = self_name_of(init)
@@ -216,18 +218,32 @@ class _ClassScan:
         elif qn & names.PARAM_VARIABLES:
             self.add_field(Field(name, "param"), target)
             direct.add(id(value))
+        elif any(names.is_library(q) for q in qn):
+            direct.add(id(value))
+            self.add_library(name, value, sorted(q for q in qn if names.is_library(q))[0])
         elif qn & names.UNSUPPORTED_VARIABLES:
             direct.add(id(value))
             self.a.report(value, "BFY103", f"self.{name} is a {sorted(qn & names.UNSUPPORTED_VARIABLES)[0]}, "
                           "which batchify does not batch yet")
         elif isinstance(value.func, cst.Name) and value.func.value in self.models:
             self.children.append(Child(name, value.func.value))
-        elif any(names.is_builtin_model(q) for q in qn):
-            builtin = sorted(q for q in qn if names.is_builtin_model(q))[0]
-            self.a.report(value, "BFY104", f"self.{name} is the BrainPy built-in {builtin}; built-in children "
-                          "are not supported yet (write the layer with TrainVars/Variables in this file)")
         else:
             self.check_container(name, value)
+
+    def add_library(self, name: str, value: cst.Call, builtin: str) -> None:
+        """A built-in held as library code; it may not reach a model of this file, whose Variables
+        the library call would not bind."""
+        own_children = {ch.name for ch in self.children}
+        for node in walk(value):
+            local = isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in self.models
+            path = self_path(node, self_name_of(self.init)) if isinstance(node, cst.Attribute) else None
+            if local or (path and path[0] in own_children):
+                self.a.report(node, "BFY104", f"self.{name} is the BrainPy built-in {builtin}, held as library "
+                              "code, but it is given a model of this file, which it would call unbatched; "
+                              "give it BrainPy built-ins only, or write it as a model of this file")
+                return
+        if name not in self.libraries:
+            self.libraries.append(name)
 
     def check_container(self, name: str, value: cst.BaseExpression) -> None:
         """Models of this file inside a list, dict, tuple or call: children batchify cannot follow."""
@@ -247,7 +263,8 @@ class _ClassScan:
 
 
 def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: dict[str, set[str]],
-                methods: set[str], kind: str) -> Method:
+                methods: set[str], kind: str, libraries: set[str] = frozenset()) -> Method:
+    """What a method touches; using a library attribute at all counts as reading it."""
     me = self_name_of(func) if kind in ("method", "property") else None
     reads: set[str] = set()
     writes: set[str] = set()
@@ -260,7 +277,9 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                 draws = draws or any(names.random_sampler(q) for q in a.qualified_names(node.func))
             if isinstance(node, cst.Attribute):
                 path = self_path(node, me)
-                if path and len(path) == 2 and path[1] == "value" and path[0] not in fields | set(children):
+                if path and path[0] in libraries:
+                    reads.add(path[0])
+                elif path and len(path) == 2 and path[1] == "value" and path[0] not in fields | set(children):
                     a.report(node, "BFY209", f"self.{path[0]}.value: '{path[0]}' is not a Variable created in "
                              "__init__ of this class")
                 if path and (path[0] in fields or (path[0] in children and len(path) > 1
@@ -336,7 +355,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     for name in order:
         node = models[name]
         scan = scans[name]
-        cls = ModelClass(name, node, model_base(a, node, models), tuple(scan.fields), tuple(scan.children), {})
+        cls = ModelClass(name, node, model_base(a, node, models), tuple(scan.fields), tuple(scan.children), {},
+                         libraries=tuple(scan.libraries))
         classes[name] = cls
         fields = set(ir.field_map(cls))
         inherited = ir.all_methods(cls)
@@ -348,7 +368,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             if func.name.value == "__init__":
                 continue
             kind = method_kind(a, func)
-            cls.methods[func.name.value] = scan_method(a, func, fields, children, set(inherited) | own_names, kind)
+            cls.methods[func.name.value] = scan_method(a, func, fields, children, set(inherited) | own_names, kind,
+                                                       set(ir.all_libraries(cls)))
         mark_stateful(ir, cls)
 
     # Targets: what --class names, plus the bases and children those need.
@@ -403,8 +424,9 @@ def mark_stateful(ir: ModuleIR, cls: ModelClass) -> None:
         if method.name in stateful and not touches(method, stateful, children):
             stateful.discard(method.name)
     cls.stateful = stateful
+    # Library code may draw from BrainPy's global stream: a class holding some gets per-example keys.
     cls.random = any(m.draws and m.name in stateful for m in ir.all_methods(cls).values()) or any(
-        c.random for c in children.values())
+        c.random for c in children.values()) or bool(ir.all_libraries(cls))
 
 
 def touches(method: Method, stateful: set[str], children: dict[str, ModelClass]) -> bool:

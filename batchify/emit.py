@@ -35,7 +35,9 @@ HARNESS_IMPORT_LINES = {"np": "import numpy as np", "optax": "import optax",
                         "Mesh": "from jax.sharding import Mesh, NamedSharding, PartitionSpec",
                         "NamedSharding": "from jax.sharding import Mesh, NamedSharding, PartitionSpec",
                         "PartitionSpec": "from jax.sharding import Mesh, NamedSharding, PartitionSpec"}
-HELPERS = ("_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key", "_param_items",
+# What the built-ins' library helper adds.
+LIBRARY_IMPORTS = {"brainstate": "brainstate"}
+HELPERS = ("_Library", "_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key", "_param_items",
            "_params_from", "_nll_of_rates")
 
 
@@ -111,31 +113,42 @@ class ClassEmitter:
         params = [f.name for f in fields if f.kind == "param"]
         state = [f.name for f in fields if f.kind == "state"]
         stored = state + ["rng_key"] if cls.random else state  # what state() holds besides children
+        libraries = ir.all_libraries(cls)
+        lib = ["library"] if libraries else []  # one _Library holds the built-ins' weights and states
         return {
+            "has_library": bool(libraries),
+            "own_library": bool(cls.libraries),
             "name": cls.name,
             "batched_name": cls.batched_name,
             "params_name": cls.params_name,
             "state_name": cls.state_name,
             "bases": self.bases(),
             "params": [FieldLine(p, "jax.Array") for p in params]
-            + [FieldLine(ch, child_cls[ch].params_name) for ch in child_cls],
+            + [FieldLine(ch, child_cls[ch].params_name) for ch in child_cls]
+            + [FieldLine(name, "dict[str, jax.Array]") for name in lib],
             "state": [FieldLine(s, "jax.Array") for s in stored]
-            + [FieldLine(ch, child_cls[ch].state_name) for ch in child_cls],
+            + [FieldLine(ch, child_cls[ch].state_name) for ch in child_cls]
+            + [FieldLine(name, "dict[str, jax.Array]") for name in lib],
+            "libraries": tuple_literal(list(libraries)) if libraries else "",
             "state_summary": ", ".join(f"``{s}``" for s in state) or "none",
             "params_summary": ", ".join(f"``{p}``" for p in params) or "none",
             "class_body": self.class_body(),
             "init": self.init(),
-            "replaced": tuple_literal([*state, *child_cls]),
+            "replaced": tuple_literal([*state, *child_cls, *lib]),
             "own_state": state,
             "children": [{"name": ch, "batched_name": c.batched_name} for ch, c in child_cls.items()],
             "params_value": keyword_call(cls.params_name, [(p, f"self.{p}.value") for p in params]
-                                         + [(ch, f"self.{ch}.params()") for ch in child_cls], 8, "return "),
+                                         + [(ch, f"self.{ch}.params()") for ch in child_cls]
+                                         + [(n, f"self.{n}.params()") for n in lib], 8, "return "),
             "state_value": keyword_call(cls.state_name, [(s, f"self.{s}.value") for s in stored]
-                                        + [(ch, f"self.{ch}.state()") for ch in child_cls], 8, "return "),
+                                        + [(ch, f"self.{ch}.state()") for ch in child_cls]
+                                        + [(n, f"self.{n}.state()") for n in lib], 8, "return "),
             "set_params": [f"self.{p}.value = params.{p}" for p in params]
-            + [f"self.{ch}.set_params(params.{ch})" for ch in child_cls] or ["pass"],
+            + [f"self.{ch}.set_params(params.{ch})" for ch in child_cls]
+            + [f"self.{n}.set_params(params.{n})" for n in lib] or ["pass"],
             "set_state": [f"self.{s}.value = state.{s}" for s in stored]
-            + [f"self.{ch}.set_state(state.{ch})" for ch in child_cls] or ["pass"],
+            + [f"self.{ch}.set_state(state.{ch})" for ch in child_cls]
+            + [f"self.{n}.set_state(state.{n})" for n in lib] or ["pass"],
             "reset_pure": "reset_state" in cls.stateful,
             "random": cls.random,
             "methods": self.methods(),
@@ -292,6 +305,10 @@ class InitRewriter(cst.CSTTransformer):
         if self.creates_key:  # one key per example, after the weights are drawn as the original draws them
             body.append(cst.parse_statement(
                 f"{self.self_name}.rng_key = bm.Variable(_example_keys(seed, batch_size), batch_axis=0)\n"))
+        if self.cls.libraries:  # the built-ins' batch of states, next to their single-example Variables
+            names = tuple_literal(list(self.ir.all_libraries(self.cls)))
+            body.append(cst.parse_statement(
+                f"{self.self_name}.library = _Library({self.self_name}, {names}, batch_size)\n"))
         return updated_node.with_changes(params=params, body=updated_node.body.with_changes(body=body))
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
@@ -405,7 +422,7 @@ def support_code(ir: ModuleIR, diagnostics: list[Diagnostic], extra_imports: dic
             blocks.append("\n" if simple and previous_simple else "\n\n\n")
         blocks.append(text)
         previous_simple = simple
-    extra_lines = [HARNESS_IMPORT_LINES[name] for name in extra_imports]
+    extra_lines = [HARNESS_IMPORT_LINES.get(name, f"import {name}") for name in extra_imports]
     return sort_imports([*STANDARD_IMPORT_LINES, *dict.fromkeys(extra_lines), *imports]), "".join(blocks)
 
 
@@ -456,7 +473,10 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
                 h = harness_context(ir, ir.classes[name], harness, diagnostics)
                 if h is not None:
                     harnesses.append(h)
-    imports, support = support_code(ir, diagnostics, HARNESS_IMPORTS if harness is not None else {})
+    extra = dict(HARNESS_IMPORTS) if harness is not None else {}
+    if any(c["has_library"] for c in classes):
+        extra.update(LIBRARY_IMPORTS)
+    imports, support = support_code(ir, diagnostics, extra)
     if diagnostics:
         unique = sorted(set(diagnostics), key=lambda d: (d.line, d.column, d.code, d.message))
         raise BatchifyError(unique)
@@ -469,6 +489,7 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
         support=support,
         classes=classes,
         random=any(c["random"] for c in classes),
+        library=any(c["has_library"] for c in classes),
         harnesses=harnesses,
     )
     return text

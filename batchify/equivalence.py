@@ -76,6 +76,17 @@ def state_vars(obj) -> dict[str, bm.Variable]:
     return {k: v for k, v in obj.vars(method="relative").items() if not isinstance(v, weights)}
 
 
+def batched_state_vars(batched) -> dict[str, bm.Variable]:
+    """``state_vars`` of a generated class, where a built-in's single-example Variable (shared with
+    the original) stands for its batch of values, which its ``_Library`` keeps."""
+    stand_ins, own = {}, set()
+    for node in batched.nodes(method="relative").values():
+        if type(node).__name__ == "_Library":
+            stand_ins.update({id(v): node.batched[k] for k, v in node.variables.items()})
+            own.update(id(v) for v in node.batched.values())
+    return {k: stand_ins.get(id(v), v) for k, v in state_vars(batched).items() if id(v) not in own}
+
+
 def snapshot(obj) -> dict[str, np.ndarray]:
     return {k: np.asarray(v.value) for k, v in obj.vars(method="relative").items()}
 
@@ -204,7 +215,7 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
     for t in range(steps):
         want = jax.tree.map(lambda *xs: np.stack(xs), *[want_out[e][t] for e in range(batch)])
         compare(report, "output", t, want, got_out[t], rtol, atol)
-    got_state = state_vars(batched)
+    got_state = batched_state_vars(batched)
     for name in want_state[0]:  # the original's Variables; the batched rng_key has no counterpart
         want = np.stack([s[name] for s in want_state])
         compare(report, f"state {name}", None, want, np.asarray(got_state[name].value), rtol, atol)

@@ -51,6 +51,9 @@ class ModelClass:
     fields: tuple[Field, ...]  # own fields, in creation order
     children: tuple[Child, ...]  # own children, in creation order
     methods: dict[str, Method]  # own methods, in source order
+    # Own attributes holding BrainPy built-in models (bp.dnn.Dense, bp.dyn.LifRef, ...): called as
+    # library code with one example's values bound into their Variables, never re-implemented.
+    libraries: tuple[str, ...] = ()
     stateful: set[str] = field(default_factory=set)  # own and inherited stateful methods
     random: bool = False  # it, a base or a child draws from BrainPy's global random stream
 
@@ -93,6 +96,9 @@ class ModuleIR:
 
     def all_children(self, cls: ModelClass) -> tuple[Child, ...]:
         return tuple(ch for c in self.chain(cls) for ch in c.children)
+
+    def all_libraries(self, cls: ModelClass) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(lib for c in self.chain(cls) for lib in c.libraries))
 
     def all_methods(self, cls: ModelClass) -> dict[str, Method]:
         out: dict[str, Method] = {}

@@ -24,15 +24,24 @@ UNSUPPORTED_VARIABLES = frozenset(
     {
         "brainpy.math.VarList",
         "brainpy.math.VarDict",
-        "brainpy.math.LengthDelay",
         "brainpy.math.TimeDelay",
+        "brainpy.math.NodeList",
+        "brainpy.math.NodeDict",
+    }
+)
+
+# BrainPy objects that hold Variables and are used as library code, like built-in models: delays,
+# a model's own random state, a sequence of layers.
+LIBRARY_OBJECTS = frozenset(
+    {
+        "brainpy.math.LengthDelay",
+        "brainpy.math.delayvars.LengthDelay",
         "brainpy.VarDelay",
         "brainpy.dyn.VarDelay",
         "brainpy.math.random.RandomState",
         "brainpy.math.RandomState",
-        "brainpy.math.NodeList",
-        "brainpy.math.NodeDict",
         "brainpy.Sequential",
+        "brainpy.dnn.Sequential",
     }
 )
 
@@ -92,6 +101,11 @@ UNBATCHABLE_RANDOM_PREFIXES = ("numpy.random.",)
 
 def random_sampler(qualified: str) -> bool:
     return qualified.startswith(RANDOM_MODULE) and qualified[len(RANDOM_MODULE):] in RANDOM_SAMPLERS
+
+
+def is_library(qualified: str) -> bool:
+    """A BrainPy built-in model or object that a model may hold as library code."""
+    return qualified in LIBRARY_OBJECTS or is_builtin_model(qualified)
 
 
 def is_builtin_model(qualified: str) -> bool:

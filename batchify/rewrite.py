@@ -101,6 +101,19 @@ class FieldRef:
     rest: tuple[str, ...]  # attributes after the field, ``.value`` removed
 
 
+@dataclass(frozen=True)
+class LibraryRef:
+    """An attribute of a built-in held as library code: ``self.N.spike`` -> ``("N", "spike")``."""
+
+    children: tuple[str, ...]  # child attributes before the built-in (reaching into a child's: refused)
+    name: str
+    rest: tuple[str, ...]  # attributes after the built-in, a trailing ``.value`` removed
+
+    @property
+    def dotted(self) -> str:
+        return ".".join((self.name, *self.rest))
+
+
 @dataclass
 class Context:
     ir: ModuleIR
@@ -124,6 +137,9 @@ class Context:
         for i, part in enumerate(path):
             fields = self.ir.field_map(cls)
             kids = self.ir.child_map(cls)
+            if part in self.ir.all_libraries(cls):
+                rest = tuple(path[i + 1:])
+                return LibraryRef(children, part, rest[:-1] if rest[-1:] == ("value",) else rest)
             if part in fields:
                 rest = tuple(path[i + 1:])
                 if rest[:1] == ("value",):
@@ -134,6 +150,17 @@ class Context:
                 continue
             return (children, cls, tuple(path[i:])) if children else None
         return children, cls, ()
+
+    def library(self, method: str, *args: cst.BaseExpression) -> cst.Call:
+        """``self.library.<method>(...)``: the class's built-ins, run with one example's values bound."""
+        return cst.Call(attr(name(self.self_name), "library", method), [cst.Arg(a) for a in args])
+
+    def library_read(self, ref: LibraryRef) -> cst.BaseExpression:
+        return self.library("read", name(self.params), name(self.state), cst.SimpleString(f'"{ref.dotted}"'))
+
+    def library_write(self, ref: LibraryRef, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+        return assign([self.state], self.library("write", name(self.state), cst.SimpleString(f'"{ref.dotted}"'),
+                                                 value))
 
     def field_expr(self, ref: FieldRef, with_rest: bool = True) -> cst.BaseExpression:
         root = self.state if ref.kind == "state" else self.params
@@ -178,6 +205,11 @@ class ExprRewriter(cst.CSTTransformer):
             self.blocked -= 1
         return result
 
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        """The outermost attribute of a chain is visited first: a chain into a built-in is read whole."""
+        path = self_path(node, self.ctx.self_name)
+        return not (path and isinstance(self.ctx.resolve(path), LibraryRef))
+
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         path = self_path(original_node, self.ctx.self_name)
         if path is None:
@@ -185,7 +217,47 @@ class ExprRewriter(cst.CSTTransformer):
         ref = self.ctx.resolve(path)
         if isinstance(ref, FieldRef):
             return self.ctx.field_expr(ref)
+        if isinstance(ref, LibraryRef) and self.library_ok(ref, original_node) and ref.rest:
+            return self.ctx.library_read(ref)
         return updated_node  # constants and methods stay on self; analysis reported unknown `.value`s
+
+    def library_ok(self, ref: LibraryRef, node: cst.CSTNode) -> bool:
+        if ref.children:
+            self.ctx.report(node, "BFY104", f"self.{'.'.join(ref.children)}.{ref.name} is a built-in held by a "
+                            "child model; use it inside that child's own methods")
+            return False
+        return True
+
+    def leave_BinaryOperation(self, original_node: cst.BinaryOperation,
+                              updated_node: cst.BinaryOperation) -> cst.BaseExpression:
+        """``x >> self.layer`` calls the built-in (BrainPy's ``__rrshift__``)."""
+        if not isinstance(original_node.operator, cst.RightShift):
+            return updated_node
+        path = self_path(original_node.right, self.ctx.self_name)
+        ref = self.ctx.resolve(path) if path else None
+        if not isinstance(ref, LibraryRef) or not self.library_ok(ref, original_node):
+            return updated_node
+        return self.library_call(original_node, original_node.right, [cst.Arg(updated_node.left)], ref)
+
+    def library_call(self, original_node: cst.CSTNode, func: cst.BaseExpression, args: list[cst.Arg],
+                     ref: LibraryRef) -> cst.BaseExpression:
+        """``self.N(x)`` -> ``state, N_out = self.library.call(params, state, self.N, x)``, moved in front."""
+        ctx = self.ctx
+        if self.blocked:
+            ctx.report(original_node, "BFY204", f"this call runs the built-in self.{ref.name}, but it sits inside "
+                       "a lambda, comprehension, conditional expression, and/or, while test or elif test; "
+                       "assign its result to a variable in a statement of its own first")
+            return original_node
+        tmp = ctx.ns.fresh(f"{ref.name}_out")
+
+        def build(out: str) -> list[cst.SimpleStatementLine]:
+            value = call(attr(name(ctx.self_name), "library", "call"),
+                         [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), cst.Arg(func), *args])
+            return [assign([ctx.state, out], value)]
+
+        self.hoisted[tmp] = build
+        self.pre.extend(build(tmp))
+        return name(tmp)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         ctx = self.ctx
@@ -200,6 +272,12 @@ class ExprRewriter(cst.CSTTransformer):
         if any(names.random_sampler(q) for q in qualified) and not any(
                 a.keyword is not None and a.keyword.value == "key" for a in original_node.args):
             return self.keyed_draw(original_node, updated_node)
+        path = self_path(func, ctx.self_name)
+        ref = ctx.resolve(path) if path else None
+        if isinstance(ref, LibraryRef):
+            if not self.library_ok(ref, original_node):
+                return updated_node
+            return self.library_call(original_node, func, list(updated_node.args), ref)
         target = self.stateful_target(func)
         if target is None:
             return updated_node
@@ -445,6 +523,34 @@ class MethodRewriter:
             return ref, index
         return None
 
+    def library_target(self, target: cst.BaseExpression) -> tuple[LibraryRef, cst.SubscriptElement | None] | None:
+        """A write target on a built-in's attribute: ``self.N.input``, ``self.N.input.value``, subscripted."""
+        index = None
+        if isinstance(target, cst.Subscript):
+            index = target.slice
+            target = target.value
+        path = self_path(target, self.ctx.self_name)
+        ref = self.ctx.resolve(path) if path else None
+        return (ref, index) if isinstance(ref, LibraryRef) and ref.rest else None
+
+    def library_write(self, target: cst.BaseExpression, value: cst.BaseExpression, op: type | None,
+                      node: cst.CSTNode) -> list[cst.BaseStatement]:
+        """``self.N.input += g`` -> ``state = self.library.write(state, "N.input", <read> + g)``."""
+        ref, index = self.library_target(target)
+        if ref.children:
+            self.ctx.report(node, "BFY104", f"self.{'.'.join(ref.children)}.{ref.name} is a built-in held by a "
+                            "child model; write it inside that child's own methods")
+            return []
+        current = self.ctx.library_read(ref)
+        if index is not None:
+            idx_node = [self.expr(el, hoist=False)[1] for el in index]
+            if op is not None:
+                value = cst.BinaryOperation(cst.Subscript(current, idx_node), op(), _paren(value, op))
+            value = cst.Call(attr(cst.Subscript(attr(current, "at"), idx_node), "set"), [cst.Arg(value)])
+        elif op is not None:
+            value = cst.BinaryOperation(current, op(), _paren(value, op))
+        return [self.ctx.library_write(ref, value)]
+
     def writes_field(self, target: cst.BaseExpression) -> bool:
         for node in walk(target):
             if isinstance(node, cst.Attribute):
@@ -462,6 +568,10 @@ class MethodRewriter:
         if path is None:
             return False
         ref = self.ctx.resolve(path)
+        if isinstance(ref, LibraryRef) and not ref.rest:
+            self.ctx.report(target, "BFY202", f"self.{'.'.join(path)}, a built-in created in __init__, is "
+                            f"replaced in {self.ctx.method.name}(); keep built-ins fixed after __init__")
+            return True
         if ref is None or (isinstance(ref, tuple) and ref[2]):
             self.ctx.report(target, "BFY202", f"self.{'.'.join(path)} is assigned in {self.ctx.method.name}(), but "
                             f"it is neither a Variable nor a child model created in {self.ctx.cls.name}.__init__; "
@@ -492,6 +602,8 @@ class MethodRewriter:
         ctx = self.ctx
         pre, value, rw = self.expr(small.value)
         targets = [t.target for t in small.targets]
+        if len(targets) == 1 and self.library_target(targets[0]) is not None:
+            return [*pre, *self.library_write(targets[0], value, None, small)]
         if any([self.plain_target(t) for t in targets]):  # a list: every plain attribute is reported
             return pre
         # The common case: no state written -> rewrite reads only.
@@ -517,6 +629,10 @@ class MethodRewriter:
                 return target.with_changes(elements=[
                     el.with_changes(value=lower(el.value)) if not isinstance(el, cst.StarredElement)
                     else self.starred(el) for el in target.elements])
+            if self.library_target(target) is not None:
+                ctx.report(target, "BFY205", "a built-in's Variable written in an unpacking or chained assignment "
+                           "is not supported; assign it in a statement of its own")
+                return target
             found = self.field_target(target)
             if found is not None:
                 tmp = ctx.ns.fresh(f"new_{found[0].name}")
@@ -552,6 +668,8 @@ class MethodRewriter:
 
     def aug_assign(self, small: cst.AugAssign) -> list[cst.BaseStatement]:
         pre, value, _ = self.expr(small.value)
+        if self.library_target(small.target) is not None:
+            return [*pre, *self.library_write(small.target, value, AUG_OPS[type(small.operator)], small)]
         found = self.field_target(small.target)
         if found is None:
             if not self.plain_target(small.target):

@@ -124,7 +124,10 @@ def params_paths(params, prefix: str = "") -> list[str]:
     out = []
     for name, value in params._asdict().items():
         path = f"{prefix}{name}"
-        out.extend(params_paths(value, path + ".") if hasattr(value, "_asdict") else [path])
+        if isinstance(value, dict):  # the built-ins' weights, by their paths under the model (jax sorts keys)
+            out.extend(f"{prefix}{key}" for key in sorted(value))
+        else:
+            out.extend(params_paths(value, path + ".") if hasattr(value, "_asdict") else [path])
     return out
 
 
