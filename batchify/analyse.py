@@ -102,6 +102,28 @@ def is_super_call(func: cst.BaseExpression) -> bool:
             and isinstance(func.value.func, cst.Name) and func.value.func.value == "super")
 
 
+def deterministic_initializer(a: Analysis, call: cst.Call) -> bool:
+    """``bp.init.variable_(bm.zeros, ...)``: its initializer draws no random numbers."""
+    init = call.args[0].value if call.args else None
+    if isinstance(init, cst.Call):
+        init = init.func
+    if isinstance(init, (cst.Integer, cst.Float)):
+        return True
+    return init is not None and bool(a.qualified_names(init) & names.DETERMINISTIC_INITIALIZERS)
+
+
+def calls_own(func: cst.FunctionDef, method: str) -> bool:
+    """``self.<method>(...)`` as a statement of ``func``'s body."""
+    me = self_name_of(func)
+    for stmt in func.body.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                        and self_path(small.value.func, me or "self") == [method]):
+                    return True
+    return False
+
+
 def self_name_of(func: cst.FunctionDef) -> str | None:
     params = func.params.params or func.params.posonly_params
     return params[0].name.value if params else None
@@ -140,15 +162,30 @@ def find_model_classes(a: Analysis) -> dict[str, cst.ClassDef]:
                     models[cls.name.value] = cls
                     changed = True
                     break
-    for cls in top:
-        if cls.name.value in models:
-            continue
-        for base in cls.bases:
-            qn = sorted(q for q in a.qualified_names(base.value) if names.is_builtin_model(q))
-            if qn:
-                a.report(base, "BFY106", f"class {cls.name.value} derives from the BrainPy built-in model {qn[0]}; "
-                         "its Variables are created by BrainPy, not in this file, so batchify cannot see them")
     return models
+
+
+def find_library_classes(a: Analysis, models: dict[str, cst.ClassDef]) -> dict[str, str]:
+    """Classes of this file deriving from a concrete BrainPy built-in (``class COBA(bp.dyn.SynOut)``):
+    their Variables are created by BrainPy, so an attribute holding one is library code too.
+    ``name -> the built-in it derives from``."""
+    top = [s for s in a.module.body if isinstance(s, cst.ClassDef) and s.name.value not in models]
+    found: dict[str, str] = {}
+    changed = True
+    while changed:
+        changed = False
+        for cls in top:
+            if cls.name.value in found:
+                continue
+            for base in cls.bases:
+                qn = sorted(q for q in a.qualified_names(base.value) if names.is_library(q))
+                if isinstance(base.value, cst.Name) and base.value.value in found:
+                    qn = [found[base.value.value]]
+                if qn:
+                    found[cls.name.value] = qn[0]
+                    changed = True
+                    break
+    return found
 
 
 def describe(a: Analysis, cls: cst.ClassDef) -> str:
@@ -169,10 +206,12 @@ def model_base(a: Analysis, cls: cst.ClassDef, models: dict[str, cst.ClassDef]) 
 class _ClassScan:
     """Fields and children of one model class, from its ``__init__``."""
 
-    def __init__(self, a: Analysis, cls: cst.ClassDef, models: dict[str, cst.ClassDef]):
+    def __init__(self, a: Analysis, cls: cst.ClassDef, models: dict[str, cst.ClassDef],
+                 library_classes: dict[str, str]):
         self.a = a
         self.cls = cls
         self.models = models
+        self.library_classes = library_classes
         self.fields: list[Field] = []
         self.children: list[Child] = []
         self.libraries: list[str] = []
@@ -183,15 +222,15 @@ class _ClassScan:
     def scan(self) -> None:
         init = self.init = next((f for f in self.functions() if f.name.value == "__init__"), None)
         direct: set[int] = set()  # ids of Variable constructor calls assigned to self.NAME in __init__
+        self.reset_fields: list[str] = []
         if init is not None:
-            me = self_name_of(init)
-            for node in walk(init.body):
-                if isinstance(node, (cst.Assign, cst.AnnAssign)):
-                    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                    if len(targets) == 1 and node.value is not None:
-                        path = self_path(targets[0], me) if me else None
-                        if path is not None and len(path) == 1:
-                            self.classify(path[0], node.value, targets[0], direct)
+            self.scan_assignments(init, direct)
+            reset = next((f for f in self.functions() if f.name.value == "reset_state"), None)
+            if reset is not None and calls_own(init, "reset_state"):
+                # `self.reset_state(self.mode)` in __init__: the Variables reset_state creates are fields too.
+                before = {f.name for f in self.fields}
+                self.scan_assignments(reset, direct, variables_only=True)
+                self.reset_fields = [f.name for f in self.fields if f.name not in before]
         # Every other Variable construction in the class is unsupported for now.
         for func in self.functions():
             for node in walk(func):
@@ -207,6 +246,20 @@ class _ClassScan:
                     elif qn & names.UNSUPPORTED_VARIABLES and id(node) not in direct:
                         self.a.report(node, "BFY103", f"{sorted(qn & names.UNSUPPORTED_VARIABLES)[0]} is not supported yet")
 
+    def scan_assignments(self, func: cst.FunctionDef, direct: set[int], variables_only: bool = False) -> None:
+        me = self_name_of(func)
+        for node in walk(func.body):
+            if isinstance(node, (cst.Assign, cst.AnnAssign)):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                if len(targets) == 1 and node.value is not None:
+                    path = self_path(targets[0], me) if me else None
+                    if path is None or len(path) != 1:
+                        continue
+                    if variables_only and not (isinstance(node.value, cst.Call) and self.a.qualified_names(
+                            node.value.func) & (names.STATE_VARIABLES | names.PARAM_VARIABLES | names.STATE_FACTORIES)):
+                        continue
+                    self.classify(path[0], node.value, targets[0], direct)
+
     def classify(self, name: str, value: cst.BaseExpression, target: cst.CSTNode, direct: set[int]) -> None:
         if not isinstance(value, cst.Call):
             self.check_container(name, value)
@@ -219,8 +272,10 @@ class _ClassScan:
             self.add_field(Field(name, "param"), target)
             direct.add(id(value))
         elif any(names.is_library(q) for q in qn):
-            direct.add(id(value))
-            self.add_library(name, value, sorted(q for q in qn if names.is_library(q))[0])
+            self.add_library(name, value, sorted(q for q in qn if names.is_library(q))[0], direct)
+        elif isinstance(value.func, cst.Name) and value.func.value in self.library_classes:
+            builtin = self.library_classes[value.func.value]
+            self.add_library(name, value, f"{value.func.value} (derived from {builtin})", direct)
         elif qn & names.UNSUPPORTED_VARIABLES:
             direct.add(id(value))
             self.a.report(value, "BFY103", f"self.{name} is a {sorted(qn & names.UNSUPPORTED_VARIABLES)[0]}, "
@@ -230,10 +285,11 @@ class _ClassScan:
         else:
             self.check_container(name, value)
 
-    def add_library(self, name: str, value: cst.Call, builtin: str) -> None:
+    def add_library(self, name: str, value: cst.Call, builtin: str, direct: set[int]) -> None:
         """A built-in held as library code; it may not reach a model of this file, whose Variables
-        the library call would not bind."""
+        the library call would not bind. Variables made for its arguments are its own."""
         own_children = {ch.name for ch in self.children}
+        direct.update(id(node) for node in walk(value))
         for node in walk(value):
             local = isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in self.models
             path = self_path(node, self_name_of(self.init)) if isinstance(node, cst.Attribute) else None
@@ -274,7 +330,10 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
     if me is not None:
         for node in walk(func.body):
             if isinstance(node, cst.Call) and not any(arg.keyword and arg.keyword.value == "key" for arg in node.args):
-                draws = draws or any(names.random_sampler(q) for q in a.qualified_names(node.func))
+                qn = a.qualified_names(node.func)
+                draws = draws or any(names.random_sampler(q) for q in qn) or (
+                    bool(qn & names.STATE_FACTORIES) and func.name.value != "__init__"
+                    and not deterministic_initializer(a, node))
             if isinstance(node, cst.Attribute):
                 path = self_path(node, me)
                 if path and path[0] in libraries:
@@ -321,8 +380,14 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             f"batchify reads one file){others}")])
 
     only = list(dict.fromkeys(only))
+    derived = find_library_classes(a, models)
     for name in only:
-        if name in classes and name not in models:
+        if name in derived:
+            a.report(classes[name].name, "BFY106", f"--class {name}: {describe(a, classes[name])} derives from "
+                     f"the BrainPy built-in {derived[name]}, whose Variables BrainPy creates; batchify runs such "
+                     "a class as library code inside a model of this file that holds it, but cannot batch it "
+                     "on its own")
+        elif name in classes and name not in models:
             a.report(classes[name].name, "BFY005", f"--class {name}: {describe(a, classes[name])} is not a model "
                      "class batchify knows: its bases are neither BrainPy dynamical-system bases of current "
                      "BrainPy nor model classes of this file (a base imported from another file, or an API "
@@ -334,7 +399,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     # Scan fields and children, then order classes so that bases and children come first.
     scans = {}
     for name, node in models.items():
-        scan = _ClassScan(a, node, models)
+        scan = _ClassScan(a, node, models, derived)
         scan.scan()
         scans[name] = scan
     order: list[str] = []
@@ -356,7 +421,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         node = models[name]
         scan = scans[name]
         cls = ModelClass(name, node, model_base(a, node, models), tuple(scan.fields), tuple(scan.children), {},
-                         libraries=tuple(scan.libraries))
+                         libraries=tuple(scan.libraries), reset_fields=tuple(scan.reset_fields))
         classes[name] = cls
         fields = set(ir.field_map(cls))
         inherited = ir.all_methods(cls)
@@ -402,8 +467,12 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     originals = [s for s in a.module.body if id(s) in needed]
     ir.support = [_prune_imports(s, needed[id(s)]) for s in originals]
     ir.source_lines = sorted(a.positions[s].start.line for s in [*originals, *(models[n] for n in ir.targets)])
-    if a.diagnostics:
-        raise BatchifyError(sorted(a.diagnostics, key=lambda d: (d.line, d.column, d.code)))
+    # Problems in classes and code the targets do not need are not theirs to report.
+    spans = [(a.positions[n].start.line, a.positions[n].end.line) for n in [*originals, *roots]]
+    wanted_diagnostics = [d for d in a.diagnostics if (d.line, d.column) == (1, 1) or d.code in ("BFY005", "BFY106")
+                          or any(lo <= d.line <= hi for lo, hi in spans)]
+    if wanted_diagnostics:
+        raise BatchifyError(sorted(wanted_diagnostics, key=lambda d: (d.line, d.column, d.code)))
     return ir
 
 

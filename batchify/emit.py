@@ -37,7 +37,7 @@ HARNESS_IMPORT_LINES = {"np": "import numpy as np", "optax": "import optax",
                         "PartitionSpec": "from jax.sharding import Mesh, NamedSharding, PartitionSpec"}
 # What the built-ins' library helper adds.
 LIBRARY_IMPORTS = {"brainstate": "brainstate"}
-HELPERS = ("_Library", "_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key", "_param_items",
+HELPERS = ("_Library", "_initial_value", "_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key", "_param_items",
            "_params_from", "_nll_of_rates")
 
 
@@ -150,6 +150,11 @@ class ClassEmitter:
             + [f"self.{ch}.set_state(state.{ch})" for ch in child_cls]
             + [f"self.{n}.set_state(state.{n})" for n in lib] or ["pass"],
             "reset_pure": "reset_state" in cls.stateful,
+            "reset_fields": list(cls.reset_fields),
+            "empty_state": keyword_call(cls.state_name, [(s, "None" if s in cls.reset_fields else f"self.{s}.value")
+                                                         for s in stored]
+                                        + [(ch, f"self.{ch}.state()") for ch in child_cls]
+                                        + [(n, f"self.{n}.state()") for n in lib], 8, "empty = "),
             "random": cls.random,
             "methods": self.methods(),
         }
@@ -179,12 +184,14 @@ class ClassEmitter:
                         "    super().__init__(*args, batch_size=batch_size, **kwargs)")
             return ("def __init__(self, *args, batch_size, **kwargs):\n"
                     "    self.batch_size = batch_size\n    super().__init__(*args, **kwargs)")
-        added = ("batch_size", "seed") if self.cls.random else ("batch_size",)
+        taken = {p.name.value for p in (*init.params.params, *init.params.kwonly_params, *init.params.posonly_params)}
+        # The model's own `seed` (say, for its RandomState) keeps its name; the batch's seed gives way.
+        seed_name = "batch_seed" if "seed" in taken else "seed"
         for p in (*init.params.params, *init.params.kwonly_params, *init.params.posonly_params):
-            if p.name.value in added:
+            if p.name.value == "batch_size" or (self.cls.random and p.name.value == seed_name):
                 self.report(p, "BFY010", f"__init__ already has a parameter named '{p.name.value}', "
                             "which the batched constructor adds; rename it")
-        rewritten = init.visit(InitRewriter(self.ir, self.cls, self_name_of(init) or "self"))
+        rewritten = init.visit(InitRewriter(self.ir, self.cls, self_name_of(init) or "self", seed_name))
         return statement_code(self.renamed(rewritten))
 
     def methods(self) -> list[str]:
@@ -269,9 +276,9 @@ class ModelNameRenamer(cst.CSTTransformer):
 class InitRewriter(cst.CSTTransformer):
     """The original constructor, building a batch: state Variables and children get ``batch_size``."""
 
-    def __init__(self, ir: ModuleIR, cls: ModelClass, self_name: str):
+    def __init__(self, ir: ModuleIR, cls: ModelClass, self_name: str, seed_name: str = "seed"):
         super().__init__()
-        self.ir, self.cls, self.self_name = ir, cls, self_name
+        self.ir, self.cls, self.self_name, self.seed_name = ir, cls, self_name, seed_name
         self.state = {f.name for f in cls.fields if f.kind == "state"}
         self.children = {ch.name: ir.classes[ch.class_name].batched_name for ch in cls.children}
         self.depth = 0
@@ -283,6 +290,14 @@ class InitRewriter(cst.CSTTransformer):
         self.depth += 1
         return self.depth == 1  # leave nested functions alone
 
+    def is_reset_call(self, stmt: cst.CSTNode) -> bool:
+        """``self.reset_state(...)``, which creates this class's Variables."""
+        if not self.cls.reset_fields or not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            return False
+        small = stmt.body[0]
+        return (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                and self_path(small.value.func, self.self_name) == ["reset_state"])
+
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         self.depth -= 1
         if self.depth:
@@ -290,7 +305,7 @@ class InitRewriter(cst.CSTTransformer):
         params = updated_node.params
         added = [cst.Param(cst.Name("batch_size"))]
         if self.cls.random:
-            added.append(cst.Param(cst.Name("seed"), default=cst.Name("None"),
+            added.append(cst.Param(cst.Name(self.seed_name), default=cst.Name("None"),
                                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
         star = params.star_arg if params.star_arg not in (cst.MaybeSentinel.DEFAULT, None) else cst.ParamStar()
         params = params.with_changes(
@@ -302,9 +317,16 @@ class InitRewriter(cst.CSTTransformer):
         first = 1 if body and _is_docstring(body[0]) else 0
         set_batch = cst.parse_statement(f"{self.self_name}.batch_size = batch_size\n")
         body.insert(first, set_batch)
-        if self.creates_key:  # one key per example, after the weights are drawn as the original draws them
-            body.append(cst.parse_statement(
-                f"{self.self_name}.rng_key = bm.Variable(_example_keys(seed, batch_size), batch_axis=0)\n"))
+        make_key = cst.parse_statement(
+            f"{self.self_name}.rng_key = bm.Variable(_example_keys({self.seed_name}, batch_size), batch_axis=0)\n")
+        creates = [i for i, stmt in enumerate(body) if self.is_reset_call(stmt)]
+        if creates:  # reset_state creates Variables: each example's, drawn from its own key
+            body[creates[0]] = cst.parse_statement(f"{self.self_name}._create_state()\n").with_changes(
+                leading_lines=body[creates[0]].leading_lines)
+            if self.creates_key:
+                body.insert(creates[0], make_key)
+        elif self.creates_key:  # one key per example, after the weights are drawn as the original draws them
+            body.append(make_key)
         if self.cls.libraries:  # the built-ins' batch of states, next to their single-example Variables
             names = tuple_literal(list(self.ir.all_libraries(self.cls)))
             body.append(cst.parse_statement(
@@ -338,7 +360,7 @@ class InitRewriter(cst.CSTTransformer):
             args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated_node.args]
             args.append(keyword_arg("batch_size", cst.Name("batch_size")))
             if self.base_random:
-                args.append(keyword_arg("seed", cst.Name("seed")))
+                args.append(keyword_arg("seed", cst.Name(self.seed_name)))
             return updated_node.with_changes(args=args)
         return updated_node
 
@@ -359,13 +381,13 @@ def import_bindings(stmt: cst.CSTNode) -> list[tuple[str, str, cst.ImportAlias]]
     for small in stmt.body:
         if isinstance(small, cst.Import):
             for al in small.names:
-                dotted = code(al.name)
+                dotted = "".join(code(al.name).split())  # `import brainpy .math` binds brainpy.math
                 if al.asname is not None:
                     out.append((al.asname.name.value, dotted, al))
                 else:
                     out.append((dotted.split(".")[0], dotted.split(".")[0], al))
         elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar) and not small.relative:
-            module = code(small.module) if small.module is not None else ""
+            module = "".join(code(small.module).split()) if small.module is not None else ""
             for al in small.names:
                 nm = code(al.name)
                 bound = al.asname.name.value if al.asname is not None else nm
@@ -474,7 +496,7 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
                 if h is not None:
                     harnesses.append(h)
     extra = dict(HARNESS_IMPORTS) if harness is not None else {}
-    if any(c["has_library"] for c in classes):
+    if any(c["random"] for c in classes):  # _Library and _initial_value bind BrainPy's global key
         extra.update(LIBRARY_IMPORTS)
     imports, support = support_code(ir, diagnostics, extra)
     if diagnostics:

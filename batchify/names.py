@@ -103,6 +103,18 @@ def random_sampler(qualified: str) -> bool:
     return qualified.startswith(RANDOM_MODULE) and qualified[len(RANDOM_MODULE):] in RANDOM_SAMPLERS
 
 
+# Initializers that draw nothing: an initial value made with one of these needs no random key.
+DETERMINISTIC_INITIALIZERS = frozenset(
+    f"{module}.{fn}"
+    for module in ("brainpy.math", "jax.numpy", "numpy")
+    for fn in ("zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "empty", "asarray", "array")
+) | frozenset(
+    f"{module}.{cls}"
+    for module in ("brainpy.init", "brainpy.initialize")
+    for cls in ("ZeroInit", "OneInit", "Constant", "Identity")
+)
+
+
 def is_library(qualified: str) -> bool:
     """A BrainPy built-in model or object that a model may hold as library code."""
     return qualified in LIBRARY_OBJECTS or is_builtin_model(qualified)

@@ -39,6 +39,15 @@ AUG_OPS: dict[type, type] = {
 }
 
 
+def deterministic_initializer_node(ctx: "Context", call: cst.Call) -> bool:
+    init = call.args[0].value if call.args else None
+    if isinstance(init, cst.Call):
+        init = init.func
+    if isinstance(init, (cst.Integer, cst.Float)):
+        return True
+    return init is not None and bool({q.name for q in ctx.ir.qualified.get(init, ())} & names.DETERMINISTIC_INITIALIZERS)
+
+
 def pure_name(method: str) -> str:
     return f"{method}_pure"
 
@@ -269,6 +278,8 @@ class ExprRewriter(cst.CSTTransformer):
             return updated_node
         if qualified & names.STATE_FACTORIES:
             return self.initial_value(original_node, updated_node)
+        if qualified & (names.STATE_VARIABLES | names.PARAM_VARIABLES):  # reset_state re-creating a Variable
+            return attr(updated_node, "value")
         if any(names.random_sampler(q) for q in qualified) and not any(
                 a.keyword is not None and a.keyword.value == "key" for a in original_node.args):
             return self.keyed_draw(original_node, updated_node)
@@ -325,7 +336,17 @@ class ExprRewriter(cst.CSTTransformer):
                             "with the initializer and the size as its first arguments")
             return updated_node
         args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated_node.args[:2] if a.keyword is None]
-        return updated_node.with_changes(func=updated_node.func.with_changes(attr=name("parameter")), args=args)
+        if deterministic_initializer_node(self.ctx, original_node):
+            return updated_node.with_changes(func=updated_node.func.with_changes(attr=name("parameter")), args=args)
+        # A random initializer (bp.init.Normal(), bm.random.rand) draws from this example's stream.
+        if self.blocked:
+            self.ctx.report(original_node, "BFY204", "this random initial value advances the random state, but it "
+                            "sits inside a lambda, comprehension, conditional expression, and/or, while test or "
+                            "elif test; assign it in a statement of its own first")
+            return updated_node
+        key = self.ctx.ns.fresh("key")
+        self.pre.append(assign([self.ctx.state, key], cst.Call(name("_next_key"), [cst.Arg(name(self.ctx.state))])))
+        return cst.Call(name("_initial_value"), [*args, keyword_arg("key", name(key))])
 
     def keyed_draw(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         """``bm.random.normal(...)`` -> ``bm.random.normal(..., key=key)`` with ``state, key = _next_key(state)``
@@ -715,13 +736,29 @@ def _paren(expr: cst.BaseExpression, op: type) -> cst.BaseExpression:
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
+def drop_unused_star_params(func: cst.FunctionDef) -> cst.FunctionDef:
+    """``def update(self, *args, **kwargs)`` whose body never reads them takes no arguments."""
+    used = Namespace(func.body).used
+    params = func.params
+    star = params.star_arg
+    if isinstance(star, cst.Param) and star.name.value not in used and not params.kwonly_params:
+        params = params.with_changes(star_arg=cst.MaybeSentinel.DEFAULT)
+    if params.star_kwarg is not None and params.star_kwarg.name.value not in used:
+        params = params.with_changes(star_kwarg=None)
+    if params.params:
+        params = params.with_changes(params=[*params.params[:-1], params.params[-1].with_changes(
+            comma=cst.MaybeSentinel.DEFAULT)])
+    return func.with_changes(params=params)
+
+
 def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.FunctionDef, list[Diagnostic]]:
     """The pure single-example version of a stateful method, named ``<method>_pure``."""
     func = method.node
     ns = Namespace(func)
     self_name = self_name_of(func) or "self"
     ctx = Context(ir, cls, method, self_name, ns.fresh("params"), ns.fresh("state"), ns)
-    if func.params.star_arg not in (cst.MaybeSentinel.DEFAULT, None) or func.params.kwonly_params \
+    func = drop_unused_star_params(func)
+    if isinstance(func.params.star_arg, cst.Param) or func.params.kwonly_params \
             or func.params.star_kwarg is not None or func.params.posonly_params:
         ctx.report(func.name, "BFY207", f"{method.name}() has *args, **kwargs, keyword-only or positional-only "
                    "parameters; give the stepping method plain parameters")
