@@ -290,6 +290,7 @@ class _ClassScan:
         the library call would not bind. Variables made for its arguments are its own."""
         own_children = {ch.name for ch in self.children}
         direct.update(id(node) for node in walk(value))
+        read_values = {id(n.value) for n in walk(value) if isinstance(n, cst.Attribute) and n.attr.value == "value"}
         for node in walk(value):
             local = isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in self.models
             path = self_path(node, self_name_of(self.init)) if isinstance(node, cst.Attribute) else None
@@ -297,6 +298,13 @@ class _ClassScan:
                 self.a.report(node, "BFY104", f"self.{name} is the BrainPy built-in {builtin}, held as library "
                               "code, but it is given a model of this file, which it would call unbatched; "
                               "give it BrainPy built-ins only, or write it as a model of this file")
+                return
+            if path is not None and len(path) == 1 and path[0] in {f.name for f in self.fields} \
+                    and id(node) not in read_values:
+                self.a.report(node, "BFY104", f"self.{name} is the BrainPy built-in {builtin}, held as library "
+                              f"code, but it is given self.{path[0]}, a Variable of this class, which would "
+                              "then have two copies per example; give it a value (self.x.value) or let the "
+                              "built-in own the Variable")
                 return
         if name not in self.libraries:
             self.libraries.append(name)
@@ -372,6 +380,12 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     a = Analysis(module, path)
     models = find_model_classes(a)
     classes = {s.name.value: s for s in a.module.body if isinstance(s, cst.ClassDef)}
+    derived = find_library_classes(a, models)
+    if not models and derived:
+        raise BatchifyError([a.diagnostic(classes[n].name, "BFY106", f"class {n} derives from the BrainPy built-in "
+                                          f"{base}, whose Variables BrainPy creates; batchify runs such a class as "
+                                          "library code inside a model of this file that holds it, but cannot "
+                                          "batch it on its own") for n, base in derived.items()])
     if not models:
         others = "; classes here: " + ", ".join(describe(a, c) for c in classes.values()) if classes else ""
         raise BatchifyError(a.diagnostics or [Diagnostic(
@@ -380,7 +394,6 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             f"batchify reads one file){others}")])
 
     only = list(dict.fromkeys(only))
-    derived = find_library_classes(a, models)
     for name in only:
         if name in derived:
             a.report(classes[name].name, "BFY106", f"--class {name}: {describe(a, classes[name])} derives from "

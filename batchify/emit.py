@@ -496,7 +496,8 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
                 if h is not None:
                     harnesses.append(h)
     extra = dict(HARNESS_IMPORTS) if harness is not None else {}
-    if any(c["random"] for c in classes):  # _Library and _initial_value bind BrainPy's global key
+    initial_values = any("_initial_value(" in m for c in classes for m in c["methods"])
+    if initial_values or any(c["has_library"] for c in classes):  # these bind BrainPy's global key
         extra.update(LIBRARY_IMPORTS)
     imports, support = support_code(ir, diagnostics, extra)
     if diagnostics:
@@ -512,6 +513,7 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
         classes=classes,
         random=any(c["random"] for c in classes),
         library=any(c["has_library"] for c in classes),
+        initial_values=initial_values,
         harnesses=harnesses,
     )
     return text

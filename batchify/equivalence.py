@@ -87,13 +87,23 @@ def batched_state_vars(batched) -> dict[str, bm.Variable]:
     return {k: stand_ins.get(id(v), v) for k, v in state_vars(batched).items() if id(v) not in own}
 
 
+def random_states(obj) -> dict[str, bm.random.RandomState]:
+    """The model's own ``RandomState`` objects by attribute path (BrainPy does not list them in vars())."""
+    return {f"{path}.{k}" if path else k: v for path, node in obj.nodes(method="relative").items()
+            for k, v in vars(node).items() if isinstance(v, bm.random.RandomState)}
+
+
 def snapshot(obj) -> dict[str, np.ndarray]:
-    return {k: np.asarray(v.value) for k, v in obj.vars(method="relative").items()}
+    values = {k: np.asarray(v.value) for k, v in obj.vars(method="relative").items()}
+    values.update({k: v.value for k, v in random_states(obj).items()})  # typed keys stay jax arrays
+    return values
 
 
 def restore(obj, values: dict[str, np.ndarray]) -> None:
     for k, v in obj.vars(method="relative").items():
         v.value = bm.asarray(values[k])
+    for k, v in random_states(obj).items():
+        v.value = values[k]
 
 
 def to_numpy(tree):
@@ -146,6 +156,14 @@ def example_key(seed: int, example: int):
     return jax.random.fold_in(jax.random.PRNGKey(seed), example)
 
 
+def seed_example(model, seed: int, example: int, initial: dict) -> None:
+    """What example ``example`` of a batch draws from, set on the original: BrainPy's global key,
+    and for each ``RandomState`` the model holds, ``fold_in(its key, example)``."""
+    bm.random.DEFAULT.value = example_key(seed, example)
+    for path, variable in random_states(model).items():
+        variable.value = jax.random.fold_in(initial[path], example)
+
+
 def draws_randomly(batched_cls) -> bool:
     import inspect
 
@@ -169,7 +187,7 @@ def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int
     for e in range(batch):
         restore(model, initial)
         if seed is not None:
-            bm.random.DEFAULT.value = example_key(seed, e)
+            seed_example(model, seed, e, initial)
         step = getattr(model, method)
         per_step = []
         for t in range(steps):

@@ -39,7 +39,7 @@ AUG_OPS: dict[type, type] = {
 }
 
 
-def deterministic_initializer_node(ctx: "Context", call: cst.Call) -> bool:
+def deterministic_initializer_node(ctx: Context, call: cst.Call) -> bool:
     init = call.args[0].value if call.args else None
     if isinstance(init, cst.Call):
         init = init.func

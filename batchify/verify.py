@@ -37,9 +37,9 @@ from batchify.equivalence import (  # noqa: E402
     batch_of,
     compare,
     draws_randomly,
-    example_key,
     first_divergences,
     restore,
+    seed_example,
     snapshot,
     tick,
 )
@@ -184,7 +184,7 @@ class Verifier:
         for e in range(d.batch):
             restore(model, initial)
             if self.random:
-                bm.random.DEFAULT.value = example_key(d.seed, e)
+                seed_example(model, d.seed, e, initial)
 
             def original_loss(e=e):
                 outs = []
@@ -238,7 +238,7 @@ class Verifier:
         rng = np.random.default_rng(self.drive.seed + 1)
         key = bm.random.DEFAULT.value
         if self.random:
-            bm.random.DEFAULT.value = example_key(self.drive.seed, 0)
+            seed_example(model, self.drive.seed, 0, initial)
         shapes = []
         for t in range(self.drive.steps):
             tick(self.drive.dt, t)

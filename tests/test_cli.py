@@ -49,7 +49,9 @@ BAD_SOURCES = {
     "no-model-class": ("import numpy as np\n\nclass Plain:\n    pass\n", "BFY004"),
     "empty-file": ("", "BFY004"),
     "varlist": (model("", "        self.traces = bm.VarList([bm.zeros(n)])\n"), "BFY103"),
-    "builtin-child": (model("", "        self.fc = bp.dnn.Linear(n, n)\n"), "BFY104"),
+    "builtin-wired-to-own-model": (GOOD + "\n\nclass Net(bp.DynSysGroup):\n    def __init__(self):\n"
+                                   "        super().__init__()\n        self.seq = bp.Sequential(Leaky(2), bp.dnn.Linear(2, 2))\n",
+                                   "BFY104"),
     "children-in-list": (GOOD + "\n\nclass Net(bp.DynSysGroup):\n    def __init__(self):\n        super().__init__()\n"
                          "        self.layers = [Leaky(2), Leaky(3)]\n", "BFY105"),
     "builtin-base": ("import brainpy as bp\n\n\nclass MyLif(bp.dyn.Lif):\n    pass\n", "BFY106"),

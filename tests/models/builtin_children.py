@@ -1,0 +1,39 @@
+"""BrainPy built-in children held as library code: layers, neurons, a projection, a delay,
+Poisson input, BrainPy's `>>` call, a built-in's Variable read and written from outside."""
+
+import brainpy as bp
+import brainpy.math as bm
+
+
+class DenseLif(bp.DynamicalSystem):
+    def __init__(self, n_in, n):
+        super().__init__()
+        self.fc = bp.dnn.Dense(n_in, n, mode=bm.TrainingMode())
+        self.lif = bp.dyn.LifRef(n, V_th=-50.0, V_initializer=bp.init.Normal(-55.0, 2.0))
+        self.trace = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        current = bm.asarray(x) >> self.fc  # a numpy array would apply >> elementwise
+        spike = self.lif(current * 20.0)
+        self.lif.V.value += 0.1 * self.trace  # a built-in's Variable written from outside
+        self.trace.value = 0.9 * self.trace + spike
+        return self.lif.V.value, self.trace.value.sum()
+
+
+class PoissonNet(bp.DynSysGroup):
+    def __init__(self, n_in, n):
+        super().__init__()
+        self.noise = bp.dyn.PoissonGroup(n_in, freqs=200.0)
+        self.post = bp.dyn.Lif(n, V_rest=-60.0, V_th=-50.0, V_reset=-60.0, tau=10.0)
+        self.proj = bp.dyn.HalfProjAlignPostMg(
+            comm=bp.dnn.Linear(n_in, n, bp.init.Uniform(0.0, 3.0)),
+            syn=bp.dyn.Expon.desc(n, tau=5.0),
+            out=bp.dyn.CUBA.desc(),
+            post=self.post,
+        )
+        self.delay = bp.VarDelay(self.post.spike, entries={"out": 1.0})
+
+    def update(self):
+        self.proj(self.noise())
+        self.delay(self.post())
+        return self.post.V.value, self.delay.at("out")
