@@ -215,6 +215,7 @@ class _ClassScan:
         self.fields: list[Field] = []
         self.children: list[Child] = []
         self.libraries: list[str] = []
+        self.noisy_integrators: list[str] = []
 
     def functions(self) -> list[cst.FunctionDef]:
         return [s for s in self.cls.body.body if isinstance(s, cst.FunctionDef)]
@@ -282,6 +283,8 @@ class _ClassScan:
                           "which batchify does not batch yet")
         elif isinstance(value.func, cst.Name) and value.func.value in self.models:
             self.children.append(Child(name, value.func.value))
+        elif qn & names.SDE_INTEGRATORS:
+            self.noisy_integrators.append(name)
         else:
             self.check_container(name, value)
 
@@ -327,7 +330,8 @@ class _ClassScan:
 
 
 def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: dict[str, set[str]],
-                methods: set[str], kind: str, libraries: set[str] = frozenset()) -> Method:
+                methods: set[str], kind: str, libraries: set[str] = frozenset(),
+                noisy: set[str] = frozenset()) -> Method:
     """What a method touches; using a library attribute at all counts as reading it."""
     me = self_name_of(func) if kind in ("method", "property") else None
     reads: set[str] = set()
@@ -341,7 +345,8 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                 qn = a.qualified_names(node.func)
                 draws = draws or any(names.random_sampler(q) for q in qn) or (
                     bool(qn & names.STATE_FACTORIES) and func.name.value != "__init__"
-                    and not deterministic_initializer(a, node))
+                    and not deterministic_initializer(a, node)) or (
+                    me is not None and self_path(node.func, me) in [[n] for n in noisy])
             if isinstance(node, cst.Attribute):
                 path = self_path(node, me)
                 if path and path[0] in libraries:
@@ -434,7 +439,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         node = models[name]
         scan = scans[name]
         cls = ModelClass(name, node, model_base(a, node, models), tuple(scan.fields), tuple(scan.children), {},
-                         libraries=tuple(scan.libraries), reset_fields=tuple(scan.reset_fields))
+                         libraries=tuple(scan.libraries), reset_fields=tuple(scan.reset_fields),
+                         noisy_integrators=tuple(scan.noisy_integrators))
         classes[name] = cls
         fields = set(ir.field_map(cls))
         inherited = ir.all_methods(cls)
@@ -447,7 +453,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                 continue
             kind = method_kind(a, func)
             cls.methods[func.name.value] = scan_method(a, func, fields, children, set(inherited) | own_names, kind,
-                                                       set(ir.all_libraries(cls)))
+                                                       set(ir.all_libraries(cls)),
+                                                       {n for c in ir.chain(cls) for n in c.noisy_integrators})
         mark_stateful(ir, cls)
 
     # Targets: what --class names, plus the bases and children those need.

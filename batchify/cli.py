@@ -339,7 +339,6 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     for path in (src, generated):
         if not path.is_file():
             raise BatchifyError([Diagnostic(str(path), 1, 1, "BFY302", "cannot verify: no such file")])
-    ir = analyse(parse(decode(src.read_bytes(), shown), shown), shown)
     try:
         config = find_config(Path.cwd())
     except ConfigError as exc:
@@ -349,6 +348,10 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
         rel = display_path(src, config.root)
         entries = {key.split("::", 1)[1]: table for key, table in config.verify.items()
                    if "::" in key and key.split("::", 1)[0] == rel}
+    # Only the classes to verify (and what they need) are analysed and loaded: a broken neighbour
+    # in the same file is not theirs to answer for.
+    requested = list(dict.fromkeys(getattr(args, "classes", []) or [])) or list(entries)
+    ir = analyse(parse(decode(src.read_bytes(), shown), shown), shown, only=requested)
     used = {ch.class_name for c in ir.classes.values() for ch in c.children}
     used |= {c.model_base for c in ir.classes.values() if c.model_base}
     top = [name for name in ir.targets if name not in used]
@@ -377,7 +380,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     from batchify import verify as engine  # imports jax and brainpy
     from batchify.loader import load_generated, load_models
 
-    original = load_models(src)
+    original = load_models(src, only=requested)
     try:
         batched = load_generated(generated)
     except Exception as exc:  # noqa: BLE001 - the user's generated file: report, do not crash

@@ -39,10 +39,10 @@ CODES: dict[str, Code] = {
     # Model structure.
     "BFY101": Code("a Variable is created outside __init__"),
     "BFY102": Code("a Variable is created but not assigned directly to a self attribute"),
-    "BFY103": Code("an unsupported Variable container or random state (VarList, VarDict, LengthDelay, RandomState)"),
-    "BFY104": Code("a BrainPy built-in model is used as a child"),
+    "BFY103": Code("an unsupported Variable container (VarList, VarDict, NodeList, TimeDelay) or variable_ call"),
+    "BFY104": Code("a BrainPy built-in held as library code reaches a model or Variable of this file"),
     "BFY105": Code("child models are held in a container (list, dict, Sequential)"),
-    "BFY106": Code("the class derives from a concrete BrainPy built-in model"),
+    "BFY106": Code("the class named derives from a concrete BrainPy built-in model (it can only be held as a child)"),
     # Method bodies.
     "BFY201": Code("a weight (TrainVar / Parameter) is written in a stepping method"),
     "BFY202": Code("a plain attribute is assigned in a stepping method"),

@@ -13,6 +13,8 @@ import ast
 import inspect
 from dataclasses import dataclass, field, replace
 
+from batchify.names import SHARED_DICT_PARAMS
+
 
 class DriveError(Exception):
     """Driving information is missing or malformed: verification cannot run (exit 2)."""
@@ -98,7 +100,7 @@ class Drive:
             needs.append(f"--method NAME (one of {', '.join(stateful) or 'no stateful method'})")
             return needs
         sig = inspect.signature(getattr(original_cls, method))
-        for p in list(sig.parameters.values())[1:]:
+        for p in stepping_parameters(original_cls, method):
             if p.name not in self.inputs and p.default is inspect.Parameter.empty:
                 needs.append(f"--input-shape {p.name}=SHAPE or --shared {p.name}=time|VALUE "
                              f"for {method}{_signature(sig)}")
@@ -121,6 +123,15 @@ class Plan:
     drive: Drive
     line: int
     missing: list[str] = field(default_factory=list)
+
+
+def stepping_parameters(original_cls, method: str) -> list[inspect.Parameter]:
+    """The parameters a caller gives the stepping method: not ``*args``/``**kwargs``, and not the old
+    ``update(self, tdi, ...)``'s ``tdi``, which BrainPy fills from ``bp.share``."""
+    params = list(inspect.signature(getattr(original_cls, method)).parameters.values())[1:]
+    if method == "update" and params[:1] and params[0].name in SHARED_DICT_PARAMS:
+        params = params[1:]
+    return [p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
 def _signature(sig: inspect.Signature) -> str:

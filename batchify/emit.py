@@ -20,7 +20,7 @@ from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.harness import HarnessOptions, harness_classes
 from batchify.harness import context as harness_context
 from batchify.ir import ModelClass, ModuleIR
-from batchify.names import STATE_FACTORIES, STATE_VARIABLES
+from batchify.names import SHARED_DICT_PARAMS, STATE_FACTORIES, STATE_VARIABLES
 from batchify.rewrite import Namespace, keyword_arg, pure_name, rewrite_method
 
 LINE_LENGTH = 100
@@ -37,7 +37,7 @@ HARNESS_IMPORT_LINES = {"np": "import numpy as np", "optax": "import optax",
                         "PartitionSpec": "from jax.sharding import Mesh, NamedSharding, PartitionSpec"}
 # What the built-ins' library helper adds.
 LIBRARY_IMPORTS = {"brainstate": "brainstate"}
-HELPERS = ("_Library", "_initial_value", "_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key", "_param_items",
+HELPERS = ("_Library", "_with_rng", "_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key", "_param_items",
            "_params_from", "_nll_of_rates")
 
 
@@ -212,14 +212,17 @@ class ClassEmitter:
     def wrapper(self, func: cst.FunctionDef) -> str:
         """The batched drop-in: vmap the pure function over the state and per-example arguments."""
         args = [p.name.value for p in func.params.params[1:]]
+        shared_args = set(self.ir.shared_args)
+        if func.name.value == "update" and args[:1] and args[0] in SHARED_DICT_PARAMS:
+            shared_args.add(args[0])
         self_name = self_name_of(func) or "self"
         ns = Namespace(func.params)
         state, out = ns.fresh("state"), ns.fresh("out")
-        axes = ", ".join(["None", "0"] + ["None" if a in self.ir.shared_args else f"_example_axis({a})" for a in args])
+        axes = ", ".join(["None", "0"] + ["None" if a in shared_args else f"_example_axis({a})" for a in args])
         header = code(func.with_changes(body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])]),
                                         leading_lines=[])).strip("\n").rsplit("\n", 1)[0]
-        shared = [a for a in args if a in self.ir.shared_args]
-        per_example = [a for a in args if a not in self.ir.shared_args]
+        shared = [a for a in args if a in shared_args]
+        per_example = [a for a in args if a not in shared_args]
         doc = f"Batched ``{func.name.value}``: runs ``{pure_name(func.name.value)}`` on every example."
         lines = [header, f'    """{doc}']
         if per_example or shared:
@@ -496,8 +499,8 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
                 if h is not None:
                     harnesses.append(h)
     extra = dict(HARNESS_IMPORTS) if harness is not None else {}
-    initial_values = any("_initial_value(" in m for c in classes for m in c["methods"])
-    if initial_values or any(c["has_library"] for c in classes):  # these bind BrainPy's global key
+    with_rng = any("_with_rng(" in m for c in classes for m in c["methods"])
+    if with_rng or any(c["has_library"] for c in classes):  # these bind BrainPy's global key
         extra.update(LIBRARY_IMPORTS)
     imports, support = support_code(ir, diagnostics, extra)
     if diagnostics:
@@ -513,7 +516,7 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
         classes=classes,
         random=any(c["random"] for c in classes),
         library=any(c["has_library"] for c in classes),
-        initial_values=initial_values,
+        with_rng=with_rng,
         harnesses=harnesses,
     )
     return text

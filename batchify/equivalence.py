@@ -25,11 +25,12 @@ class Arg:
     per_example: np.ndarray | None = None  # [B, T, ...]
     shared: Callable[[int], Any] | None = None  # step index -> value shared by the batch
 
+    # Inputs are jax arrays, as a BrainPy user's are: a numpy array would apply ``x >> layer`` elementwise.
     def example(self, e: int, t: int):
-        return self.per_example[e, t] if self.per_example is not None else self.shared(t)
+        return jax.numpy.asarray(self.per_example[e, t]) if self.per_example is not None else self.shared(t)
 
     def batch(self, t: int):
-        return self.per_example[:, t] if self.per_example is not None else self.shared(t)
+        return jax.numpy.asarray(self.per_example[:, t]) if self.per_example is not None else self.shared(t)
 
 
 @dataclass

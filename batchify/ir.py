@@ -54,6 +54,8 @@ class ModelClass:
     # Own attributes holding BrainPy built-in models (bp.dnn.Dense, bp.dyn.LifRef, ...): called as
     # library code with one example's values bound into their Variables, never re-implemented.
     libraries: tuple[str, ...] = ()
+    # Own attributes holding a stochastic integrator (``self.integral = bp.sdeint(...)``).
+    noisy_integrators: tuple[str, ...] = ()
     # Fields first created in reset_state, which __init__ calls (``self.reset_state(self.mode)``).
     reset_fields: tuple[str, ...] = ()
     stateful: set[str] = field(default_factory=set)  # own and inherited stateful methods

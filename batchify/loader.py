@@ -17,12 +17,13 @@ from batchify.analyse import analyse
 from batchify.parse import decode, parse
 
 
-def load_models(path: str | Path, module_name: str | None = None) -> types.ModuleType:
-    """A module object holding the model classes of ``path`` (and what they need), nothing else."""
+def load_models(path: str | Path, module_name: str | None = None, only=()) -> types.ModuleType:
+    """A module object holding the model classes of ``path`` (and what they need), nothing else;
+    with ``only``, just those classes and what they need."""
     path = Path(path)
     source = path.read_bytes()
     text = decode(source, str(path))
-    ir = analyse(parse(text, str(path)), str(path))
+    ir = analyse(parse(text, str(path)), str(path), only=only)
     keep = set(ir.source_lines)
     tree = ast.parse(text, filename=str(path))
     tree.body = [stmt for stmt in tree.body if _lines(stmt) & keep]
@@ -30,7 +31,8 @@ def load_models(path: str | Path, module_name: str | None = None) -> types.Modul
     module = types.ModuleType(name)
     module.__file__ = str(path)
     sys.modules[name] = module
-    exec(compile(tree, str(path), "exec"), module.__dict__)
+    # dont_inherit: this file's `from __future__ import annotations` must not change the user's code.
+    exec(compile(tree, str(path), "exec", dont_inherit=True), module.__dict__)
     return module
 
 

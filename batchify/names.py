@@ -82,6 +82,13 @@ BUILTIN_MODEL_PREFIXES = (
     "brainpy.experimental.",
 )
 
+# Integrators whose calls draw noise from BrainPy's global stream.
+SDE_INTEGRATORS = frozenset({"brainpy.sdeint", "brainpy.integrators.sdeint", "brainpy.integrators.sde.sdeint"})
+
+# The old first parameter of ``update`` holding the shared arguments (t, dt, i): BrainPy fills it
+# from ``bp.share`` when a caller leaves it out, so it is shared by the batch, never per example.
+SHARED_DICT_PARAMS = ("tdi", "sh", "sha")
+
 # BrainPy's global random draws (brainpy.math.random.<name>, all taking `key=`): rewritten to
 # draw from a per-example key carried in the state.
 RANDOM_MODULE = "brainpy.math.random."

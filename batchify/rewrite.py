@@ -228,6 +228,8 @@ class ExprRewriter(cst.CSTTransformer):
             return self.ctx.field_expr(ref)
         if isinstance(ref, LibraryRef) and self.library_ok(ref, original_node) and ref.rest:
             return self.ctx.library_read(ref)
+        if path == ["mode"]:  # one example runs as the original does; the batched class's mode is batching
+            return cst.Call(attr(name("bm"), "NonBatchingMode"), [])
         return updated_node  # constants and methods stay on self; analysis reported unknown `.value`s
 
     def library_ok(self, ref: LibraryRef, node: cst.CSTNode) -> bool:
@@ -289,6 +291,8 @@ class ExprRewriter(cst.CSTTransformer):
             if not self.library_ok(ref, original_node):
                 return updated_node
             return self.library_call(original_node, func, list(updated_node.args), ref)
+        if path and len(path) == 1 and path[0] in {n for c in ctx.ir.chain(ctx.cls) for n in c.noisy_integrators}:
+            return self.rng_call(original_node, func, list(updated_node.args), "stochastic integrator")
         target = self.stateful_target(func)
         if target is None:
             return updated_node
@@ -336,17 +340,31 @@ class ExprRewriter(cst.CSTTransformer):
                             "with the initializer and the size as its first arguments")
             return updated_node
         args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated_node.args[:2] if a.keyword is None]
+        parameter = updated_node.func.with_changes(attr=name("parameter"))
         if deterministic_initializer_node(self.ctx, original_node):
-            return updated_node.with_changes(func=updated_node.func.with_changes(attr=name("parameter")), args=args)
+            return updated_node.with_changes(func=parameter, args=args)
         # A random initializer (bp.init.Normal(), bm.random.rand) draws from this example's stream.
+        return self.rng_call(original_node, parameter, args, "initial value")
+
+    def rng_call(self, original_node: cst.Call, func: cst.BaseExpression, args: list[cst.Arg],
+                 what: str) -> cst.BaseExpression:
+        """``f(x)`` that draws from BrainPy's global stream -> ``state, out = _with_rng(state, f, x)``,
+        moved in front: it draws from this example's key, advanced exactly as the global one."""
+        ctx = self.ctx
         if self.blocked:
-            self.ctx.report(original_node, "BFY204", "this random initial value advances the random state, but it "
-                            "sits inside a lambda, comprehension, conditional expression, and/or, while test or "
-                            "elif test; assign it in a statement of its own first")
-            return updated_node
-        key = self.ctx.ns.fresh("key")
-        self.pre.append(assign([self.ctx.state, key], cst.Call(name("_next_key"), [cst.Arg(name(self.ctx.state))])))
-        return cst.Call(name("_initial_value"), [*args, keyword_arg("key", name(key))])
+            ctx.report(original_node, "BFY204", f"this {what} draws random numbers, but it sits inside a lambda, "
+                       "comprehension, conditional expression, and/or, while test or elif test; assign it in a "
+                       "statement of its own first")
+            return original_node
+        tmp = ctx.ns.fresh("drawn")
+
+        def build(out: str) -> list[cst.SimpleStatementLine]:
+            value = call(name("_with_rng"), [cst.Arg(name(ctx.state)), cst.Arg(func), *args])
+            return [assign([ctx.state, out], value)]
+
+        self.hoisted[tmp] = build
+        self.pre.extend(build(tmp))
+        return name(tmp)
 
     def keyed_draw(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         """``bm.random.normal(...)`` -> ``bm.random.normal(..., key=key)`` with ``state, key = _next_key(state)``

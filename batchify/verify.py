@@ -19,7 +19,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 
-from batchify.drive import Drive, DriveError, Input, Plan
+from batchify.drive import Drive, DriveError, Input, Plan, stepping_parameters
 
 X64_ENV = "BATCHIFY_X64"
 if os.environ.get(X64_ENV):  # the float64 rerun: before jax is imported anywhere
@@ -137,7 +137,7 @@ class Verifier:
         self.batched_cls = batched_cls
         self.drive = drive
         self.method = method
-        names = list(inspect.signature(getattr(original_cls, method)).parameters)[1:]
+        names = [p.name for p in stepping_parameters(original_cls, method)]
         self.args = make_args(drive, names)
         self.random = draws_randomly(batched_cls)
 

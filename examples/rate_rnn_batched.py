@@ -27,10 +27,11 @@ def _stack(value, batch_size):
 def _batched(variable, batch_size):
     """A state Variable holding ``batch_size`` copies of ``variable``'s value (batch axis 0).
 
-    A Variable that already has its batch axis (``bp.init.variable_(..., self.mode)`` in the
-    batched class's batching mode) is kept as it is.
+    A Variable that already has this batch (``bp.init.variable_(..., self.mode)`` in the batched
+    class's batching mode) is kept as it is; one whose own leading axis is a batch of another
+    size (``bm.Variable(bm.zeros((1, n)), batch_axis=0)``) is one example's value like any other.
     """
-    if variable.batch_axis == 0:
+    if variable.batch_axis == 0 and variable.shape[0] == batch_size:
         return variable
     return bm.Variable(_stack(variable.value, batch_size), batch_axis=0)
 

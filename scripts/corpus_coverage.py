@@ -69,7 +69,9 @@ def main() -> int:
         for i, row in enumerate(rows):
             key = f"{row['repo'].split('@')[0]}/{row['path']}::{row['class']}"
             text = source_text(args.sources, row["repo"], row["path"])
-            entry = {"key": key, "class": row["class"], "transformed": False, "verified": None, "code": "", "message": ""}
+            drive = drives.get(key, {})
+            entry = {"key": key, "class": row["class"], "transformed": False, "verified": None, "code": "", "message": "",
+                     "runnable": drive.get("runnable", True), "reason": drive.get("reason", "")}
             if text is None:
                 entry.update(code="-", message="source not found under --sources")
                 results.append(entry)
@@ -77,7 +79,6 @@ def main() -> int:
             src = work / f"c{i:02d}.py"
             out = work / f"c{i:02d}_batched.py"
             src.write_text(text)
-            drive = drives.get(key, {})
             flags = [w for name in drive.get("shared_names", []) for w in ("--shared", name)]
             t = run([src.name, "-o", out.name, "--class", row["class"], *flags], work)
             if t.returncode == 0:
@@ -87,7 +88,7 @@ def main() -> int:
                 match = DIAGNOSTIC.match(first)
                 entry.update(code=match.group(3) if match else "crash",
                              message=(f"line {match.group(1)}: {match.group(4)}" if match else first)[:300])
-            if entry["transformed"] and drive.get("verify"):
+            if entry["transformed"] and entry["runnable"] and drive.get("verify"):
                 v = run(["verify", src.name, out.name, "--class", row["class"], *drive["verify"], "--format", "json"],
                         work)
                 entry["verified"] = v.returncode == 0
@@ -101,30 +102,35 @@ def main() -> int:
 
 
 def write_report(out: Path, results: list[dict]) -> None:
-    total = len(results)
-    transformed = sum(r["transformed"] for r in results)
-    verified = sum(bool(r["verified"]) for r in results)
+    runnable = [r for r in results if r["runnable"]]
+    total = len(runnable)
+    transformed = sum(r["transformed"] for r in runnable)
+    verified = sum(bool(r["verified"]) for r in runnable)
     codes = Counter(r["code"] for r in results if not r["transformed"])
     lines = [
         "# Coverage on the public corpus",
         "",
         "Written by `scripts/corpus_coverage.py` over the classes of `shared/corpus/public.tsv`",
-        "(real BrainPy models from BrainPy's docs and examples and third-party projects).",
+        "(real BrainPy models from BrainPy's docs and examples and third-party projects), driven by",
+        "`corpus/drive.toml`.",
         "",
-        f"- classes: {total}",
-        f"- transformed: {transformed} ({transformed / total:.0%})",
-        f"- verified: {verified} ({verified / total:.0%}); a class is verified only with committed driving "
-        "information (`corpus/drive.toml`)",
+        f"- classes: {len(results)}, of which {total} run on current BrainPy as originals "
+        f"({len(results) - total} use removed APIs or other packages; see the table)",
+        f"- transformed: {transformed} of {total} ({transformed / max(total, 1):.0%})",
+        f"- verified (outputs, states and gradients against the original run example by example): "
+        f"{verified} of {total} ({verified / max(total, 1):.0%})",
         "- diagnostics, by code: " + ", ".join(f"{c} × {n}" for c, n in codes.most_common()),
         "",
-        "| class | transformed | verified | diagnostic |",
-        "|---|---|---|---|",
+        "| class | runs on BrainPy 2.9 | transformed | verified | diagnostic or failure |",
+        "|---|---|---|---|---|",
     ]
     for r in results:
         verified_cell = "-" if r["verified"] is None else ("yes" if r["verified"] else "NO")
         diag = f"{r['code']} {r['message']}".strip().replace("|", "\\|")
-        lines.append(f"| `{r['key']}` | {'yes' if r['transformed'] else 'no'} | {verified_cell} | {diag} |")
+        runs = "yes" if r["runnable"] else f"no: {r['reason']}".replace("|", "\\|")
+        lines.append(f"| `{r['key']}` | {runs} | {'yes' if r['transformed'] else 'no'} | {verified_cell} | {diag} |")
     out.write_text("\n".join(lines) + "\n")
+    (out.with_suffix(".json")).write_text(json.dumps(results, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from example_specs import ROOT
 from test_cli import BAD_SOURCES
 
 DOCS = ROOT / "docs"
-CASES = ["syntax-error", "weight-written", "unknown-variable", "builtin-child", "import-clash"]
+CASES = ["syntax-error", "weight-written", "unknown-variable", "builtin-wired-to-own-model", "import-clash"]
 
 # IntelliJ's RegexpFilter macros (com.intellij.execution.filters.RegexpFilter).
 PYCHARM_MACROS = {

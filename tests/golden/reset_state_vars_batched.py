@@ -34,10 +34,11 @@ def _stack(value, batch_size):
 def _batched(variable, batch_size):
     """A state Variable holding ``batch_size`` copies of ``variable``'s value (batch axis 0).
 
-    A Variable that already has its batch axis (``bp.init.variable_(..., self.mode)`` in the
-    batched class's batching mode) is kept as it is.
+    A Variable that already has this batch (``bp.init.variable_(..., self.mode)`` in the batched
+    class's batching mode) is kept as it is; one whose own leading axis is a batch of another
+    size (``bm.Variable(bm.zeros((1, n)), batch_axis=0)``) is one example's value like any other.
     """
-    if variable.batch_axis == 0:
+    if variable.batch_axis == 0 and variable.shape[0] == batch_size:
         return variable
     return bm.Variable(_stack(variable.value, batch_size), batch_axis=0)
 
@@ -62,14 +63,17 @@ def _example_keys(seed, batch_size):
     return jax.vmap(lambda i: jax.random.fold_in(base, i))(jnp.arange(batch_size))
 
 
-def _initial_value(init, sizes, key):
-    """One example's ``bp.init.parameter(init, sizes)``, its random draws taken from ``key``."""
+def _with_rng(state, function, *args, **kwargs):
+    """``function(*args, **kwargs)``, its draws from BrainPy's global stream taken from
+    ``state.rng_key``, which advances exactly as the global key would: ``(state, result)``."""
     saved = bm.random.DEFAULT.value
     try:
         # BrainPy's global key is a brainstate State: a trace stack lets it hold a traced key.
         with brainstate.StateTraceStack():
-            bm.random.DEFAULT.value = key
-            return bp.init.parameter(init, sizes)
+            bm.random.DEFAULT.value = state.rng_key
+            out = function(*args, **kwargs)
+            rng_key = bm.random.DEFAULT.value
+        return state._replace(rng_key=rng_key), out
     finally:
         bm.random.DEFAULT.value = saved
 
@@ -291,8 +295,8 @@ class IFBatched(bp.DynamicalSystem):
         self.rng_key.value = state.rng_key
 
     def reset_state_pure(self, params, state, batch_size=1):
-        state, key = _next_key(state)
-        state = state._replace(V=_initial_value(bp.init.Uniform(0.0, 0.5), self.n, key=key))
+        state, drawn = _with_rng(state, bp.init.parameter, bp.init.Uniform(0.0, 0.5), self.n)
+        state = state._replace(V=drawn)
         state = state._replace(spike=bp.init.parameter(bm.zeros, self.n))
         state = state._replace(count=bm.Variable(bm.zeros(())).value)
         return _unwrap(state), None
