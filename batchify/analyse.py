@@ -359,6 +359,10 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                     reads.add(path[0])
             elif isinstance(node, cst.Call):
                 path = self_path(node.func, me) if isinstance(node.func, (cst.Attribute, cst.Name)) else None
+                for arg in node.args:  # `bm.for_loop(self.step, xs)`: the method runs, as if called
+                    arg_path = self_path(arg.value, me) if isinstance(arg.value, cst.Attribute) else None
+                    if arg_path and len(arg_path) == 1 and arg_path[0] in methods:
+                        self_calls.add(arg_path[0])
                 if path and len(path) == 1 and path[0] in methods:
                     self_calls.add(path[0])
                 elif path and len(path) == 1 and path[0] in children:

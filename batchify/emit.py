@@ -37,7 +37,7 @@ HARNESS_IMPORT_LINES = {"np": "import numpy as np", "optax": "import optax",
                         "PartitionSpec": "from jax.sharding import Mesh, NamedSharding, PartitionSpec"}
 # What the built-ins' library helper adds.
 LIBRARY_IMPORTS = {"brainstate": "brainstate"}
-HELPERS = ("_Library", "_with_rng", "_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key", "_param_items",
+HELPERS = ("_Library", "_with_rng", "_for_loop", "_cond", "_stateless", "_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key", "_param_items",
            "_params_from", "_nll_of_rates")
 
 
@@ -517,6 +517,8 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
         random=any(c["random"] for c in classes),
         library=any(c["has_library"] for c in classes),
         with_rng=with_rng,
+        for_loop=any("_for_loop(" in m for c in classes for m in c["methods"]),
+        cond=any("_cond(" in m for c in classes for m in c["methods"]),
         harnesses=harnesses,
     )
     return text

@@ -82,6 +82,10 @@ BUILTIN_MODEL_PREFIXES = (
     "brainpy.experimental.",
 )
 
+# BrainPy's control flow over closures: rewritten to carry the state when a closure changes it.
+FOR_LOOPS = frozenset({"brainpy.math.for_loop", "brainpy.math.object_transform.for_loop"})
+CONDS = frozenset({"brainpy.math.cond", "brainpy.math.object_transform.cond"})
+
 # Integrators whose calls draw noise from BrainPy's global stream.
 SDE_INTEGRATORS = frozenset({"brainpy.sdeint", "brainpy.integrators.sdeint", "brainpy.integrators.sde.sdeint"})
 

@@ -133,6 +133,9 @@ class Context:
     state: str
     ns: Namespace
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # Nested functions given to bm.for_loop / bm.cond that change state: rewritten to take and
+    # return the state, ``def body(state, x) -> (state, y)``.
+    closures: set[str] = field(default_factory=set)
 
     def report(self, node: cst.CSTNode, code: str, message: str) -> None:
         pos = self.ir.positions.get(node)
@@ -278,6 +281,12 @@ class ExprRewriter(cst.CSTTransformer):
             ctx.report(original_node, "BFY206", f"{sorted(qualified)[0]} in {ctx.method.name}() draws once, when "
                        "the step is traced, not at every step; use bm.random instead")
             return updated_node
+        if qualified & (names.FOR_LOOPS | names.CONDS):
+            rewritten = self.control_flow(original_node, updated_node, bool(qualified & names.FOR_LOOPS))
+            if rewritten is not None:
+                return rewritten
+        if isinstance(func, cst.Name) and func.value in ctx.closures:  # a direct call of a loop body
+            return self.carried_call(original_node, func, list(updated_node.args), func.value)
         if qualified & names.STATE_FACTORIES:
             return self.initial_value(original_node, updated_node)
         if qualified & (names.STATE_VARIABLES | names.PARAM_VARIABLES):  # reset_state re-creating a Variable
@@ -345,6 +354,76 @@ class ExprRewriter(cst.CSTTransformer):
             return updated_node.with_changes(func=parameter, args=args)
         # A random initializer (bp.init.Normal(), bm.random.rand) draws from this example's stream.
         return self.rng_call(original_node, parameter, args, "initial value")
+
+    def carried_body(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
+        """A loop or branch body that changes state, as ``f(state, *x) -> (state, y)``; None if it
+        changes none."""
+        ctx = self.ctx
+        if isinstance(node, cst.Name) and node.value in ctx.closures:
+            return node
+        path = self_path(node, ctx.self_name)
+        if path and len(path) == 1 and path[0] in ctx.cls.stateful:  # `self.step`, a stateful method
+            args = ctx.ns.fresh("args")
+            return cst.Lambda(cst.Parameters(params=[cst.Param(name(ctx.state))],
+                                             star_arg=cst.Param(name(args), star="*")), call(
+                attr(name(ctx.self_name), pure_name(path[0])),
+                [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), cst.Arg(name(args), star="*")]))
+        return None
+
+    def control_flow(self, original_node: cst.Call, updated_node: cst.Call, loop: bool) -> cst.BaseExpression | None:
+        """``bm.for_loop(body, xs)`` -> ``state, ys = _for_loop(body, state, xs)``; ``bm.cond(p, f, g, x)``
+        -> ``state, y = _cond(p, f, g, state, x)``, when a body changes state."""
+        ctx = self.ctx
+        names_in_order = ("body_fun", "operands") if loop else ("pred", "true_fun", "false_fun", "operands")
+        given: dict[str, cst.Arg] = {}
+        for i, arg in enumerate(updated_node.args):
+            key = arg.keyword.value if arg.keyword is not None else (names_in_order[i] if i < len(names_in_order)
+                                                                        else f"_{i}")
+            given[key] = arg
+        original_args = {(a.keyword.value if a.keyword is not None else names_in_order[i]
+                          if i < len(names_in_order) else f"_{i}"): a for i, a in enumerate(original_node.args)}
+        bodies = ["body_fun"] if loop else ["true_fun", "false_fun"]
+        carried = {b: self.carried_body(original_args[b].value) if b in original_args else None for b in bodies}
+        if not any(carried.values()):
+            return None
+        if self.blocked:
+            ctx.report(original_node, "BFY204", "this loop or branch changes state, but it sits inside a lambda, "
+                       "comprehension, conditional expression, and/or, while test or elif test; assign its result "
+                       "in a statement of its own first")
+            return None
+        kept = {"reverse", "unroll"} if loop else set()
+        unknown = set(given) - set(names_in_order) - kept - {"jit", "progress_bar", "remat", "unroll_kwargs"}
+        if unknown or "operands" not in given and loop:
+            ctx.report(original_node, "BFY204", f"{'bm.for_loop' if loop else 'bm.cond'} with these arguments "
+                       f"({', '.join(sorted(given))}) cannot carry the state; pass the body and the operands")
+            return None
+        operands = given.get("operands", cst.Arg(cst.Tuple([])))
+        if loop:
+            args = [cst.Arg(carried["body_fun"]), cst.Arg(name(ctx.state)), cst.Arg(operands.value),
+                    *[keyword_arg(k, given[k].value) for k in ("reverse", "unroll") if k in given]]
+            return self.carried_call(original_node, name("_for_loop"), args, "loop", with_state=False)
+        branches = [cst.Arg(carried[b] or cst.Call(name("_stateless"), [cst.Arg(given[b].value)])) for b in bodies]
+        args = [cst.Arg(given["pred"].value), *branches, cst.Arg(name(ctx.state)), cst.Arg(operands.value)]
+        return self.carried_call(original_node, name("_cond"), args, "branch", with_state=False)
+
+    def carried_call(self, original_node: cst.CSTNode, func: cst.BaseExpression, args: list[cst.Arg], label: str,
+                     with_state: bool = True) -> cst.BaseExpression:
+        """``state, out = func(state, *args)`` (or ``func(*args)`` when the state is among them), moved in front."""
+        ctx = self.ctx
+        if self.blocked:
+            ctx.report(original_node, "BFY204", "this call changes state, but it sits inside a lambda, "
+                       "comprehension, conditional expression, and/or, while test or elif test; assign its "
+                       "result to a variable in a statement of its own first")
+            return original_node
+        tmp = ctx.ns.fresh(f"{label}_out")
+
+        def build(out: str) -> list[cst.SimpleStatementLine]:
+            full = [cst.Arg(name(ctx.state)), *args] if with_state else args
+            return [assign([ctx.state, out], call(func, full))]
+
+        self.hoisted[tmp] = build
+        self.pre.extend(build(tmp))
+        return name(tmp)
 
     def rng_call(self, original_node: cst.Call, func: cst.BaseExpression, args: list[cst.Arg],
                  what: str) -> cst.BaseExpression:
@@ -463,6 +542,8 @@ class MethodRewriter:
                 orelse=stmt.orelse.with_changes(body=self.suite(stmt.orelse.body)) if stmt.orelse else None,
                 finalbody=stmt.finalbody.with_changes(body=self.suite(stmt.finalbody.body)) if stmt.finalbody else None,
             )]
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ctx.closures:
+            return [self.pure_closure(stmt)]
         # Nested functions and classes, match statements: reads are rewritten, writes refused.
         for node in walk(stmt):
             if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
@@ -473,6 +554,17 @@ class MethodRewriter:
                                    "flow with closures (bm.for_loop, bm.cond, ...) is not supported yet")
         _, new, _ = self.expr(stmt, hoist=False)
         return [new]
+
+    def pure_closure(self, func: cst.FunctionDef) -> cst.FunctionDef:
+        """``def body(x): ...`` -> ``def body(state, x): ... return state, y``: the loop carries the state."""
+        body = self.block(func.body.body)
+        if not body or not isinstance(body[-1], cst.SimpleStatementLine) or not isinstance(
+                body[-1].body[-1], (cst.Return, cst.Raise)):
+            body.append(return_state(self.ctx))
+        params = [cst.Param(name(self.ctx.state)), *func.params.params]
+        return func.with_changes(params=func.params.with_changes(
+            params=[p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in params]),
+            body=func.body.with_changes(body=body))
 
     def if_(self, stmt: cst.If, hoist: bool) -> list[cst.BaseStatement]:
         pre, test, _ = self.expr(stmt.test, hoist=hoist)
@@ -754,6 +846,17 @@ def _paren(expr: cst.BaseExpression, op: type) -> cst.BaseExpression:
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
+def loop_closures(ir: ModuleIR, func: cst.FunctionDef) -> set[str]:
+    """Functions defined in ``func`` and given to bm.for_loop / bm.cond as a body: they carry the state."""
+    nested = {s.name.value for s in walk(func.body) if isinstance(s, cst.FunctionDef)}
+    found = set()
+    for node in walk(func.body):
+        if isinstance(node, cst.Call) and {q.name for q in ir.qualified.get(node.func, ())} & (
+                names.FOR_LOOPS | names.CONDS):
+            found |= {a.value.value for a in node.args if isinstance(a.value, cst.Name) and a.value.value in nested}
+    return found
+
+
 def drop_unused_star_params(func: cst.FunctionDef) -> cst.FunctionDef:
     """``def update(self, *args, **kwargs)`` whose body never reads them takes no arguments."""
     used = Namespace(func.body).used
@@ -782,6 +885,7 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
                    "parameters; give the stepping method plain parameters")
     if method.kind != "method":
         ctx.report(func.name, "BFY208", f"{method.name} is a {method.kind} that touches state; make it a method")
+    ctx.closures = loop_closures(ir, func)
     body = MethodRewriter(ctx).block(func.body.body)
     if not body or not isinstance(body[-1], cst.SimpleStatementLine) or not isinstance(body[-1].body[-1], (cst.Return, cst.Raise)):
         body.append(return_state(ctx))

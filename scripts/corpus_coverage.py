@@ -93,12 +93,27 @@ def main() -> int:
                         work)
                 entry["verified"] = v.returncode == 0
                 if v.returncode != 0:
-                    detail = v.stderr.strip().splitlines()[:1] or ["mismatch"]
-                    entry["message"] = detail[0][:300]
+                    entry["message"] = verify_failure(v)[:300]
             results.append(entry)
             print(f"{key}: {'transformed' if entry['transformed'] else entry['code']}", flush=True)
     write_report(args.out, results)
     return 0
+
+
+def verify_failure(v: subprocess.CompletedProcess) -> str:
+    """The first failed check of a JSON verify report, or the diagnostic verify printed."""
+    try:
+        report = json.loads(v.stdout)
+    except json.JSONDecodeError:
+        lines = v.stderr.strip().splitlines()
+        return next((line for line in lines if DIAGNOSTIC.match(line)), lines[-1] if lines else "verify failed")
+    for cls in report["classes"]:
+        for section in cls["sections"]:
+            if not section["ok"]:
+                first = section["mismatches"][0] if section["mismatches"] else {}
+                return (f"{cls['verdict']}: {section['name']}: {first.get('quantity', '')} "
+                        f"max abs error {first.get('max_abs', float('nan')):.3g}")
+    return "verify failed"
 
 
 def write_report(out: Path, results: list[dict]) -> None:

@@ -91,3 +91,19 @@ def test_variable_factory_constructor_and_reset(tmp_path: Path) -> None:
     batched.reset_state(4)
     assert batched.V.shape == (4, 5) and float(np.abs(np.asarray(batched.V.value)).max()) == 0.0
     np.testing.assert_array_equal(np.asarray(batched.trace.value), np.full((4, 5), 0.5, np.float32))
+
+
+@pytest.mark.parametrize("method", ["update", "gated"])
+def test_control_flow_carries_the_state(method: str, tmp_path: Path) -> None:
+    """bm.for_loop over a stateful method or closure, and bm.cond with a stateful branch, rewritten
+    to carry the state (``_for_loop``/``_cond``), match the original run example by example."""
+    original = load_models(MODELS / "control_flow.py", f"cf_orig_{method}").LoopedRNN
+    batched = load_generated(generate("control_flow", tmp_path), f"cf_gen_{method}").LoopedRNNBatched
+    rng = np.random.default_rng(3)
+    batch, steps, inner = 3, 4, 5
+    args = [Arg(per_example=(rng.random((batch, steps, inner, 2)) * 2 - 1).astype(np.float32))]
+    if method == "gated":
+        args.append(Arg(per_example=(rng.random((batch, steps, inner)) > 0.3).astype(np.float32)))
+    bm.random.seed(0)
+    report = check_equivalence(original(2, 6), batched, method, args, batch=batch, steps=steps)
+    assert report.ok, "\n".join(map(str, report.mismatches))

@@ -1,0 +1,38 @@
+"""BrainPy control flow whose closures change state: bm.for_loop over a stateful method and over
+a nested function, bm.cond with one stateful branch; a Python `if` on static configuration."""
+
+import brainpy as bp
+import brainpy.math as bm
+
+
+class LoopedRNN(bp.DynamicalSystem):
+    def __init__(self, n_in, n, clip=True):
+        super().__init__()
+        self.clip = clip
+        self.w_in = bm.TrainVar(bm.random.normal(0.0, 0.5, (n_in, n)))
+        self.w_rec = bm.TrainVar(bm.random.normal(0.0, 0.3, (n, n)))
+        self.h = bm.Variable(bm.zeros(n))
+        self.steps = bm.Variable(bm.zeros((), dtype=bm.int32))
+
+    def step(self, x):
+        self.h.value = bm.tanh(x @ self.w_in + self.h @ self.w_rec)
+        self.steps += 1
+        return self.h.value
+
+    def update(self, xs):
+        hs = bm.for_loop(self.step, xs)
+        return hs.sum(0)
+
+    def gated(self, xs, gate):
+        def body(x, g):
+            h = self.step(x * g)
+            if self.clip:  # static configuration: kept
+                h = bm.clip(h, -0.5, 0.5)
+            return h.mean()
+
+        means = bm.for_loop(body, (xs, gate))
+        bm.cond(means.sum() > 0.0, self.halve, lambda: None)
+        return means
+
+    def halve(self):
+        self.h.value = self.h * 0.5
