@@ -30,6 +30,10 @@ RESERVED = frozenset(
 )
 
 
+# Fields of the generated State besides the model's own: a Variable may not take these names.
+STATE_RESERVED = frozenset({"rng_key", "library"})
+
+
 class Unwrapped(Mapping):
     """A metadata mapping whose values LibCST may compute lazily (QualifiedNameProvider does)."""
 
@@ -232,6 +236,15 @@ class _ClassScan:
                 before = {f.name for f in self.fields}
                 self.scan_assignments(reset, direct, variables_only=True)
                 self.reset_fields = [f.name for f in self.fields if f.name not in before]
+        # `self.V.value = bm.Variable(e)` outside __init__ writes e: the Variable wrapper is redundant.
+        fields = {f.name for f in self.fields}
+        for func in self.functions():
+            me = self_name_of(func)
+            for node in walk(func.body):
+                if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Call):
+                    path = self_path(node.targets[0].target, me) if me else None
+                    if path and path[0] in fields and path[1:] in ([], ["value"]):
+                        direct.add(id(node.value))
         # Every other Variable construction in the class is unsupported for now.
         for func in self.functions():
             for node in walk(func):
@@ -325,8 +338,9 @@ class _ClassScan:
             self.fields = [f if old.name == f.name else old for old in self.fields]
         else:
             self.fields.append(f)
-        if f.name in RESERVED:
-            self.a.report(target, "BFY010", f"the generated class defines '{f.name}'; rename self.{f.name}")
+        if f.name in STATE_RESERVED:  # the other reserved names are renamed as attributes (`self.state_`)
+            self.a.report(target, "BFY010", f"the generated State defines '{f.name}'; rename self.{f.name}")
+
 
 
 def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: dict[str, set[str]],
@@ -517,6 +531,21 @@ def mark_stateful(ir: ModuleIR, cls: ModelClass) -> None:
         if method.name in stateful and not touches(method, stateful, children):
             stateful.discard(method.name)
     cls.stateful = stateful
+    # Readers: stateful methods that change nothing (they read weights or state, call only readers).
+    methods = ir.all_methods(cls)
+    readers = {m for m in stateful if m in methods}
+    changed = True
+    while changed:
+        changed = False
+        for m in sorted(readers):
+            method = methods[m]
+            if (method.writes or method.draws or any(c in stateful and c not in readers for c in method.self_calls)
+                    or any(meth in children[c].stateful and meth not in children[c].readers
+                           for c, meth in method.child_calls)
+                    or any(p[0] in ir.all_libraries(cls) for p in [[r] for r in method.reads])):
+                readers.discard(m)
+                changed = True
+    cls.readers = readers
     # Library code may draw from BrainPy's global stream: a class holding some gets per-example keys.
     cls.random = any(m.draws and m.name in stateful for m in ir.all_methods(cls).values()) or any(
         c.random for c in children.values()) or bool(ir.all_libraries(cls))

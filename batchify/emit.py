@@ -15,7 +15,7 @@ import jinja2
 import libcst as cst
 
 from batchify import __version__
-from batchify.analyse import is_super_call, self_name_of, self_path
+from batchify.analyse import RESERVED, is_super_call, self_name_of, self_path
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.harness import HarnessOptions, harness_classes
 from batchify.harness import context as harness_context
@@ -89,6 +89,12 @@ def keyword_call(func: str, kwargs: list[tuple[str, str]], indent: int, prefix: 
     return f"{func}({inner}\n{' ' * indent})"
 
 
+def attribute_name(field_name: str) -> str:
+    """The batched class's attribute for a field: a Variable named like a member the batched class
+    defines (``self.state``) gets a trailing underscore (``self.state_``); its State field keeps the name."""
+    return f"{field_name}_" if field_name in RESERVED else field_name
+
+
 @dataclass
 class FieldLine:
     name: str
@@ -115,6 +121,11 @@ class ClassEmitter:
         stored = state + ["rng_key"] if cls.random else state  # what state() holds besides children
         libraries = ir.all_libraries(cls)
         lib = ["library"] if libraries else []  # one _Library holds the built-ins' weights and states
+        own = {f.name for f in fields}
+
+        def a(name: str) -> str:  # the model's Variables may be renamed; rng_key is ours
+            return attribute_name(name) if name in own else name
+
         return {
             "has_library": bool(libraries),
             "own_library": bool(cls.libraries),
@@ -135,23 +146,23 @@ class ClassEmitter:
             "class_body": self.class_body(),
             "init": self.init(),
             "replaced": tuple_literal([*state, *child_cls, *lib]),
-            "own_state": state,
+            "own_state": [{"name": f, "attr": a(f)} for f in state],
             "children": [{"name": ch, "batched_name": c.batched_name} for ch, c in child_cls.items()],
-            "params_value": keyword_call(cls.params_name, [(p, f"self.{p}.value") for p in params]
+            "params_value": keyword_call(cls.params_name, [(p, f"self.{a(p)}.value") for p in params]
                                          + [(ch, f"self.{ch}.params()") for ch in child_cls]
                                          + [(n, f"self.{n}.params()") for n in lib], 8, "return "),
-            "state_value": keyword_call(cls.state_name, [(s, f"self.{s}.value") for s in stored]
+            "state_value": keyword_call(cls.state_name, [(s, f"self.{a(s)}.value") for s in stored]
                                         + [(ch, f"self.{ch}.state()") for ch in child_cls]
                                         + [(n, f"self.{n}.state()") for n in lib], 8, "return "),
-            "set_params": [f"self.{p}.value = params.{p}" for p in params]
+            "set_params": [f"self.{a(p)}.value = params.{p}" for p in params]
             + [f"self.{ch}.set_params(params.{ch})" for ch in child_cls]
             + [f"self.{n}.set_params(params.{n})" for n in lib] or ["pass"],
-            "set_state": [f"self.{s}.value = state.{s}" for s in stored]
+            "set_state": [f"self.{a(s)}.value = state.{s}" for s in stored]
             + [f"self.{ch}.set_state(state.{ch})" for ch in child_cls]
             + [f"self.{n}.set_state(state.{n})" for n in lib] or ["pass"],
             "reset_pure": "reset_state" in cls.stateful,
-            "reset_fields": list(cls.reset_fields),
-            "empty_state": keyword_call(cls.state_name, [(s, "None" if s in cls.reset_fields else f"self.{s}.value")
+            "reset_fields": [{"name": f, "attr": a(f)} for f in cls.reset_fields],
+            "empty_state": keyword_call(cls.state_name, [(s, "None" if s in cls.reset_fields else f"self.{a(s)}.value")
                                                          for s in stored]
                                         + [(ch, f"self.{ch}.state()") for ch in child_cls]
                                         + [(n, f"self.{n}.state()") for n in lib], 8, "empty = "),
@@ -283,6 +294,7 @@ class InitRewriter(cst.CSTTransformer):
         super().__init__()
         self.ir, self.cls, self.self_name, self.seed_name = ir, cls, self_name, seed_name
         self.state = {f.name for f in cls.fields if f.kind == "state"}
+        self.fields = {f.name for f in ir.all_fields(cls)}
         self.children = {ch.name: ir.classes[ch.class_name].batched_name for ch in cls.children}
         self.depth = 0
         base = ir.classes[cls.model_base] if cls.model_base else None
@@ -354,6 +366,12 @@ class InitRewriter(cst.CSTTransformer):
             args.append(keyword_arg("batch_size", cst.Name("batch_size")))
             return updated_node.with_changes(value=new_call.with_changes(
                 func=cst.Name(self.children[path[0]]), args=args))
+        return updated_node
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.Attribute:
+        path = self_path(original_node, self.self_name)
+        if path and len(path) == 1 and path[0] in self.fields and attribute_name(path[0]) != path[0]:
+            return updated_node.with_changes(attr=cst.Name(attribute_name(path[0])))
         return updated_node
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:

@@ -85,7 +85,12 @@ def batched_state_vars(batched) -> dict[str, bm.Variable]:
         if type(node).__name__ == "_Library":
             stand_ins.update({id(v): node.batched[k] for k, v in node.variables.items()})
             own.update(id(v) for v in node.batched.values())
-    return {k: stand_ins.get(id(v), v) for k, v in state_vars(batched).items() if id(v) not in own}
+    from batchify.analyse import RESERVED
+
+    def original_name(path: str) -> str:  # `self.state` is `state_` on the batched class
+        return ".".join(p[:-1] if p.endswith("_") and p[:-1] in RESERVED else p for p in path.split("."))
+
+    return {original_name(k): stand_ins.get(id(v), v) for k, v in state_vars(batched).items() if id(v) not in own}
 
 
 def random_states(obj) -> dict[str, bm.random.RandomState]:

@@ -59,6 +59,7 @@ class ModelClass:
     # Fields first created in reset_state, which __init__ calls (``self.reset_state(self.mode)``).
     reset_fields: tuple[str, ...] = ()
     stateful: set[str] = field(default_factory=set)  # own and inherited stateful methods
+    readers: set[str] = field(default_factory=set)  # stateful methods that only read (no writes, no draws)
     random: bool = False  # it, a base or a child draws from BrainPy's global random stream
 
     @property

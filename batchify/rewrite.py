@@ -305,12 +305,19 @@ class ExprRewriter(cst.CSTTransformer):
         target = self.stateful_target(func)
         if target is None:
             return updated_node
-        if self.blocked:
+        children, method_name, via_super = target
+        owner_cls = self.child_class(children) if children else ctx.cls
+        if self.blocked and method_name not in owner_cls.readers:
             ctx.report(original_node, "BFY204", "this call changes state, but it sits inside a lambda, "
                        "comprehension, conditional expression, and/or, while test or elif test; "
                        "assign its result to a variable in a statement of its own first")
             return updated_node
-        children, method_name, via_super = target
+        if self.blocked:  # a reader changes nothing: call it in place
+            params_in, state_in = attr(name(ctx.params), *children), attr(name(ctx.state), *children)
+            owner = cst.Call(name("super")) if via_super else attr(name(ctx.self_name), *children)
+            pure = call(attr(owner, pure_name(method_name)), [cst.Arg(params_in), cst.Arg(state_in),
+                                                              *updated_node.args])
+            return cst.Subscript(pure, [cst.SubscriptElement(cst.Index(cst.Integer("1")))])
         random_child = bool(children) and self.child_class(children).random
         tmp = ctx.ns.fresh(f"{children[-1] if children else method_name}_out")
         args = list(updated_node.args)
@@ -550,8 +557,9 @@ class MethodRewriter:
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
                 for target in targets:
                     if self.writes_field(target):
-                        ctx.report(node, "BFY203", "state is written inside a nested function; BrainPy control "
-                                   "flow with closures (bm.for_loop, bm.cond, ...) is not supported yet")
+                        ctx.report(node, "BFY203", "state is written inside a nested function; only closures "
+                                   "given to bm.for_loop or bm.cond carry the state (bm.while_loop, jax.lax.scan "
+                                   "and plain calls do not yet)")
         _, new, _ = self.expr(stmt, hoist=False)
         return [new]
 

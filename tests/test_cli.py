@@ -60,7 +60,7 @@ BAD_SOURCES = {
     "plain-attribute-in-unpacking": (model("\n    def count(self, x):\n        self.v.value, self.steps = x, 1\n"),
                                      "BFY202"),
     "write-in-closure": (model("\n    def run(self, xs):\n        def body(x):\n            self.v.value = x\n"
-                               "        return bm.for_loop(body, xs)\n"), "BFY203"),
+                               "        return bm.while_loop(body, lambda x: x < 1, xs)\n"), "BFY203"),
     "stateful-call-in-lambda": (model("\n    def twice(self, x):\n        f = lambda: self.update(x)\n        return f()\n"),
                                 "BFY204"),
     "fill-method": (model("\n    def clear(self):\n        self.v.fill_(0.0)\n"), "BFY205"),
@@ -76,7 +76,7 @@ BAD_SOURCES = {
     "variable-in-list": (model("", "        self.vs = [bm.Variable(bm.zeros(n))]\n"), "BFY102"),
     "name-only-in-main": (model("\n    def scaled(self, x):\n        self.v.value = x * SCALE\n")
                           + "\n\nif __name__ == '__main__':\n    SCALE = 2.0\n", "BFY012"),
-    "reserved-attribute": (model("", "        self.state = bm.Variable(bm.zeros(n))\n"), "BFY010"),
+    "reserved-attribute": (model("", "        self.rng_key = bm.Variable(bm.zeros(n))\n"), "BFY010"),
     "import-clash": (model("\n    def squash(self, x):\n        self.v.value = jnp.tanh(x)\n",
                            header="import numpy as jnp\n"), "BFY011"),
     "batch-size-parameter": (GOOD.replace("def __init__(self, n)", "def __init__(self, n, batch_size=1)"), "BFY010"),
