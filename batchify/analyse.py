@@ -7,6 +7,7 @@ dependencies with its ScopeProvider; nothing here rewrites code.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 
 import libcst as cst
 from libcst._metadata_dependent import LazyValue
@@ -116,6 +117,28 @@ def deterministic_initializer(a: Analysis, call: cst.Call) -> bool:
     return init is not None and bool(a.qualified_names(init) & names.DETERMINISTIC_INITIALIZERS)
 
 
+def definitely_assigned(body, me: str) -> set[str]:
+    """``self.NAME`` attributes assigned on every path through ``body`` (both arms of an if/else)."""
+    out: set[str] = set()
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else (
+                    [small.target] if isinstance(small, cst.AnnAssign) else [])
+                for target in targets:
+                    path = self_path(target, me)
+                    if path and len(path) == 1:
+                        out.add(path[0])
+        elif isinstance(stmt, cst.If):
+            orelse = stmt.orelse
+            other = (definitely_assigned([orelse], me) if isinstance(orelse, cst.If)
+                     else definitely_assigned(orelse.body.body, me) if isinstance(orelse, cst.Else) else set())
+            out |= definitely_assigned(stmt.body.body, me) & other
+        elif isinstance(stmt, cst.With):
+            out |= definitely_assigned(stmt.body.body, me)
+    return out
+
+
 def calls_own(func: cst.FunctionDef, method: str) -> bool:
     """``self.<method>(...)`` as a statement of ``func``'s body."""
     me = self_name_of(func)
@@ -220,6 +243,7 @@ class _ClassScan:
         self.children: list[Child] = []
         self.libraries: list[str] = []
         self.noisy_integrators: list[str] = []
+        self.certain: set[str] = set()  # attributes assigned on every path through __init__ (and reset_state)
 
     def functions(self) -> list[cst.FunctionDef]:
         return [s for s in self.cls.body.body if isinstance(s, cst.FunctionDef)]
@@ -236,6 +260,7 @@ class _ClassScan:
                 before = {f.name for f in self.fields}
                 self.scan_assignments(reset, direct, variables_only=True)
                 self.reset_fields = [f.name for f in self.fields if f.name not in before]
+            self.fields = [replace(f, optional=f.name not in self.certain) for f in self.fields]
         # `self.V.value = bm.Variable(e)` outside __init__ writes e: the Variable wrapper is redundant.
         fields = {f.name for f in self.fields}
         for func in self.functions():
@@ -262,6 +287,7 @@ class _ClassScan:
 
     def scan_assignments(self, func: cst.FunctionDef, direct: set[int], variables_only: bool = False) -> None:
         me = self_name_of(func)
+        self.certain |= definitely_assigned(func.body.body, me or "self")
         for node in walk(func.body):
             if isinstance(node, (cst.Assign, cst.AnnAssign)):
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]

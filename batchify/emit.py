@@ -126,6 +126,16 @@ class ClassEmitter:
         def a(name: str) -> str:  # the model's Variables may be renamed; rng_key is ours
             return attribute_name(name) if name in own else name
 
+        optional = {f.name for f in fields if f.optional}  # created on some paths only: None when absent
+
+        def read(name: str) -> str:
+            value = f"self.{a(name)}.value"
+            return f'{value} if hasattr(self, "{a(name)}") else None' if name in optional else value
+
+        def write(name: str, tree: str) -> str:
+            line = f"self.{a(name)}.value = {tree}.{name}"
+            return f"if {tree}.{name} is not None:\n    {line}" if name in optional else line
+
         return {
             "has_library": bool(libraries),
             "own_library": bool(cls.libraries),
@@ -146,23 +156,23 @@ class ClassEmitter:
             "class_body": self.class_body(),
             "init": self.init(),
             "replaced": tuple_literal([*state, *child_cls, *lib]),
-            "own_state": [{"name": f, "attr": a(f)} for f in state],
+            "own_state": [{"name": f, "attr": a(f), "optional": f in optional} for f in state],
             "children": [{"name": ch, "batched_name": c.batched_name} for ch, c in child_cls.items()],
-            "params_value": keyword_call(cls.params_name, [(p, f"self.{a(p)}.value") for p in params]
+            "params_value": keyword_call(cls.params_name, [(p, read(p)) for p in params]
                                          + [(ch, f"self.{ch}.params()") for ch in child_cls]
                                          + [(n, f"self.{n}.params()") for n in lib], 8, "return "),
-            "state_value": keyword_call(cls.state_name, [(s, f"self.{a(s)}.value") for s in stored]
+            "state_value": keyword_call(cls.state_name, [(s, read(s)) for s in stored]
                                         + [(ch, f"self.{ch}.state()") for ch in child_cls]
                                         + [(n, f"self.{n}.state()") for n in lib], 8, "return "),
-            "set_params": [f"self.{a(p)}.value = params.{p}" for p in params]
+            "set_params": [write(p, "params") for p in params]
             + [f"self.{ch}.set_params(params.{ch})" for ch in child_cls]
             + [f"self.{n}.set_params(params.{n})" for n in lib] or ["pass"],
-            "set_state": [f"self.{a(s)}.value = state.{s}" for s in stored]
+            "set_state": [write(s, "state") for s in stored]
             + [f"self.{ch}.set_state(state.{ch})" for ch in child_cls]
             + [f"self.{n}.set_state(state.{n})" for n in lib] or ["pass"],
             "reset_pure": "reset_state" in cls.stateful,
-            "reset_fields": [{"name": f, "attr": a(f)} for f in cls.reset_fields],
-            "empty_state": keyword_call(cls.state_name, [(s, "None" if s in cls.reset_fields else f"self.{a(s)}.value")
+            "reset_fields": [{"name": f, "attr": a(f), "optional": f in optional} for f in cls.reset_fields],
+            "empty_state": keyword_call(cls.state_name, [(s, "None" if s in cls.reset_fields else read(s))
                                                          for s in stored]
                                         + [(ch, f"self.{ch}.state()") for ch in child_cls]
                                         + [(n, f"self.{n}.state()") for n in lib], 8, "empty = "),

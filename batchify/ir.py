@@ -21,6 +21,7 @@ class Field:
 
     name: str
     kind: FieldKind
+    optional: bool = False  # created only on some paths (under an `if`): absent fields hold None
 
 
 @dataclass(frozen=True)
