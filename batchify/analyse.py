@@ -243,6 +243,7 @@ class _ClassScan:
         self.children: list[Child] = []
         self.libraries: list[str] = []
         self.noisy_integrators: list[str] = []
+        self.library_fields: list[str] = []  # own state Variables handed to a built-in
         self.certain: set[str] = set()  # attributes assigned on every path through __init__ (and reset_state)
 
     def functions(self) -> list[cst.FunctionDef]:
@@ -341,13 +342,14 @@ class _ClassScan:
                               "code, but it is given a model of this file, which it would call unbatched; "
                               "give it BrainPy built-ins only, or write it as a model of this file")
                 return
-            if path is not None and len(path) == 1 and path[0] in {f.name for f in self.fields} \
-                    and id(node) not in read_values:
-                self.a.report(node, "BFY104", f"self.{name} is the BrainPy built-in {builtin}, held as library "
-                              f"code, but it is given self.{path[0]}, a Variable of this class, which would "
-                              "then have two copies per example; give it a value (self.x.value) or let the "
-                              "built-in own the Variable")
-                return
+            kinds = {f.name: f.kind for f in self.fields}
+            if path is not None and len(path) == 1 and path[0] in kinds and id(node) not in read_values:
+                if kinds[path[0]] == "param":
+                    self.a.report(node, "BFY104", f"self.{name} is the BrainPy built-in {builtin}, held as library "
+                                  f"code, but it is given the weight self.{path[0]}; let the built-in own it")
+                    return
+                if path[0] not in self.library_fields:  # `bm.LengthDelay(self.x, ...)`: bound from state.x
+                    self.library_fields.append(path[0])
         if name not in self.libraries:
             self.libraries.append(name)
 
@@ -484,7 +486,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         scan = scans[name]
         cls = ModelClass(name, node, model_base(a, node, models), tuple(scan.fields), tuple(scan.children), {},
                          libraries=tuple(scan.libraries), reset_fields=tuple(scan.reset_fields),
-                         noisy_integrators=tuple(scan.noisy_integrators))
+                         noisy_integrators=tuple(scan.noisy_integrators),
+                         library_fields=tuple(scan.library_fields))
         classes[name] = cls
         fields = set(ir.field_map(cls))
         inherited = ir.all_methods(cls)

@@ -53,6 +53,7 @@ CODES: dict[str, Code] = {
     "BFY207": Code("an unsupported signature for a stepping method (*args, **kwargs or keyword-only parameters)"),
     "BFY208": Code("a property, classmethod or staticmethod reads or writes state"),
     "BFY209": Code("an attribute is used as a Variable but is not one of the class's Variables"),
+    "BFY210": Code("a Python if or while tests a Variable (a traced, per-example value)"),
     # Verification.
     "BFY301": Code("verification lacks driving information (constructor arguments, method, inputs)", EXIT_USAGE),
     "BFY302": Code("verification cannot run (bad driving information, or the generated module does not load)",

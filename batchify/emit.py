@@ -89,6 +89,14 @@ def keyword_call(func: str, kwargs: list[tuple[str, str]], indent: int, prefix: 
     return f"{func}({inner}\n{' ' * indent})"
 
 
+def library_call(ir: ModuleIR, cls: ModelClass, owner: str) -> str:
+    """``_Library(owner, ("N", "fc"), batch_size)``, naming the own Variables the built-ins were given."""
+    names = tuple_literal(list(ir.all_libraries(cls)))
+    fields = [f for c in ir.chain(cls) for f in c.library_fields]
+    given = f", fields={tuple_literal(fields)}" if fields else ""
+    return f"_Library({owner}, {names}, batch_size{given})"
+
+
 def attribute_name(field_name: str) -> str:
     """The batched class's attribute for a field: a Variable named like a member the batched class
     defines (``self.state``) gets a trailing underscore (``self.state_``); its State field keeps the name."""
@@ -150,7 +158,7 @@ class ClassEmitter:
             "state": [FieldLine(s, "jax.Array") for s in stored]
             + [FieldLine(ch, child_cls[ch].state_name) for ch in child_cls]
             + [FieldLine(name, "dict[str, jax.Array]") for name in lib],
-            "libraries": tuple_literal(list(libraries)) if libraries else "",
+            "library_from_model": library_call(ir, cls, "model") if libraries else "",
             "state_summary": ", ".join(f"``{s}``" for s in state) or "none",
             "params_summary": ", ".join(f"``{p}``" for p in params) or "none",
             "class_body": self.class_body(),
@@ -303,7 +311,7 @@ class InitRewriter(cst.CSTTransformer):
     def __init__(self, ir: ModuleIR, cls: ModelClass, self_name: str, seed_name: str = "seed"):
         super().__init__()
         self.ir, self.cls, self.self_name, self.seed_name = ir, cls, self_name, seed_name
-        self.state = {f.name for f in cls.fields if f.kind == "state"}
+        self.state = {f.name for f in cls.fields if f.kind == "state"} - set(cls.library_fields)
         self.fields = {f.name for f in ir.all_fields(cls)}
         self.children = {ch.name: ir.classes[ch.class_name].batched_name for ch in cls.children}
         self.depth = 0
@@ -353,9 +361,9 @@ class InitRewriter(cst.CSTTransformer):
         elif self.creates_key:  # one key per example, after the weights are drawn as the original draws them
             body.append(make_key)
         if self.cls.libraries:  # the built-ins' batch of states, next to their single-example Variables
-            names = tuple_literal(list(self.ir.all_libraries(self.cls)))
-            body.append(cst.parse_statement(
-                f"{self.self_name}.library = _Library({self.self_name}, {names}, batch_size)\n"))
+            body.append(cst.parse_statement(f"{self.self_name}.library = {library_call(self.ir, self.cls, self.self_name)}\n"))
+            for f in self.cls.library_fields:  # given to a built-in as one example's Variable: batched now
+                body.append(cst.parse_statement(f"{self.self_name}.{f} = _batched({self.self_name}.{f}, batch_size)\n"))
         return updated_node.with_changes(params=params, body=updated_node.body.with_changes(body=body))
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:

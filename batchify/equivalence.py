@@ -81,9 +81,12 @@ def batched_state_vars(batched) -> dict[str, bm.Variable]:
     """``state_vars`` of a generated class, where a built-in's single-example Variable (shared with
     the original) stands for its batch of values, which its ``_Library`` keeps."""
     stand_ins, own = {}, set()
-    for node in batched.nodes(method="relative").values():
+    nodes = batched.nodes(method="relative")
+    for path, node in nodes.items():
         if type(node).__name__ == "_Library":
+            owner = nodes[path.rpartition(".")[0]]
             stand_ins.update({id(v): node.batched[k] for k, v in node.variables.items()})
+            stand_ins.update({id(v): getattr(owner, name) for name, v in node.fields.items()})
             own.update(id(v) for v in node.batched.values())
     from batchify.analyse import RESERVED
 

@@ -55,6 +55,7 @@ class ModelClass:
     # Own attributes holding BrainPy built-in models (bp.dnn.Dense, bp.dyn.LifRef, ...): called as
     # library code with one example's values bound into their Variables, never re-implemented.
     libraries: tuple[str, ...] = ()
+    library_fields: tuple[str, ...] = ()  # own state Variables given to a built-in (``bm.LengthDelay(self.x)``)
     # Own attributes holding a stochastic integrator (``self.integral = bp.sdeint(...)``).
     noisy_integrators: tuple[str, ...] = ()
     # Fields first created in reset_state, which __init__ calls (``self.reset_state(self.mode)``).

@@ -531,6 +531,7 @@ class MethodRewriter:
             orelse = stmt.orelse.with_changes(body=self.suite(stmt.orelse.body)) if stmt.orelse else None
             return [*pre, stmt.with_changes(iter=iter_, body=body, orelse=orelse)]
         if isinstance(stmt, cst.While):
+            self.check_static(stmt.test, "while")
             _, test, _ = self.expr(stmt.test, hoist=False)
             orelse = stmt.orelse.with_changes(body=self.suite(stmt.orelse.body)) if stmt.orelse else None
             return [stmt.with_changes(test=test, body=self.suite(stmt.body), orelse=orelse)]
@@ -574,7 +575,26 @@ class MethodRewriter:
             params=[p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in params]),
             body=func.body.with_changes(body=body))
 
+    def check_static(self, test: cst.BaseExpression, keyword: str) -> None:
+        """A Python ``if``/``while`` may test configuration, not state: under vmap state is traced."""
+        static = {"shape", "ndim", "dtype", "size", "batch_axis"}  # the same for every example
+        sized = {id(a.value) for n in walk(test) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)
+                 and n.func.value in ("len", "isinstance") for a in n.args}
+        for node in walk(test):
+            path = self_path(node, self.ctx.self_name) if isinstance(node, cst.Attribute) else None
+            ref = self.ctx.resolve(path) if path and id(node) not in sized else None
+            if isinstance(ref, FieldRef) and ref.rest[:1] and ref.rest[0] in static:
+                sized.update(id(n) for n in walk(node))  # `self.V.shape[0]`: nothing inside it is traced
+                continue
+            if isinstance(ref, FieldRef) or (isinstance(ref, LibraryRef) and ref.rest and ref.rest[-1] not in static):
+                shown = ".".join((*ref.children, ref.name)) if isinstance(ref, FieldRef) else ref.dotted
+                self.ctx.report(test, "BFY210", f"Python `{keyword}` on self.{shown}, a Variable: it holds "
+                                "a different value for each example, so one Python branch cannot be taken for the "
+                                "batch; use bm.where, bm.cond or bm.while_loop")
+                return
+
     def if_(self, stmt: cst.If, hoist: bool) -> list[cst.BaseStatement]:
+        self.check_static(stmt.test, "if")
         pre, test, _ = self.expr(stmt.test, hoist=hoist)
         orelse = stmt.orelse
         if isinstance(orelse, cst.If):

@@ -63,6 +63,8 @@ BAD_SOURCES = {
                                "        return bm.while_loop(body, lambda x: x < 1, xs)\n"), "BFY203"),
     "stateful-call-in-lambda": (model("\n    def twice(self, x):\n        f = lambda: self.update(x)\n        return f()\n"),
                                 "BFY204"),
+    "python-if-on-state": (model("\n    def gate(self, x):\n        if self.v.sum() > 0:\n            self.v.value = x\n"),
+                           "BFY210"),
     "fill-method": (model("\n    def clear(self):\n        self.v.fill_(0.0)\n"), "BFY205"),
     "numpy-random-draw": (model("\n    def noisy(self, x):\n        self.v += np.random.normal(size=x.shape)\n",
                                 header="import numpy as np\n"), "BFY206"),

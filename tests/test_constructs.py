@@ -32,6 +32,9 @@ CASES = {
     "reset-state-vars": ("reset_state_vars", "IF", (5,), "update", [5], (), None, 3.0),
     "reset-state-vars-nested": ("reset_state_vars", "Mixed", (5,), "update", [5], (), 0.1, 3.0),
     "own-random-state-and-delay": ("delays_and_rng", "NoisyDelayLine", (4,), "update", [4], ()),
+    "old-update-tdi-input-port": ("old_style_and_modes", "FHN", (4,), "update", [4], (), 0.1, 1.0),
+    "state-named-sde-mode-optional": ("old_style_and_modes", "NoisyUnit", (4,), "update", [4], (), 0.1, 2.0),
+    "optional-variable-absent": ("old_style_and_modes", "NoisyUnit", (4, 0.2, False), "update", [4], (), 0.1, 2.0),
 }
 
 
@@ -106,4 +109,15 @@ def test_control_flow_carries_the_state(method: str, tmp_path: Path) -> None:
         args.append(Arg(per_example=(rng.random((batch, steps, inner)) > 0.3).astype(np.float32)))
     bm.random.seed(0)
     report = check_equivalence(original(2, 6), batched, method, args, batch=batch, steps=steps)
+    assert report.ok, "\n".join(map(str, report.mismatches))
+
+
+def test_read_only_step_inside_a_scan_closure(tmp_path: Path) -> None:
+    """A method that only reads weights, called inside a jax.lax.scan closure, runs in place."""
+    original = load_models(MODELS / "old_style_and_modes.py", "scan_orig").ScanRNN
+    batched = load_generated(generate("old_style_and_modes", tmp_path), "scan_gen").ScanRNNBatched
+    rng = np.random.default_rng(4)
+    args = [Arg(per_example=(rng.random((3, 4, 6, 2)) * 2 - 1).astype(np.float32))]
+    bm.random.seed(0)
+    report = check_equivalence(original(2, 5), batched, "update", args, batch=3, steps=4)
     assert report.ok, "\n".join(map(str, report.mismatches))

@@ -94,8 +94,12 @@ class _Library(bp.BrainPyObject):
     example: ``fold_in(its key, i)``.
     """
 
-    def __init__(self, owner, names, batch_size):
+    def __init__(self, owner, names, batch_size, fields=()):
         super().__init__()
+        # Own state Variables of the owner given to a built-in (`bm.LengthDelay(self.x)`): bound
+        # from the owner's state, not kept twice.
+        self.fields = {name: getattr(owner, name) for name in fields}
+        given = {id(v) for v in self.fields.values()}
         found = {}
         for name in names:
             module = getattr(owner, name)
@@ -103,7 +107,8 @@ class _Library(bp.BrainPyObject):
                 found.setdefault(id(module), (name, module))
                 continue
             for path, variable in module.vars(method="relative").items():
-                found.setdefault(id(variable), (f"{name}.{path}", variable))
+                if id(variable) not in given:
+                    found.setdefault(id(variable), (f"{name}.{path}", variable))
         self.modules = {name: getattr(owner, name) for name in names}  # a dict: not nodes of this one
         self.weights = {k: v for k, v in found.values() if isinstance(v, bm.TrainVar)}
         self.variables = {k: v for k, v in found.values() if not isinstance(v, bm.TrainVar)}
@@ -136,8 +141,7 @@ class _Library(bp.BrainPyObject):
 
     def call(self, params, state, function, *args, **kwargs):
         """Run ``function`` (a built-in, or one of its methods) on one example: ``(state, result)``."""
-        new, rng_key, out = self.bound(params.library, state.library, state.rng_key, function, args, kwargs)
-        return state._replace(library=new, rng_key=rng_key), out
+        return self.bound(params, state, function, args, kwargs)
 
     def read(self, params, state, path):
         """One example's value of ``path`` (``"N.spike"``) under a built-in."""
@@ -145,7 +149,7 @@ class _Library(bp.BrainPyObject):
             value = self.resolve(path)
             return value.value if isinstance(value, bm.Variable) else value
 
-        return self.bound(params.library, state.library, state.rng_key, get, (), {})[2]
+        return self.bound(params, state, get, (), {})[1]
 
     def write(self, state, path, value):
         """``state`` with one example's Variable at ``path`` set to ``value``."""
@@ -161,9 +165,9 @@ class _Library(bp.BrainPyObject):
             value = getattr(value, part)
         return value
 
-    def bound(self, weights, values, rng_key, function, args, kwargs):
+    def bound(self, params, state, function, args, kwargs):
         everything = {**self.weights, **self.variables}
-        given = {**weights, **values}
+        given = {**params.library, **state.library}
         # BrainPy's Variables are brainstate States: a trace stack lets them hold traced values
         # and records every State the call writes, so that each gets its old value back.
         trace = brainstate.StateTraceStack()
@@ -171,15 +175,18 @@ class _Library(bp.BrainPyObject):
             with trace:
                 for k, v in everything.items():
                     v.value = given[k]
-                bm.random.DEFAULT.value = rng_key
+                for name, v in self.fields.items():
+                    v.value = getattr(state, name)
+                bm.random.DEFAULT.value = state.rng_key
                 out = function(*args, **kwargs)
-                new = {k: self.variables[k].value for k in values}
-                new_key = bm.random.DEFAULT.value
-            ours = {id(v) for v in everything.values()} | {id(bm.random.DEFAULT)}
+                new = {k: self.variables[k].value for k in state.library}
+                fields = {name: v.value for name, v in self.fields.items()}
+                rng_key = bm.random.DEFAULT.value
+            ours = {id(v) for v in (*everything.values(), *self.fields.values())} | {id(bm.random.DEFAULT)}
             stray = [s for s in trace.get_write_states() if id(s) not in ours]
             if stray:
                 raise RuntimeError(f"{function} wrote Variables outside the built-ins this model holds: {stray}")
-            return new, new_key, _unwrap(out)
+            return state._replace(library=new, rng_key=rng_key, **fields), _unwrap(out)
         finally:
             trace.recovery_original_values()
 
@@ -366,7 +373,7 @@ class MixedBatched(bp.DynSysGroup):
         batched.batch_size = batch_size
         batched.cell = IFBatched.from_model(model.cell, batch_size)
         batched.rng_key = bm.Variable(_example_keys(seed, batch_size), batch_axis=0)
-        batched.library = _Library(batched, ("neuron",), batch_size)
+        batched.library = _Library(model, ("neuron",), batch_size)
         return batched
 
     @property

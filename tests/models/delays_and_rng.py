@@ -10,7 +10,7 @@ class NoisyDelayLine(bp.DynamicalSystem):
         super().__init__()
         self.x = bm.Variable(bm.zeros(n))
         self.rng = bm.random.RandomState(seed)
-        self.delay = bm.LengthDelay(self.x.value, delay_steps)
+        self.delay = bm.LengthDelay(self.x, delay_steps)  # the delay's target is this class's x
         self.delay_steps = delay_steps
 
     def update(self, inp):
