@@ -362,8 +362,10 @@ class InitRewriter(cst.CSTTransformer):
             body.append(make_key)
         if self.cls.libraries:  # the built-ins' batch of states, next to their single-example Variables
             body.append(cst.parse_statement(f"{self.self_name}.library = {library_call(self.ir, self.cls, self.self_name)}\n"))
-            for f in self.cls.library_fields:  # given to a built-in as one example's Variable: batched now
-                body.append(cst.parse_statement(f"{self.self_name}.{f} = _batched({self.self_name}.{f}, batch_size)\n"))
+            for i, f in enumerate(self.cls.library_fields):  # given to a built-in as one example's Variable
+                comment = "# Batched now; BrainPy's setattr would write into the Variable, so rebind it in vars().\n"
+                body.append(cst.parse_statement(
+                    f"{comment if i == 0 else ''}vars({self.self_name})["{f}"] = _batched({self.self_name}.{f}, batch_size)\n"))
         return updated_node.with_changes(params=params, body=updated_node.body.with_changes(body=body))
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:

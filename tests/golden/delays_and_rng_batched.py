@@ -204,7 +204,8 @@ class NoisyDelayLineBatched(bp.DynamicalSystem):
         self.delay_steps = delay_steps
         self.rng_key = bm.Variable(_example_keys(batch_seed, batch_size), batch_axis=0)
         self.library = _Library(self, ("rng", "delay"), batch_size, fields=("x",))
-        self.x = _batched(self.x, batch_size)
+        # Batched now; BrainPy's setattr would write into the Variable, so rebind it in vars().
+        vars(self)['x'] = _batched(self.x, batch_size)
 
     @classmethod
     def from_model(cls, model, batch_size, seed=None):
