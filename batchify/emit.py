@@ -364,8 +364,8 @@ class InitRewriter(cst.CSTTransformer):
             body.append(cst.parse_statement(f"{self.self_name}.library = {library_call(self.ir, self.cls, self.self_name)}\n"))
             for i, f in enumerate(self.cls.library_fields):  # given to a built-in as one example's Variable
                 comment = "# Batched now; BrainPy's setattr would write into the Variable, so rebind it in vars().\n"
-                body.append(cst.parse_statement(
-                    f"{comment if i == 0 else ''}vars({self.self_name})["{f}"] = _batched({self.self_name}.{f}, batch_size)\n"))
+                rebind = f'vars({self.self_name})["{f}"] = _batched({self.self_name}.{f}, batch_size)\n'
+                body.append(cst.parse_statement((comment if i == 0 else "") + rebind))
         return updated_node.with_changes(params=params, body=updated_node.body.with_changes(body=body))
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:

@@ -205,7 +205,7 @@ class NoisyDelayLineBatched(bp.DynamicalSystem):
         self.rng_key = bm.Variable(_example_keys(batch_seed, batch_size), batch_axis=0)
         self.library = _Library(self, ("rng", "delay"), batch_size, fields=("x",))
         # Batched now; BrainPy's setattr would write into the Variable, so rebind it in vars().
-        vars(self)['x'] = _batched(self.x, batch_size)
+        vars(self)["x"] = _batched(self.x, batch_size)
 
     @classmethod
     def from_model(cls, model, batch_size, seed=None):
