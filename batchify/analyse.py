@@ -244,6 +244,7 @@ class _ClassScan:
         self.libraries: list[str] = []
         self.noisy_integrators: list[str] = []
         self.library_fields: list[str] = []  # own state Variables handed to a built-in
+        self.targets: dict[str, list[cst.CSTNode]] = {}  # where each field is created
         self.certain: set[str] = set()  # attributes assigned on every path through __init__ (and reset_state)
 
     def functions(self) -> list[cst.FunctionDef]:
@@ -362,6 +363,7 @@ class _ClassScan:
                 return
 
     def add_field(self, f: Field, target: cst.CSTNode) -> None:
+        self.targets.setdefault(f.name, []).append(target)
         if any(old.name == f.name for old in self.fields):
             self.fields = [f if old.name == f.name else old for old in self.fields]
         else:
@@ -421,12 +423,24 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                             path = self_path(sub, me)
                             if path and path[0] in fields:
                                 writes.add(path[0])
+    multiplied: set[str] = set()
+    if me is not None:
+        for node in walk(func.body):
+            operands: list[cst.BaseExpression] = []
+            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+                operands = [node.left, node.right]
+            elif isinstance(node, cst.Call) and a.qualified_names(node.func) & names.MATRIX_PRODUCTS:
+                operands = [arg.value for arg in node.args[:2]]
+            for operand in operands:
+                path = self_path(operand, me) if isinstance(operand, cst.Attribute) else None
+                if path and path[0] in fields and path[1:] in ([], ["value"]):
+                    multiplied.add(path[0])
     return Method(func.name.value, func, frozenset(reads), frozenset(writes), frozenset(self_calls),
-                  frozenset(child_calls), kind, draws)  # type: ignore[arg-type]
+                  frozenset(child_calls), kind, draws, frozenset(multiplied))  # type: ignore[arg-type]
 
 
 def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Iterable[str] = (),
-            functions: Iterable[str] = ()) -> ModuleIR:
+            functions: Iterable[str] = (), declarations_needed: bool = True) -> ModuleIR:
     """``functions``: module-level functions to copy besides what the classes need (the harness's)."""
     a = Analysis(module, path)
     models = find_model_classes(a)
@@ -480,11 +494,15 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         visit(name)
 
     classes: dict[str, ModelClass] = {}
-    ir = ModuleIR(path, a.module, classes, [], [], frozenset(shared), positions=a.positions, qualified=a.qualified)
+    modes = {item.partition("=")[0]: item.partition("=")[2] or "mean" for item in shared}
+    ir = ModuleIR(path, a.module, classes, [], [], frozenset(item.partition("=")[0] for item in shared),
+                  modes, positions=a.positions, qualified=a.qualified)
     for name in order:
         node = models[name]
         scan = scans[name]
-        cls = ModelClass(name, node, model_base(a, node, models), tuple(scan.fields), tuple(scan.children), {},
+        fields_ = tuple(replace(f, shared=modes[f.name]) if f.kind == "state" and modes.get(f.name) in ("mean", "sum")
+                        else f for f in scan.fields)
+        cls = ModelClass(name, node, model_base(a, node, models), fields_, tuple(scan.children), {},
                          libraries=tuple(scan.libraries), reset_fields=tuple(scan.reset_fields),
                          noisy_integrators=tuple(scan.noisy_integrators),
                          library_fields=tuple(scan.library_fields))
@@ -503,6 +521,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                                                        set(ir.all_libraries(cls)),
                                                        {n for c in ir.chain(cls) for n in c.noisy_integrators})
         mark_stateful(ir, cls)
+        if declarations_needed:  # loading the original for verification needs no batching decision
+            check_learned_online(a, ir, cls, modes, scan)
 
     # Targets: what --class names, plus the bases and children those need.
     wanted = only or list(models)
@@ -541,6 +561,30 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     if wanted_diagnostics:
         raise BatchifyError(sorted(wanted_diagnostics, key=lambda d: (d.line, d.column, d.code)))
     return ir
+
+
+def check_learned_online(a: Analysis, ir: ModuleIR, cls: ModelClass, modes: Mapping[str, str], scan) -> None:
+    """A Variable multiplied like a weight and written by a learning rule outside the stepping
+    method (``rls``, ``learn``, ``train``) is learned online: per example, or once for the batch?
+    batchify asks (BFY211) rather than guess."""
+    methods = ir.all_methods(cls)
+    stepping, todo = set(), ["update", "__call__", "reset_state"]
+    while todo:  # what update (and reset_state) run
+        m = todo.pop()
+        if m in methods and m not in stepping:
+            stepping.add(m)
+            todo.extend(methods[m].self_calls)
+    multiplied = {f for m in methods.values() for f in m.multiplied}
+    learned = {f for m in methods.values() if m.name not in stepping for f in m.writes}
+    state = {f.name for f in cls.fields if f.kind == "state"}
+    for name in sorted(multiplied & learned & state):
+        if name in modes:
+            continue
+        target = next((t for t in scan.targets.get(name, ())), cls.node.name)
+        a.report(target, "BFY211", f"self.{name} is multiplied like a weight and written by a learning rule "
+                 f"outside update(): declare how the batch learns it with --shared {name}=mean (one copy, "
+                 f"updated by the mean of the examples' updates), {name}=sum, or {name}=example (each example "
+                 "learns its own copy, as running the original example by example does)")
 
 
 def mark_stateful(ir: ModuleIR, cls: ModelClass) -> None:

@@ -25,6 +25,7 @@ from batchify.diagnostics import (
     exit_code_for,
 )
 from batchify.harness import HarnessOptions
+from batchify.names import VARIABLE_MODES
 from batchify.pipeline import transform
 
 STDIO = "-"
@@ -47,7 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="transform only this model class (and the classes it needs); repeatable")
     p.add_argument("--shared", metavar="NAME", action="append", default=[],
                    help="a stepping-method argument shared by every example (e.g. a time index); repeatable. "
-                   "With --verify, NAME=time or NAME=VALUE says how to drive it")
+                   "With --verify, NAME=time or NAME=VALUE says how to drive it. For a Variable learned online: "
+                   "NAME=mean or NAME=sum keeps one copy for the batch, updated by the mean or sum of the "
+                   "examples' updates; NAME=example gives each example its own copy")
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 if OUT is missing or differs from what would be generated")
     p.add_argument("--diff", action="store_true", help="write nothing; print a unified diff of OUT against the new output")
@@ -108,6 +111,13 @@ def display_path(path: Path, root: Path | None) -> str:
         except ValueError:
             pass
     return path.as_posix()
+
+
+def transform_shared(item: str) -> str:
+    """``--shared`` as the transform needs it: ``i`` (``i=time`` drives verification only), or a
+    Variable's declaration ``w=mean`` / ``w=sum`` / ``w=example``."""
+    name, _, mode = item.partition("=")
+    return item if mode in VARIABLE_MODES else name
 
 
 def regenerate_command(src: str, out: str | None, classes: list[str], shared: list[str],
@@ -273,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
     stdin_source = args.src == STDIO
     src = None if stdin_source else Path(args.src)
     out = None if args.output == STDIO else Path(args.output)
-    classes, shared, harness = args.classes, [s.partition("=")[0] for s in args.shared], harness_options(args)
+    classes, shared, harness = args.classes, [transform_shared(s) for s in args.shared], harness_options(args)
     if src is not None and out is not None and not (classes or shared or harness):
         # No options given: a configured target for this pair supplies them (as the hook would).
         target = configured_target(src, out)
@@ -351,7 +361,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     # Only the classes to verify (and what they need) are analysed and loaded: a broken neighbour
     # in the same file is not theirs to answer for.
     requested = list(dict.fromkeys(getattr(args, "classes", []) or [])) or list(entries)
-    ir = analyse(parse(decode(src.read_bytes(), shown), shown), shown, only=requested)
+    ir = analyse(parse(decode(src.read_bytes(), shown), shown), shown, only=requested, declarations_needed=False)
     used = {ch.class_name for c in ir.classes.values() for ch in c.children}
     used |= {c.model_base for c in ir.classes.values() if c.model_base}
     top = [name for name in ir.targets if name not in used]

@@ -126,6 +126,8 @@ class ClassEmitter:
         child_cls = {ch.name: ir.classes[ch.class_name] for ch in children}
         params = [f.name for f in fields if f.kind == "param"]
         state = [f.name for f in fields if f.kind == "state"]
+        shared = {f.name: f.shared for f in fields if f.shared}  # one copy for the batch (--shared w=mean)
+        batched_state = [f for f in state if f not in shared]
         stored = state + ["rng_key"] if cls.random else state  # what state() holds besides children
         libraries = ir.all_libraries(cls)
         lib = ["library"] if libraries else []  # one _Library holds the built-ins' weights and states
@@ -159,12 +161,24 @@ class ClassEmitter:
             + [FieldLine(ch, child_cls[ch].state_name) for ch in child_cls]
             + [FieldLine(name, "dict[str, jax.Array]") for name in lib],
             "library_from_model": library_call(ir, cls, "model") if libraries else "",
-            "state_summary": ", ".join(f"``{s}``" for s in state) or "none",
+            "state_summary": ", ".join(f"``{s}``" for s in batched_state) or "none",
+            "shared_summary": ", ".join(f"``{s}`` ({m})" for s, m in shared.items()),
             "params_summary": ", ".join(f"``{p}``" for p in params) or "none",
             "class_body": self.class_body(),
             "init": self.init(),
-            "replaced": tuple_literal([*state, *child_cls, *lib]),
-            "own_state": [{"name": f, "attr": a(f), "optional": f in optional} for f in state],
+            "replaced": tuple_literal([*batched_state, *child_cls, *lib]),
+            "own_state": [{"name": f, "attr": a(f), "optional": f in optional} for f in batched_state],
+            "shares_state": ir.shares_state(cls),
+            "state_axes": keyword_call(cls.state_name, [(s, "None" if s in shared else "0") for s in stored]
+                                       + [(ch, f"self.{ch}.state_axes()" if ir.shares_state(c) else "0")
+                                          for ch, c in child_cls.items()]
+                                       + [(n, "0") for n in lib], 8, "return "),
+            "reduced": keyword_call("state._replace",
+                                    [(s, f"state.{s}.mean(0)" if m == "mean"
+                                      else f"self.{a(s)}.value + (state.{s} - self.{a(s)}.value).sum(0)")
+                                     for s, m in shared.items()]
+                                    + [(ch, f"self.{ch}.reduced(state.{ch})") for ch, c in child_cls.items()
+                                       if ir.shares_state(c)], 8, "return "),
             "children": [{"name": ch, "batched_name": c.batched_name} for ch, c in child_cls.items()],
             "params_value": keyword_call(cls.params_name, [(p, read(p)) for p in params]
                                          + [(ch, f"self.{ch}.params()") for ch in child_cls]
@@ -247,7 +261,8 @@ class ClassEmitter:
         self_name = self_name_of(func) or "self"
         ns = Namespace(func.params)
         state, out = ns.fresh("state"), ns.fresh("out")
-        axes = ", ".join(["None", "0"] + ["None" if a in shared_args else f"_example_axis({a})" for a in args])
+        state_axis = f"{self_name_of(func) or 'self'}.state_axes()" if self.ir.shares_state(self.cls) else "0"
+        axes = ", ".join(["None", state_axis] + ["None" if a in shared_args else f"_example_axis({a})" for a in args])
         header = code(func.with_changes(body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])]),
                                         leading_lines=[])).strip("\n").rsplit("\n", 1)[0]
         shared = [a for a in args if a in shared_args]
@@ -271,6 +286,8 @@ class ClassEmitter:
         stmt = f"    {state}, {out} = {vmap}({call_args})"
         if len(stmt) > LINE_LENGTH:
             stmt = f"    {state}, {out} = {vmap}(\n        {call_args}\n    )"
+        if self.ir.shares_state(self.cls):  # the Variables the batch shares take the reduced updates
+            stmt += f"\n    {state} = {self_name}.reduced({state})"
         lines += [stmt, f"    {self_name}.set_state({state})", f"    return {out}"]
         return "\n".join(lines)
 
@@ -311,7 +328,7 @@ class InitRewriter(cst.CSTTransformer):
     def __init__(self, ir: ModuleIR, cls: ModelClass, self_name: str, seed_name: str = "seed"):
         super().__init__()
         self.ir, self.cls, self.self_name, self.seed_name = ir, cls, self_name, seed_name
-        self.state = {f.name for f in cls.fields if f.kind == "state"} - set(cls.library_fields)
+        self.state = {f.name for f in cls.fields if f.kind == "state" and not f.shared} - set(cls.library_fields)
         self.fields = {f.name for f in ir.all_fields(cls)}
         self.children = {ch.name: ir.classes[ch.class_name].batched_name for ch in cls.children}
         self.depth = 0

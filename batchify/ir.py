@@ -22,6 +22,7 @@ class Field:
     name: str
     kind: FieldKind
     optional: bool = False  # created only on some paths (under an `if`): absent fields hold None
+    shared: str | None = None  # "mean" / "sum": one copy for the batch, updated by the reduced updates
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Method:
     child_calls: frozenset[tuple[str, str]]  # (child, method) called as self.c(...) / self.c.m(...)
     kind: Literal["method", "static", "class", "property"] = "method"
     draws: bool = False  # calls bm.random.<sampler> without an explicit key
+    multiplied: frozenset[str] = frozenset()  # fields that are an operand of a matrix product
 
 
 @dataclass
@@ -85,6 +87,8 @@ class ModuleIR:
     targets: list[str]  # classes to emit (targets of --class plus what they need), in order
     support: list[cst.CSTNode]  # module-level statements the targets need, in source order
     shared_args: frozenset[str] = frozenset()
+    # Variables declared with --shared NAME[=mean|sum|example]: how each is batched.
+    variable_modes: Mapping[str, str] = field(default_factory=dict)
     # First lines of the source statements the targets consist of (classes and support).
     source_lines: list[int] = field(default_factory=list)
     # Metadata of the analysed tree, for the rewrite stage's diagnostics and name lookups.
@@ -112,6 +116,11 @@ class ModuleIR:
         for c in self.chain(cls):
             out.update(c.methods)
         return out
+
+    def shares_state(self, cls: ModelClass) -> bool:
+        """Whether ``cls`` or a child holds a Variable shared by the batch (``--shared NAME=mean``)."""
+        return any(f.shared for f in self.all_fields(cls)) or any(
+            self.shares_state(c) for c in self.child_map(cls).values())
 
     def field_map(self, cls: ModelClass) -> dict[str, Field]:
         return {f.name: f for f in self.all_fields(cls)}

@@ -23,7 +23,7 @@ def load_models(path: str | Path, module_name: str | None = None, only=()) -> ty
     path = Path(path)
     source = path.read_bytes()
     text = decode(source, str(path))
-    ir = analyse(parse(text, str(path)), str(path), only=only)
+    ir = analyse(parse(text, str(path)), str(path), only=only, declarations_needed=False)
     keep = set(ir.source_lines)
     tree = ast.parse(text, filename=str(path))
     tree.body = [stmt for stmt in tree.body if _lines(stmt) & keep]

@@ -89,6 +89,14 @@ CONDS = frozenset({"brainpy.math.cond", "brainpy.math.object_transform.cond"})
 # Integrators whose calls draw noise from BrainPy's global stream.
 SDE_INTEGRATORS = frozenset({"brainpy.sdeint", "brainpy.integrators.sdeint", "brainpy.integrators.sde.sdeint"})
 
+# How a Variable learned online is batched, when declared with ``--shared NAME=MODE``: one copy for
+# the batch updated by the mean or the sum of the examples' updates, or one copy per example.
+VARIABLE_MODES = ("mean", "sum", "example")
+
+# Matrix products: an operand of one that a learning rule writes is a weight learned online.
+MATRIX_PRODUCTS = frozenset({"brainpy.math.dot", "brainpy.math.matmul", "jax.numpy.dot", "jax.numpy.matmul",
+                             "numpy.dot", "numpy.matmul"})
+
 # The old first parameter of ``update`` holding the shared arguments (t, dt, i): BrainPy fills it
 # from ``bp.share`` when a caller leaves it out, so it is shared by the batch, never per example.
 SHARED_DICT_PARAMS = ("tdi", "sh", "sha")

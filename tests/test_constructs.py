@@ -121,3 +121,37 @@ def test_read_only_step_inside_a_scan_closure(tmp_path: Path) -> None:
     bm.random.seed(0)
     report = check_equivalence(original(2, 5), batched, "update", args, batch=3, steps=4)
     assert report.ok, "\n".join(map(str, report.mismatches))
+
+
+@pytest.mark.parametrize("mode", ["mean", "sum", "example"])
+def test_variable_learned_online_by_the_batch(mode: str, tmp_path: Path) -> None:
+    """--shared w_out=mean|sum keeps one readout for the batch, moved by the mean or sum of the
+    updates each example makes from the same start; =example keeps one per example, each exactly
+    the original's run on that example."""
+    out = tmp_path / f"learned_{mode}.py"
+    subprocess.run([sys.executable, "-m", "batchify", str(MODELS / "learned_online.py"), "-o", str(out),
+                    "--shared", f"w_out={mode}"], check=True, capture_output=True)
+    batched_cls = load_generated(out, f"learned_gen_{mode}").ForceBatched
+    bm.random.seed(0)
+    model = load_models(MODELS / "learned_online.py", f"learned_orig_{mode}").Force(3, 5, 2)
+    rng = np.random.default_rng(5)
+    xs = rng.random((2, 4, 3)).astype(np.float32)  # [step, example, input]
+    targets = rng.random((2, 4, 2)).astype(np.float32)
+    start_w, start_h = np.asarray(model.w_out.value), np.asarray(model.h.value)
+    batched = batched_cls.from_model(model, 4)
+    for t in range(2):  # the reference: from the batch's current state, each example's update alone
+        w, h = np.asarray(batched.w_out.value), np.asarray(batched.h.value)
+        new_w, new_h = [], []
+        for e in range(4):
+            model.w_out.value = w if mode != "example" else w[e]
+            model.h.value = h[e]
+            model.learn(xs[t, e], targets[t, e])
+            new_w.append(np.asarray(model.w_out.value))
+            new_h.append(np.asarray(model.h.value))
+        if mode != "example":  # the batch shares model's very Variable (like its weights): restore it
+            model.w_out.value = w
+        batched.learn(xs[t], targets[t])
+        want = {"mean": np.mean(new_w, 0), "sum": w + np.sum(np.stack(new_w) - w, 0), "example": np.stack(new_w)}
+        np.testing.assert_allclose(np.asarray(batched.w_out.value), want[mode], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(batched.h.value), np.stack(new_h), rtol=1e-5, atol=1e-6)
+    assert start_h.shape == (5,) and start_w.shape == (5, 2)

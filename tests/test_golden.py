@@ -7,6 +7,7 @@ Goldens change only deliberately: BATCHIFY_UPDATE_GOLDENS=1 pytest tests/test_go
 from __future__ import annotations
 
 import os
+import shlex
 import textwrap
 from pathlib import Path
 
@@ -23,13 +24,17 @@ MODELS = sorted((HERE / "models").glob("*.py"))
 def test_golden(source: Path) -> None:
     rel = source.relative_to(ROOT).as_posix()
     golden = HERE / "golden" / f"{source.stem}_batched.py"
-    command = f"batchify {rel} -o {golden.relative_to(ROOT).as_posix()}"
-    text = transform(source.read_bytes(), rel, command=command).text
+    # A golden's header names its command; `--shared` declarations there are part of the case.
+    words = shlex.split(golden.read_text().splitlines()[1].removeprefix("# Regenerate: "))
+    shared = [words[i + 1] for i, w in enumerate(words) if w == "--shared"]
+    command = shlex.join(["batchify", rel, "-o", golden.relative_to(ROOT).as_posix(),
+                          *[w for s in shared for w in ("--shared", s)]])
+    text = transform(source.read_bytes(), rel, command=command, shared=shared).text
     if os.environ.get("BATCHIFY_UPDATE_GOLDENS"):
         golden.write_text(text)
     assert text == golden.read_text()
     # Idempotent and stable: transforming again gives the same bytes.
-    assert transform(source.read_bytes(), rel, command=command).text == text
+    assert transform(source.read_bytes(), rel, command=command, shared=shared).text == text
 
 
 PRELUDE = '''

@@ -182,10 +182,10 @@ class _Library(bp.BrainPyObject):
                 new = {k: self.variables[k].value for k in state.library}
                 fields = {name: v.value for name, v in self.fields.items()}
                 rng_key = bm.random.DEFAULT.value
-            ours = {id(v) for v in (*everything.values(), *self.fields.values())} | {id(bm.random.DEFAULT)}
+            ours = {id(v) for v in (*self.variables.values(), *self.fields.values())} | {id(bm.random.DEFAULT)}
             stray = [s for s in trace.get_write_states() if id(s) not in ours]
-            if stray:
-                raise RuntimeError(f"{function} wrote Variables outside the built-ins this model holds: {stray}")
+            if stray:  # weights learned online, or Variables of other models: not one example's to change
+                raise RuntimeError(f"{function} wrote Variables that are not one example's state: {stray}")
             return state._replace(library=new, rng_key=rng_key, **fields), _unwrap(out)
         finally:
             trace.recovery_original_values()
@@ -293,7 +293,8 @@ class IFBatched(bp.DynamicalSystem):
     def _create_state(self):
         """Create the Variables ``IF.reset_state`` creates: every example as it resets."""
         empty = IFState(V=None, spike=None, count=None, rng_key=self.rng_key.value)
-        state, _ = jax.vmap(self.reset_state_pure, in_axes=(None, 0), axis_size=self.batch_size)(
+        state, _ = jax.vmap(self.reset_state_pure, in_axes=(None, 0),
+                            axis_size=self.batch_size)(
             self.params(), empty
         )
         self.V = bm.Variable(state.V, batch_axis=0)
