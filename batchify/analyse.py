@@ -424,19 +424,26 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                             if path and path[0] in fields:
                                 writes.add(path[0])
     multiplied: set[str] = set()
+    incremented: set[str] = set()
     if me is not None:
         for node in walk(func.body):
             operands: list[cst.BaseExpression] = []
+            # Weights stand on the right: `x @ self.w`, `bm.dot(r, self.w)`.
             if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
-                operands = [node.left, node.right]
+                operands = [node.right]
             elif isinstance(node, cst.Call) and a.qualified_names(node.func) & names.MATRIX_PRODUCTS:
-                operands = [arg.value for arg in node.args[:2]]
+                operands = [arg.value for arg in node.args[1:2]]
+            elif isinstance(node, cst.AugAssign):  # `self.w += dw`: how a learning rule changes a weight
+                path = self_path(node.target, me) if isinstance(node.target, cst.Attribute) else None
+                if path and path[0] in fields:
+                    incremented.add(path[0])
             for operand in operands:
                 path = self_path(operand, me) if isinstance(operand, cst.Attribute) else None
                 if path and path[0] in fields and path[1:] in ([], ["value"]):
                     multiplied.add(path[0])
     return Method(func.name.value, func, frozenset(reads), frozenset(writes), frozenset(self_calls),
-                  frozenset(child_calls), kind, draws, frozenset(multiplied))  # type: ignore[arg-type]
+                  frozenset(child_calls), kind, draws, frozenset(multiplied),
+                  frozenset(incremented))  # type: ignore[arg-type]
 
 
 def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Iterable[str] = (),
@@ -564,9 +571,9 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
 
 
 def check_learned_online(a: Analysis, ir: ModuleIR, cls: ModelClass, modes: Mapping[str, str], scan) -> None:
-    """A Variable multiplied like a weight and written by a learning rule outside the stepping
-    method (``rls``, ``learn``, ``train``) is learned online: per example, or once for the batch?
-    batchify asks (BFY211) rather than guess."""
+    """A Variable multiplied like a weight (``x @ self.w``) and incremented by a learning rule outside
+    the stepping method (``self.w += dw`` in ``rls``, ``learn``) is learned online: per example, or
+    once for the batch? batchify asks (BFY211) rather than guess."""
     methods = ir.all_methods(cls)
     stepping, todo = set(), ["update", "__call__", "reset_state"]
     while todo:  # what update (and reset_state) run
@@ -575,7 +582,7 @@ def check_learned_online(a: Analysis, ir: ModuleIR, cls: ModelClass, modes: Mapp
             stepping.add(m)
             todo.extend(methods[m].self_calls)
     multiplied = {f for m in methods.values() for f in m.multiplied}
-    learned = {f for m in methods.values() if m.name not in stepping for f in m.writes}
+    learned = {f for m in methods.values() if m.name not in stepping for f in m.incremented}
     state = {f.name for f in cls.fields if f.kind == "state"}
     for name in sorted(multiplied & learned & state):
         if name in modes:

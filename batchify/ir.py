@@ -43,7 +43,8 @@ class Method:
     child_calls: frozenset[tuple[str, str]]  # (child, method) called as self.c(...) / self.c.m(...)
     kind: Literal["method", "static", "class", "property"] = "method"
     draws: bool = False  # calls bm.random.<sampler> without an explicit key
-    multiplied: frozenset[str] = frozenset()  # fields that are an operand of a matrix product
+    multiplied: frozenset[str] = frozenset()  # fields on the right of a matrix product (like weights)
+    incremented: frozenset[str] = frozenset()  # fields changed by an augmented assignment
 
 
 @dataclass

@@ -65,7 +65,7 @@ BAD_SOURCES = {
                                 "BFY204"),
     "python-if-on-state": (model("\n    def gate(self, x):\n        if self.v.sum() > 0:\n            self.v.value = x\n"),
                            "BFY210"),
-    "learned-online-undeclared": (model("\n    def learn(self, x):\n        self.g += self.v @ self.g\n",
+    "learned-online-undeclared": (model("\n    def learn(self, x):\n        self.g += bm.outer(x, self.v @ self.g)\n",
                                         "        self.g = bm.Variable(bm.ones((n, n)))\n"), "BFY211"),
     "fill-method": (model("\n    def clear(self):\n        self.v.fill_(0.0)\n"), "BFY205"),
     "numpy-random-draw": (model("\n    def noisy(self, x):\n        self.v += np.random.normal(size=x.shape)\n",

@@ -156,14 +156,16 @@ class _Library(bp.BrainPyObject):
                 for name, v in self.fields.items():
                     v.value = getattr(state, name)
                 bm.random.DEFAULT.value = state.rng_key
+                weights = {k: v.value for k, v in self.weights.items()}
                 out = function(*args, **kwargs)
+                learned = [k for k, v in self.weights.items() if v.value is not weights[k]]
                 new = {k: self.variables[k].value for k in state.library}
                 fields = {name: v.value for name, v in self.fields.items()}
                 rng_key = bm.random.DEFAULT.value
-            ours = {id(v) for v in (*self.variables.values(), *self.fields.values())} | {id(bm.random.DEFAULT)}
+            ours = {id(v) for v in (*everything.values(), *self.fields.values())} | {id(bm.random.DEFAULT)}
             stray = [s for s in trace.get_write_states() if id(s) not in ours]
-            if stray:  # weights learned online, or Variables of other models: not one example's to change
-                raise RuntimeError(f"{function} wrote Variables that are not one example's state: {stray}")
+            if stray or learned:  # weights learned online, or Variables of other models: not one example's
+                raise RuntimeError(f"{function} wrote Variables that are not one example's state: {stray + learned}")
             return state._replace(library=new, rng_key=rng_key, **fields), _unwrap(out)
         finally:
             trace.recovery_original_values()
