@@ -159,3 +159,19 @@ def test_generate_then_verify(tmp_path: Path) -> None:
                             cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert out.is_file() and "RateRNN  update  4  10  ok" in result.stdout
+
+
+def test_old_tdi_signature_and_neighbours_do_not_get_in_the_way(tmp_path: Path) -> None:
+    """`update(self, tdi, x=None)` is driven without a tdi (BrainPy fills it from bp.share), and
+    verifying one class of a file analyses and loads only that class and what it needs."""
+    src = tmp_path / "models.py"
+    src.write_text((ROOT / "tests" / "models" / "old_style_and_modes.py").read_text()
+                   + "\n\nclass Broken(bp.TwoEndConn):  # a removed BrainPy API, in the same file\n    pass\n")
+    out = tmp_path / "models_batched.py"
+    subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out), "--class", "FHN"], check=True,
+                   capture_output=True)
+    result = subprocess.run([sys.executable, "-m", "batchify", "verify", str(src), str(out), "--class", "FHN",
+                             "--init", "4", "--input-shape", "x=4", "--dt", "0.1", "--steps", "6", "--batch", "3",
+                             "--format", "json"], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout)["classes"][0]["verdict"] == "PASS"
