@@ -101,7 +101,7 @@ class Drive:
             return needs
         sig = inspect.signature(getattr(original_cls, method))
         for p in stepping_parameters(original_cls, method):
-            if p.name not in self.inputs and p.default is inspect.Parameter.empty:
+            if p.name not in self.inputs and p.default is inspect.Parameter.empty and p.kind != p.VAR_POSITIONAL:
                 needs.append(f"--input-shape {p.name}=SHAPE or --shared {p.name}=time|VALUE "
                              f"for {method}{_signature(sig)}")
         return needs
@@ -131,7 +131,7 @@ def stepping_parameters(original_cls, method: str) -> list[inspect.Parameter]:
     params = list(inspect.signature(getattr(original_cls, method)).parameters.values())[1:]
     if method == "update" and params[:1] and params[0].name in SHARED_DICT_PARAMS:
         params = params[1:]
-    return [p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return [p for p in params if p.kind != p.VAR_KEYWORD]  # `*args` only as far as inputs are given
 
 
 def _signature(sig: inspect.Signature) -> str:

@@ -21,7 +21,7 @@ from batchify.harness import HarnessOptions, harness_classes
 from batchify.harness import context as harness_context
 from batchify.ir import ModelClass, ModuleIR
 from batchify.names import SHARED_DICT_PARAMS, STATE_FACTORIES, STATE_VARIABLES
-from batchify.rewrite import Namespace, keyword_arg, pure_name, rewrite_method
+from batchify.rewrite import Namespace, drop_unused_star_params, keyword_arg, pure_name, rewrite_method
 
 LINE_LENGTH = 100
 
@@ -262,11 +262,14 @@ class ClassEmitter:
         ns = Namespace(func.params)
         state, out = ns.fresh("state"), ns.fresh("out")
         state_axis = f"{self_name_of(func) or 'self'}.state_axes()" if self.ir.shares_state(self.cls) else "0"
-        axes = ", ".join(["None", state_axis] + ["None" if a in shared_args else f"_example_axis({a})" for a in args])
+        star = drop_unused_star_params(func).params.star_arg  # `*args` the body reads: each per example
+        star_name = star.name.value if isinstance(star, cst.Param) else None
+        axes = ", ".join(["None", state_axis] + ["None" if a in shared_args else f"_example_axis({a})" for a in args]
+                         + ([f"*map(_example_axis, {star_name})"] if star_name else []))
         header = code(func.with_changes(body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])]),
                                         leading_lines=[])).strip("\n").rsplit("\n", 1)[0]
         shared = [a for a in args if a in shared_args]
-        per_example = [a for a in args if a not in shared_args]
+        per_example = [a for a in args if a not in shared_args] + ([f"*{star_name}"] if star_name else [])
         doc = f"Batched ``{func.name.value}``: runs ``{pure_name(func.name.value)}`` on every example."
         lines = [header, f'    """{doc}']
         if per_example or shared:
@@ -281,7 +284,8 @@ class ClassEmitter:
         lines[-1] += '"""' if not (per_example or shared) else ""
         if per_example or shared:
             lines.append('    """')
-        call_args = ", ".join([f"{self_name}.params()", f"{self_name}.state()", *args])
+        call_args = ", ".join([f"{self_name}.params()", f"{self_name}.state()", *args]
+                              + ([f"*{star_name}"] if star_name else []))
         vmap = f"jax.vmap({self_name}.{pure_name(func.name.value)}, in_axes=({axes}))"
         stmt = f"    {state}, {out} = {vmap}({call_args})"
         if len(stmt) > LINE_LENGTH:

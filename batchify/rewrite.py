@@ -907,10 +907,9 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     self_name = self_name_of(func) or "self"
     ctx = Context(ir, cls, method, self_name, ns.fresh("params"), ns.fresh("state"), ns)
     func = drop_unused_star_params(func)
-    if isinstance(func.params.star_arg, cst.Param) or func.params.kwonly_params \
-            or func.params.star_kwarg is not None or func.params.posonly_params:
-        ctx.report(func.name, "BFY207", f"{method.name}() has *args, **kwargs, keyword-only or positional-only "
-                   "parameters; give the stepping method plain parameters")
+    if func.params.kwonly_params or func.params.star_kwarg is not None or func.params.posonly_params:
+        ctx.report(func.name, "BFY207", f"{method.name}() has **kwargs, keyword-only or positional-only "
+                   "parameters; give the stepping method plain parameters (and *args if need be)")
     if method.kind != "method":
         ctx.report(func.name, "BFY208", f"{method.name} is a {method.kind} that touches state; make it a method")
     ctx.closures = loop_closures(ir, func)
