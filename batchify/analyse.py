@@ -451,27 +451,22 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     """``functions``: module-level functions to copy besides what the classes need (the harness's)."""
     a = Analysis(module, path)
     models = find_model_classes(a)
-    classes = {s.name.value: s for s in a.module.body if isinstance(s, cst.ClassDef)}
+    classes = class_defs = {s.name.value: s for s in a.module.body if isinstance(s, cst.ClassDef)}
     derived = find_library_classes(a, models)
-    if not models and derived:
-        raise BatchifyError([a.diagnostic(classes[n].name, "BFY106", f"class {n} derives from the BrainPy built-in "
-                                          f"{base}, whose Variables BrainPy creates; batchify runs such a class as "
-                                          "library code inside a model of this file that holds it, but cannot "
-                                          "batch it on its own") for n, base in derived.items()])
-    if not models:
+    only = list(dict.fromkeys(only))
+    # Classes deriving from a built-in, batched whole as library code: those named, or, in a file
+    # with no model class, every one.
+    library_targets = [n for n in only if n in derived] or ([] if models or only else list(derived))
+    if not models and not library_targets:
         others = "; classes here: " + ", ".join(describe(a, c) for c in classes.values()) if classes else ""
         raise BatchifyError(a.diagnostics or [Diagnostic(
             path, 1, 1, "BFY004", "no BrainPy model class found (a class deriving from bp.DynamicalSystem, "
             "bp.DynSysGroup, bp.dyn.NeuDyn, bp.BrainPyObject, ... or from another model class of this file; "
             f"batchify reads one file){others}")])
 
-    only = list(dict.fromkeys(only))
     for name in only:
         if name in derived:
-            a.report(classes[name].name, "BFY106", f"--class {name}: {describe(a, classes[name])} derives from "
-                     f"the BrainPy built-in {derived[name]}, whose Variables BrainPy creates; batchify runs such "
-                     "a class as library code inside a model of this file that holds it, but cannot batch it "
-                     "on its own")
+            continue
         elif name in classes and name not in models:
             a.report(classes[name].name, "BFY005", f"--class {name}: {describe(a, classes[name])} is not a model "
                      "class batchify knows: its bases are neither BrainPy dynamical-system bases of current "
@@ -546,7 +541,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         if name in wanted:
             need(name)
     ir.targets = [n for n in order if n in targets]
-    roots: list[cst.CSTNode] = [models[n] for n in ir.targets]
+    ir.library_targets = {n: derived[n] for n in library_targets}
+    roots: list[cst.CSTNode] = [models[n] for n in ir.targets] + [class_defs[n] for n in library_targets]
     defined = {s.name.value: s for s in a.module.body if isinstance(s, cst.FunctionDef)}
     for name in functions:
         if name in defined:
@@ -555,6 +551,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             a.diagnostics.append(Diagnostic(path, 1, 1, "BFY013", f"harness: no module-level function named "
                                             f"'{name}' in the source"))
     needed = support_statements(a, roots, set(models))
+    for name in library_targets:  # copied as they are: the batched class runs them as library code
+        needed.setdefault(id(class_defs[name]), set()).add(name)
     for name in functions:  # the functions themselves are copied too
         if name in defined:
             needed.setdefault(id(defined[name]), set()).add(name)
@@ -563,7 +561,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     ir.source_lines = sorted(a.positions[s].start.line for s in [*originals, *(models[n] for n in ir.targets)])
     # Problems in classes and code the targets do not need are not theirs to report.
     spans = [(a.positions[n].start.line, a.positions[n].end.line) for n in [*originals, *roots]]
-    wanted_diagnostics = [d for d in a.diagnostics if (d.line, d.column) == (1, 1) or d.code in ("BFY005", "BFY106")
+    wanted_diagnostics = [d for d in a.diagnostics if (d.line, d.column) == (1, 1) or d.code == "BFY005"
                           or any(lo <= d.line <= hi for lo, hi in spans)]
     if wanted_diagnostics:
         raise BatchifyError(sorted(wanted_diagnostics, key=lambda d: (d.line, d.column, d.code)))

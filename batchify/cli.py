@@ -371,7 +371,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     for name in classes:
         cls = ir.classes.get(name)
         line = ir.positions[cls.node].start.line if cls is not None else 1
-        if cls is None:
+        if cls is None and name not in ir.library_targets:
             diagnostics.append(Diagnostic(shown, 1, 1, "BFY302", f"cannot verify {name}: no model class of that name"))
             continue
         try:
@@ -385,7 +385,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     if diagnostics:
         raise BatchifyError(diagnostics)
     stateful = {name: [m for m in ir.all_methods(ir.classes[name]) if m in ir.classes[name].stateful]
-                for name in classes}
+                if name in ir.classes else ["update"] for name in classes}  # a built-in's subclass: update
 
     from batchify import verify as engine  # imports jax and brainpy
     from batchify.loader import load_generated, load_models

@@ -42,7 +42,6 @@ CODES: dict[str, Code] = {
     "BFY103": Code("an unsupported Variable container (VarList, VarDict, NodeList, TimeDelay) or variable_ call"),
     "BFY104": Code("a BrainPy built-in held as library code reaches a model or Variable of this file"),
     "BFY105": Code("child models are held in a container (list, dict, Sequential)"),
-    "BFY106": Code("the class named derives from a concrete BrainPy built-in model (it can only be held as a child)"),
     # Method bodies.
     "BFY201": Code("a weight (TrainVar / Parameter) is written in a stepping method"),
     "BFY202": Code("a plain attribute is assigned in a stepping method"),

@@ -464,6 +464,7 @@ def support_code(ir: ModuleIR, diagnostics: list[Diagnostic], extra_imports: dic
     for c in ir.targets:
         cls = ir.classes[c]
         reserved |= {cls.params_name, cls.state_name, cls.batched_name}
+    reserved |= {f"{n}{suffix}" for n in ir.library_targets for suffix in ("Params", "State", "Batched")}
     imports: list[str] = []
     rest: list[cst.CSTNode] = []
     for stmt in ir.support:
@@ -558,8 +559,10 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
                 if h is not None:
                     harnesses.append(h)
     extra = dict(HARNESS_IMPORTS) if harness is not None else {}
+    library_classes = [{"name": n, "batched_name": f"{n}Batched", "params_name": f"{n}Params",
+                        "state_name": f"{n}State", "builtin": builtin} for n, builtin in ir.library_targets.items()]
     with_rng = any("_with_rng(" in m for c in classes for m in c["methods"])
-    if with_rng or any(c["has_library"] for c in classes):  # these bind BrainPy's global key
+    if with_rng or library_classes or any(c["has_library"] for c in classes):  # these bind BrainPy's global key
         extra.update(LIBRARY_IMPORTS)
     imports, support = support_code(ir, diagnostics, extra)
     if diagnostics:
@@ -573,8 +576,9 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
         imports=imports,
         support=support,
         classes=classes,
-        random=any(c["random"] for c in classes),
-        library=any(c["has_library"] for c in classes),
+        random=any(c["random"] for c in classes) or bool(library_classes),
+        library=any(c["has_library"] for c in classes) or bool(library_classes),
+        library_classes=library_classes,
         with_rng=with_rng,
         for_loop=any("_for_loop(" in m for c in classes for m in c["methods"]),
         cond=any("_cond(" in m for c in classes for m in c["methods"]),

@@ -77,9 +77,10 @@ def state_vars(obj) -> dict[str, bm.Variable]:
     return {k: v for k, v in obj.vars(method="relative").items() if not isinstance(v, weights)}
 
 
-def batched_state_vars(batched) -> dict[str, bm.Variable]:
+def batched_state_vars(batched, original=None) -> dict[str, bm.Variable]:
     """``state_vars`` of a generated class, where a built-in's single-example Variable (shared with
-    the original) stands for its batch of values, which its ``_Library`` keeps."""
+    the original) stands for its batch of values, which its ``_Library`` keeps. With ``original``,
+    also every Variable of the original that a ``_Library`` batches, under the original's name."""
     stand_ins, own = {}, set()
     nodes = batched.nodes(method="relative")
     for path, node in nodes.items():
@@ -93,7 +94,10 @@ def batched_state_vars(batched) -> dict[str, bm.Variable]:
     def original_name(path: str) -> str:  # `self.state` is `state_` on the batched class
         return ".".join(p[:-1] if p.endswith("_") and p[:-1] in RESERVED else p for p in path.split("."))
 
-    return {original_name(k): stand_ins.get(id(v), v) for k, v in state_vars(batched).items() if id(v) not in own}
+    found = {original_name(k): stand_ins.get(id(v), v) for k, v in state_vars(batched).items() if id(v) not in own}
+    if original is not None:
+        found.update({k: stand_ins[id(v)] for k, v in state_vars(original).items() if id(v) in stand_ins})
+    return found
 
 
 def random_states(obj) -> dict[str, bm.random.RandomState]:
@@ -242,7 +246,7 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
     for t in range(steps):
         want = jax.tree.map(lambda *xs: np.stack(xs), *[want_out[e][t] for e in range(batch)])
         compare(report, "output", t, want, got_out[t], rtol, atol)
-    got_state = batched_state_vars(batched)
+    got_state = batched_state_vars(batched, model)
     for name in want_state[0]:  # the original's Variables; the batched rng_key has no counterpart
         want = np.stack([s[name] for s in want_state])
         compare(report, f"state {name}", None, want, np.asarray(got_state[name].value), rtol, atol)

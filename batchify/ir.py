@@ -88,6 +88,8 @@ class ModuleIR:
     targets: list[str]  # classes to emit (targets of --class plus what they need), in order
     support: list[cst.CSTNode]  # module-level statements the targets need, in source order
     shared_args: frozenset[str] = frozenset()
+    # Classes deriving from a BrainPy built-in, batched whole as library code: name -> the built-in.
+    library_targets: Mapping[str, str] = field(default_factory=dict)
     # Variables declared with --shared NAME[=mean|sum|example]: how each is batched.
     variable_modes: Mapping[str, str] = field(default_factory=dict)
     # First lines of the source statements the targets consist of (classes and support).

@@ -54,7 +54,6 @@ BAD_SOURCES = {
                                    "BFY104"),
     "children-in-list": (GOOD + "\n\nclass Net(bp.DynSysGroup):\n    def __init__(self):\n        super().__init__()\n"
                          "        self.layers = [Leaky(2), Leaky(3)]\n", "BFY105"),
-    "builtin-base": ("import brainpy as bp\n\n\nclass MyLif(bp.dyn.Lif):\n    pass\n", "BFY106"),
     "weight-written": (model("\n    def learn(self, x):\n        self.w += 0.1\n"), "BFY201"),
     "plain-attribute-written": (model("\n    def count(self, x):\n        self.steps = self.v.sum()\n"), "BFY202"),
     "plain-attribute-in-unpacking": (model("\n    def count(self, x):\n        self.v.value, self.steps = x, 1\n"),

@@ -155,3 +155,18 @@ def test_variable_learned_online_by_the_batch(mode: str, tmp_path: Path) -> None
         np.testing.assert_allclose(np.asarray(batched.w_out.value), want[mode], rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(np.asarray(batched.h.value), np.stack(new_h), rtol=1e-5, atol=1e-6)
     assert start_h.shape == (5,) and start_w.shape == (5, 2)
+
+
+def test_class_deriving_from_a_built_in_is_batched_whole_as_library_code(tmp_path: Path) -> None:
+    """``class AdaptiveLif(bp.dyn.Lif)`` named with --class: its Variables are BrainPy's, so the
+    generated ``AdaptiveLifBatched`` runs one example's AdaptiveLif bound to each example's values."""
+    out = tmp_path / "adaptive_batched.py"
+    subprocess.run([sys.executable, "-m", "batchify", str(MODELS / "reset_state_vars.py"), "-o", str(out),
+                    "--class", "AdaptiveLif"], check=True, capture_output=True)
+    batched = load_generated(out, "adaptive_gen").AdaptiveLifBatched
+    original = load_models(MODELS / "reset_state_vars.py", "adaptive_orig", only=["AdaptiveLif"]).AdaptiveLif
+    rng = np.random.default_rng(6)
+    args = [Arg(per_example=(rng.random((3, 30, 4)) * 30).astype(np.float32))]
+    bm.random.seed(0)
+    report = check_equivalence(original(4, V_th=-55.0), batched, "update", args, batch=3, steps=30, dt=0.1)
+    assert report.ok, "\n".join(map(str, report.mismatches))
