@@ -71,7 +71,7 @@ BAD_SOURCES = {
                                 header="import numpy as np\n"), "BFY206"),
     "random-draw-in-lambda": (model("\n    def noisy(self, x):\n        f = lambda: bm.random.normal(size=x.shape)\n"
                                     "        self.v += f()\n"), "BFY204"),
-    "star-args": (model("\n    def many(self, *xs):\n        self.v.value = xs[0]\n"), "BFY207"),
+    "star-kwargs": (model("\n    def many(self, **xs):\n        self.v.value = xs['a']\n"), "BFY207"),
     "stateful-property": (model("\n    @property\n    def rate(self):\n        return self.v.mean()\n"), "BFY208"),
     "unknown-variable": (model("\n    def peek(self):\n        return self.u.value\n"), "BFY209"),
     "variable-outside-init": (model("\n    def reset_state(self, batch_size=None):\n        self.u = bm.Variable(bm.zeros(3))\n"),
