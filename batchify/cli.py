@@ -333,6 +333,8 @@ def build_verify_parser() -> argparse.ArgumentParser:
                    help="verify this class (default: the classes with a verify table, else the top-level models)")
     add_drive_flags(p, shared=True)
     p.add_argument("--format", choices=("text", "json"), default="text", help="the report on stdout")
+    p.add_argument("--no-speed", action="store_true",
+                   help="skip the speed-up measurement (it compiles both models once more)")
     p.add_argument("--x64-probe", action="store_true", help=argparse.SUPPRESS)  # the float64 rerun's child
     return p
 
@@ -419,7 +421,8 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     fmt = getattr(args, "format", "text")
     try:
         results = engine.run_plans(plans, original, batched, stateful,
-                                   rerun_argv=None if args.x64_probe else rerun_argv, probe=args.x64_probe)
+                                   rerun_argv=None if args.x64_probe else rerun_argv, probe=args.x64_probe,
+                                   speed=not (args.no_speed or args.x64_probe))
     except DriveError as exc:
         raise BatchifyError([Diagnostic(shown, 1, 1, "BFY302", f"cannot verify: {exc}")]) from None
     if args.x64_probe:

@@ -145,7 +145,7 @@ class Verifier:
         bm.random.seed(self.drive.seed)
         return self.original_cls(*self.drive.init_args, **self.drive.init_kwargs)
 
-    def run(self) -> ClassResult:
+    def run(self, speed: bool = True) -> ClassResult:
         d = self.drive
         model = self.build()
         from batchify.equivalence import check_equivalence
@@ -156,7 +156,7 @@ class Verifier:
                     section_from(report, "state", lambda q: q.startswith("state"))]
         sections += self.gradients(model)
         result = ClassResult(d.cls, self.method, d.batch, d.steps, sections)
-        result.speedup = self.speed(model)
+        result.speedup = self.speed(model) if speed else None
         return result
 
     # -- gradients ------------------------------------------------------------------
@@ -325,7 +325,7 @@ __all__ = ["ClassResult", "DriveError", "Verifier", "classify", "rerun_in_float6
 # -- orchestration: what `batchify verify` runs -----------------------------------------------
 
 def run_plans(plans: list[Plan], original_module, generated_module, stateful: dict[str, list[str]],
-              rerun_argv=None, probe: bool = False) -> list[ClassResult]:
+              rerun_argv=None, probe: bool = False, speed: bool = True) -> list[ClassResult]:
     results = []
     for plan in plans:
         original = getattr(original_module, plan.cls)
@@ -335,12 +335,12 @@ def run_plans(plans: list[Plan], original_module, generated_module, stateful: di
         method = plan.drive.pick_method(stateful[plan.cls])
         if probe:  # the float64 rerun: strict tolerances first, then the given ones
             strict = replace(plan.drive, rtol=plan.drive.rtol * 1e-6, atol=plan.drive.atol * 1e-6)
-            strict_result = Verifier(original, batched, strict, method).run()
-            result = strict_result if strict_result.ok else Verifier(original, batched, plan.drive, method).run()
+            strict_result = Verifier(original, batched, strict, method).run(speed)
+            result = strict_result if strict_result.ok else Verifier(original, batched, plan.drive, method).run(speed)
             result.classification = "strict" if strict_result.ok else None
             results.append(result)
             continue
-        result = Verifier(original, batched, plan.drive, method).run()
+        result = Verifier(original, batched, plan.drive, method).run(speed)
         if not result.ok and rerun_argv is not None:
             classify(result, rerun_in_float64(rerun_argv(plan.cls)))
         results.append(result)
