@@ -425,6 +425,9 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
                                    speed=not (args.no_speed or args.x64_probe))
     except DriveError as exc:
         raise BatchifyError([Diagnostic(shown, 1, 1, "BFY302", f"cannot verify: {exc}")]) from None
+    except RuntimeError as exc:  # the generated code refused to run (a built-in learning its weights online)
+        raise BatchifyError([Diagnostic(shown, 1, 1, "BFY302", f"cannot verify: the batched model refused "
+                                        f"to run: {exc}")]) from None
     if args.x64_probe:
         sys.stdout.write(json.dumps(engine.probe_summary(results)) + "\n")
         return EXIT_OK
