@@ -386,8 +386,10 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
         plans.append(Plan(name, drive, line))
     if diagnostics:
         raise BatchifyError(diagnostics)
+    # A built-in's subclass, or a group of built-ins without an update of its own: BrainPy's update.
     stateful = {name: [m for m in ir.all_methods(ir.classes[name]) if m in ir.classes[name].stateful]
-                if name in ir.classes else ["update"] for name in classes}  # a built-in's subclass: update
+                if name in ir.classes and "update" in ir.all_methods(ir.classes[name]) else ["update"]
+                for name in classes}
 
     from batchify import verify as engine  # imports jax and brainpy
     from batchify.loader import load_generated, load_models

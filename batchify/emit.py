@@ -103,6 +103,11 @@ def attribute_name(field_name: str) -> str:
     return f"{field_name}_" if field_name in RESERVED else field_name
 
 
+GROUP_UPDATE = '''def update_pure(self, params, state, *args):
+    """One example of BrainPy's own group update (projections, then dynamics, then the rest)."""
+    return self.library.call(params, state, super().update, *args)'''
+
+
 @dataclass
 class FieldLine:
     name: str
@@ -250,7 +255,15 @@ class ClassEmitter:
                 continue  # the batched reset_state is part of the template
             if not method.name.startswith("_"):
                 out.append(self.wrapper(self.renamed(method.node)))
+        if self.group_of_builtins():
+            out.append(GROUP_UPDATE)
+            out.append(self.wrapper(cst.parse_statement("def update(self, *args):\n    return args\n")))
         return out
+
+    def group_of_builtins(self) -> bool:
+        """A group of BrainPy built-ins without an update of its own: BrainPy's group update runs them."""
+        ir, cls = self.ir, self.cls
+        return bool(ir.all_libraries(cls)) and not ir.all_children(cls) and "update" not in ir.all_methods(cls)
 
     def wrapper(self, func: cst.FunctionDef) -> str:
         """The batched drop-in: vmap the pure function over the state and per-example arguments."""

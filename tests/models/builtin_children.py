@@ -37,3 +37,22 @@ class PoissonNet(bp.DynSysGroup):
         self.proj(self.noise())
         self.delay(self.post())
         return self.post.V.value, self.delay.at("out")
+
+
+class GroupNet(bp.DynSysGroup):
+    """Built-ins only and no update of its own: BrainPy's group update runs them."""
+
+    def __init__(self, ne=8, ni=4):
+        super().__init__()
+        self.inp = bp.dyn.PoissonGroup(ne, freqs=300.0)
+        self.E = bp.dyn.LifRef(ne, V_rest=-60.0, V_th=-50.0, V_reset=-60.0, tau=20.0, tau_ref=5.0,
+                               V_initializer=bp.init.Normal(-55.0, 2.0))
+        self.I = bp.dyn.LifRef(ni, V_rest=-60.0, V_th=-50.0, V_reset=-60.0, tau=20.0, tau_ref=5.0)
+        self.in2E = bp.dyn.FullProjAlignPostMg(pre=self.inp, delay=None,
+                                               comm=bp.dnn.Linear(ne, ne, bp.init.Constant(5.0)),
+                                               syn=bp.dyn.Expon.desc(ne, tau=5.0), out=bp.dyn.CUBA.desc(),
+                                               post=self.E)
+        self.E2I = bp.dyn.FullProjAlignPostMg(pre=self.E, delay=None,
+                                              comm=bp.dnn.Linear(ne, ni, bp.init.Constant(2.0)),
+                                              syn=bp.dyn.Expon.desc(ni, tau=5.0), out=bp.dyn.CUBA.desc(),
+                                              post=self.I)
