@@ -59,10 +59,13 @@ def _example_axis(value):
 
 
 def _param_items(params, prefix=""):
-    """``("hidden.w", array)`` for every weight of a nested Params pytree."""
+    """``("hidden.w", array)`` for every weight of a nested Params pytree; a built-in's weights
+    (``library``) by their own paths (``fc.W``)."""
     for name, value in params._asdict().items():
         if hasattr(value, "_asdict"):
             yield from _param_items(value, f"{prefix}{name}.")
+        elif isinstance(value, dict):
+            yield from ((f"{prefix}{path}", array) for path, array in sorted(value.items()))
         else:
             yield f"{prefix}{name}", value
 
@@ -70,9 +73,13 @@ def _param_items(params, prefix=""):
 def _params_from(params_cls, arrays, prefix=""):
     """Rebuild a nested Params pytree from ``{"hidden.w": array, ...}``."""
     fields = {}
+    own = set(params_cls.__annotations__)
     for name, annotation in params_cls.__annotations__.items():
         if hasattr(annotation, "_fields"):
             fields[name] = _params_from(annotation, arrays, f"{prefix}{name}.")
+        elif name == "library":  # the built-ins' weights: every path under prefix no field claims
+            fields[name] = {k[len(prefix):]: jnp.asarray(v) for k, v in arrays.items() if k.startswith(prefix)
+                            and k[len(prefix):].split(".")[0] not in own}
         else:
             fields[name] = jnp.asarray(arrays[f"{prefix}{name}"])
     return params_cls(**fields)
