@@ -29,9 +29,12 @@ LINE_LENGTH = 100
 STANDARD_IMPORTS = {"NamedTuple": "typing.NamedTuple", "bm": "brainpy.math", "jax": "jax", "jnp": "jax.numpy"}
 STANDARD_IMPORT_LINES = ("from typing import NamedTuple", "import brainpy.math as bm", "import jax", "import jax.numpy as jnp")
 # What the training harness adds: binding -> what it is bound to, and the import line.
-HARNESS_IMPORTS = {"np": "numpy", "optax": "optax", "Mesh": "jax.sharding.Mesh",
+HARNESS_IMPORTS = {"brainstate": "brainstate", "brainpy_env": "brainpy.math.defaults.env",
+                   "np": "numpy", "optax": "optax", "Mesh": "jax.sharding.Mesh",
                    "NamedSharding": "jax.sharding.NamedSharding", "PartitionSpec": "jax.sharding.PartitionSpec"}
-HARNESS_IMPORT_LINES = {"np": "import numpy as np", "optax": "import optax",
+HARNESS_IMPORT_LINES = {"brainstate": "import brainstate",
+                        "brainpy_env": "from brainpy.math.defaults import env as brainpy_env",
+                        "np": "import numpy as np", "optax": "import optax",
                         "Mesh": "from jax.sharding import Mesh, NamedSharding, PartitionSpec",
                         "NamedSharding": "from jax.sharding import Mesh, NamedSharding, PartitionSpec",
                         "PartitionSpec": "from jax.sharding import Mesh, NamedSharding, PartitionSpec"}

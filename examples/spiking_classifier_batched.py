@@ -14,10 +14,12 @@ from typing import NamedTuple
 
 import brainpy as bp
 import brainpy.math as bm
+import brainstate
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from brainpy.math.defaults import env as brainpy_env
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 
@@ -232,9 +234,10 @@ class SpikingClassifierHarness:
     batches are ``jax.vmap``-ed over it and sharded over ``devices`` along their first axis.
     """
 
-    def __init__(self, model, optimizer=None, *, steps=25, learning_rate=1e-3, devices=None):
+    def __init__(self, model, optimizer=None, *, steps=25, learning_rate=1e-3, devices=None, dt=None):
         self.model = model
         self.steps = steps
+        self.dt = bm.get_dt() if dt is None else dt
         self.optimizer = optax.adam(learning_rate) if optimizer is None else optimizer
         # Every example starts from the model's current state of example 0.
         self.initial_state = jax.tree.map(lambda v: v[0], model.state())
@@ -253,7 +256,9 @@ class SpikingClassifierHarness:
         state = self.initial_state
 
         def step(state, t):
-            return self.model.step_run_pure(params, state, t, self.step_input(t, x))
+            # BrainPy's shared clock for this step, as DSRunner sets it: bp.share's i, t and dt.
+            with brainstate.environ.context(env=brainpy_env, i=t, t=t * self.dt, dt=self.dt):
+                return self.model.step_run_pure(params, state, t, self.step_input(t, x))
 
         _, outputs = jax.lax.scan(step, state, jnp.arange(self.steps))
         return outputs

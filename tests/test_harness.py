@@ -217,3 +217,30 @@ def test_function_input_readout_and_loss_from_the_source(tmp_path: Path) -> None
         want.append(np.asarray(bm.grad(loss, grad_vars=[model.w])()[0]))
     np.testing.assert_allclose(np.asarray(grads.w), np.mean(want, axis=0), rtol=1e-5, atol=1e-6)
     assert np.abs(np.asarray(grads.w)).max() > 0
+
+
+def test_harness_trains_and_saves_the_weights_of_built_in_children(tmp_path: Path) -> None:
+    """A model holding bp.dnn.Dense and bp.dyn.LifRef: the harness trains the built-ins' weights
+    (``params.library``), saves them by their own paths, and writes them into the original."""
+    out = tmp_path / "dense_lif_harness.py"
+    src = ROOT / "tests" / "models" / "builtin_children.py"
+    subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out), "--class", "DenseLif", "--harness",
+                    "--harness-steps", "3", "--input-mode", "constant", "--readout", "mean", "--loss", "mse"],
+                   check=True, capture_output=True)
+    module = load_generated(out, "dense_lif_harness")
+    bm.random.seed(0)
+    original = load_models(src, "dense_lif_orig", only=["DenseLif"]).DenseLif(3, 5)
+    batched = module.DenseLifBatched.from_model(original, 4, seed=0)
+    harness = module.DenseLifHarness(batched, learning_rate=1e-2)
+    rng = np.random.default_rng(7)
+    xs, ys = rng.random((8, 3)).astype(np.float32), rng.random((8, 5)).astype(np.float32) - 60.0
+    before = np.asarray(original.fc.W.value)
+    params, history = harness.fit(xs, ys, epochs=2, batch_size=4, progress=False)
+    assert sorted(params.library) == ["fc.W", "fc.b"]
+    assert not np.allclose(np.asarray(original.fc.W.value), before)  # trained in place: the very TrainVar
+    harness.save_params(tmp_path / "w.npz", params)
+    loaded = harness.load_params(tmp_path / "w.npz")
+    np.testing.assert_array_equal(np.asarray(loaded.library["fc.W"]), np.asarray(params.library["fc.W"]))
+    original.fc.W.value = before
+    harness.assign_params(original, loaded)
+    np.testing.assert_array_equal(np.asarray(original.fc.W.value), np.asarray(params.library["fc.W"]))
