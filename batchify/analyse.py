@@ -256,6 +256,7 @@ class _ClassScan:
         self.reset_fields: list[str] = []
         if init is not None:
             self.scan_assignments(init, direct)
+            self.check_stored_functions(init)
             reset = next((f for f in self.functions() if f.name.value == "reset_state"), None)
             if reset is not None and calls_own(init, "reset_state"):
                 # `self.reset_state(self.mode)` in __init__: the Variables reset_state creates are fields too.
@@ -286,6 +287,22 @@ class _ClassScan:
                                           "create every Variable in __init__ and assign to .value elsewhere")
                     elif qn & names.UNSUPPORTED_VARIABLES and id(node) not in direct:
                         self.a.report(node, "BFY103", f"{sorted(qn & names.UNSUPPORTED_VARIABLES)[0]} is not supported yet")
+
+    def check_stored_functions(self, init: cst.FunctionDef) -> None:
+        """``self.f = lambda x: self.w * x`` in __init__: called inside a pure function, it would read
+        the Variable itself, not this example's value (nor the traced weights): BFY212."""
+        me = self_name_of(init) or "self"
+        fields = {f.name for f in self.fields}
+        for node in walk(init.body):
+            if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Lambda)):
+                continue
+            path = self_path(node.targets[0].target, me)
+            read = sorted({p[0] for n in walk(node.value) if isinstance(n, cst.Attribute)
+                           for p in [self_path(n, me)] if p and p[0] in fields})
+            if path and len(path) == 1 and read:
+                self.a.report(node.value, "BFY212", f"self.{path[0]} is a function that reads self.{read[0]}, a "
+                              "Variable: called in a stepping method it would read the Variable itself, not one "
+                              "example's value or the traced weights; make it a method of the class")
 
     def scan_assignments(self, func: cst.FunctionDef, direct: set[int], variables_only: bool = False) -> None:
         me = self_name_of(func)
@@ -596,11 +613,18 @@ def mark_stateful(ir: ModuleIR, cls: ModelClass) -> None:
     """A method is stateful if it touches a field or calls something stateful (a fixpoint)."""
     stateful = set(ir.classes[cls.model_base].stateful) if cls.model_base else set()
     children = ir.child_map(cls)
+    # A method that only changes weights (a constraint such as clipping, applied between training
+    # steps) and that no other method calls acts on the shared TrainVars as it is: kept verbatim.
+    params = {f.name for f in ir.all_fields(cls) if f.kind == "param"}
+    called = {c for m in ir.all_methods(cls).values() for c in m.self_calls}
+    weight_methods = {m.name for m in cls.methods.values()
+                      if m.writes and m.writes | m.reads <= params and not (m.draws or m.self_calls or m.child_calls)
+                      and m.name not in called}
     changed = True
     while changed:
         changed = False
         for method in cls.methods.values():
-            if method.name in stateful:
+            if method.name in stateful or method.name in weight_methods:
                 continue
             if touches(method, stateful, children):
                 stateful.add(method.name)

@@ -339,6 +339,15 @@ def build_verify_parser() -> argparse.ArgumentParser:
     return p
 
 
+def share_source_classes(original, generated) -> None:
+    """The generated module's verbatim copies of the source's plain classes (an Enum of solver
+    kinds, a built-in's subclass) become the source's own: ``from_model`` carries the original's
+    objects over, and ``self.kind == Kind.A`` must compare them with the same class."""
+    for name, obj in vars(original).items():
+        if isinstance(obj, type) and obj.__module__ == original.__name__ and isinstance(vars(generated).get(name), type):
+            setattr(generated, name, obj)
+
+
 def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     """Plan (no jax), then run (imports jax and brainpy), then report."""
     from batchify.analyse import analyse
@@ -400,6 +409,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - the user's generated file: report, do not crash
         raise BatchifyError([Diagnostic(str(generated), 1, 1, "BFY302",
                                         f"the generated module does not load: {type(exc).__name__}: {exc}")]) from None
+    share_source_classes(original, batched)
     for plan in plans:
         plan.missing = plan.drive.missing(getattr(original, plan.cls), stateful[plan.cls])
     missing = [Diagnostic(shown, p.line, 1, "BFY301", f"cannot verify {p.cls} without driving information: "

@@ -54,6 +54,7 @@ CODES: dict[str, Code] = {
     "BFY209": Code("an attribute is used as a Variable but is not one of the class's Variables"),
     "BFY210": Code("a Python if or while tests a Variable (a traced, per-example value)"),
     "BFY211": Code("a Variable learned online (a weight written outside update) needs --shared NAME=mean|sum|example"),
+    "BFY212": Code("a function stored on self in __init__ reads a Variable"),
     # Verification.
     "BFY301": Code("verification lacks driving information (constructor arguments, method, inputs)", EXIT_USAGE),
     "BFY302": Code("verification cannot run (bad driving information, or the generated module does not load)",

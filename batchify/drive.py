@@ -139,14 +139,62 @@ def _signature(sig: inspect.Signature) -> str:
     return "(" + ", ".join(str(p) for p in params) + ")"
 
 
-def parse_init(text: str) -> tuple[tuple, dict]:
-    """``64, 32, tau=8.0`` -> ``((64, 32), {"tau": 8.0})``: Python literals only, never code."""
+@dataclass(frozen=True)
+class BrainPyExpr:
+    """A constructor argument built from BrainPy (``mode=bm.training_mode``, ``pre=bp.dyn.Lif(10)``):
+    resolved when the model is built, by name lookups and calls under ``bp``/``bm`` only."""
+
+    node: ast.expr
+    text: str
+
+    def resolve(self):
+        import brainpy
+        import brainpy.math
+
+        roots = {"bp": brainpy, "brainpy": brainpy, "bm": brainpy.math}
+
+        def value(node):
+            if isinstance(node, ast.Name) and node.id in roots:
+                return roots[node.id]
+            if isinstance(node, ast.Attribute):
+                return getattr(value(node.value), node.attr)
+            if isinstance(node, ast.Call):
+                return value(node.func)(*[value(a) for a in node.args],
+                                        **{k.arg: value(k.value) for k in node.keywords})
+            if isinstance(node, (ast.List, ast.Tuple)):
+                items = [value(e) for e in node.elts]
+                return items if isinstance(node, ast.List) else tuple(items)
+            return ast.literal_eval(node)
+
+        return value(self.node)
+
+
+def _init_value(node: ast.expr, text: str):
+    """A literal, or a BrainPy expression (rooted at bp / bm) to resolve when the model is built."""
     try:
-        call = ast.parse(f"f({text})", mode="eval").body
-        return (tuple(ast.literal_eval(a) for a in call.args),
-                {k.arg: ast.literal_eval(k.value) for k in call.keywords})
+        return ast.literal_eval(node)
+    except ValueError:
+        roots = [n for n in ast.walk(node) if isinstance(n, ast.Name)]
+        if roots and all(n.id in ("bp", "brainpy", "bm") for n in roots):
+            return BrainPyExpr(node, ast.get_source_segment(text, node) or "")
+        raise
+
+
+def resolve_init(value):
+    return value.resolve() if isinstance(value, BrainPyExpr) else value
+
+
+def parse_init(text: str) -> tuple[tuple, dict]:
+    """``64, 32, tau=8.0`` -> ``((64, 32), {"tau": 8.0})``: Python literals, or BrainPy objects
+    built from ``bp``/``bm`` (``mode=bm.training_mode``, ``pre=bp.dyn.Lif(10)``); never other code."""
+    try:
+        source = f"f({text})"
+        call = ast.parse(source, mode="eval").body
+        return (tuple(_init_value(a, source) for a in call.args),
+                {k.arg: _init_value(k.value, source) for k in call.keywords})
     except (ValueError, SyntaxError, TypeError):
-        raise DriveError(f"cannot read --init {text!r}: give Python literals, e.g. --init '64, 32, tau=8.0'") from None
+        raise DriveError(f"cannot read --init {text!r}: give Python literals or BrainPy objects built under "
+                         "bp/bm, e.g. --init '64, 32, tau=8.0, mode=bm.training_mode'") from None
 
 
 def from_toml(cls: str, table: dict) -> Drive:

@@ -19,7 +19,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 
-from batchify.drive import Drive, DriveError, Input, Plan, stepping_parameters
+from batchify.drive import Drive, DriveError, Input, Plan, resolve_init, stepping_parameters
 
 X64_ENV = "BATCHIFY_X64"
 if os.environ.get(X64_ENV):  # the float64 rerun: before jax is imported anywhere
@@ -143,7 +143,8 @@ class Verifier:
 
     def build(self):
         bm.random.seed(self.drive.seed)
-        return self.original_cls(*self.drive.init_args, **self.drive.init_kwargs)
+        return self.original_cls(*map(resolve_init, self.drive.init_args),
+                                 **{k: resolve_init(v) for k, v in self.drive.init_kwargs.items()})
 
     def run(self, speed: bool = True) -> ClassResult:
         d = self.drive

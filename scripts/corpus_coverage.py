@@ -106,8 +106,12 @@ def verify_failure(v: subprocess.CompletedProcess) -> str:
     try:
         report = json.loads(v.stdout)
     except json.JSONDecodeError:
-        lines = v.stderr.strip().splitlines()
-        return next((line for line in lines if DIAGNOSTIC.match(line)), lines[-1] if lines else "verify failed")
+        try:  # `--format json` prints diagnostics as JSON on stderr too
+            first = json.loads(v.stderr)["diagnostics"][0]
+            return f"{first['code']} {first['message']}"
+        except (json.JSONDecodeError, KeyError, IndexError):
+            lines = v.stderr.strip().splitlines()
+            return lines[-1] if lines else "verify failed"
     for cls in report["classes"]:
         for section in cls["sections"]:
             if not section["ok"]:
