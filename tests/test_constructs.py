@@ -109,8 +109,12 @@ def test_control_flow_carries_the_state(method: str, tmp_path: Path) -> None:
     if method == "gated":
         args.append(Arg(per_example=(rng.random((batch, steps, inner)) > 0.3).astype(np.float32)))
     bm.random.seed(0)
-    report = check_equivalence(original(2, 6), batched, method, args, batch=batch, steps=steps)
+    model = original(2, 6)
+    report = check_equivalence(model, batched, method, args, batch=batch, steps=steps)
     assert report.ok, "\n".join(map(str, report.mismatches))
+    # A method that only changes weights runs as written, on the TrainVars the batch shares.
+    batched.from_model(model, batch).constrain()
+    assert float(abs(model.w_rec.value).max()) <= 0.5
 
 
 def test_read_only_step_inside_a_scan_closure(tmp_path: Path) -> None:

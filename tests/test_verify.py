@@ -175,3 +175,32 @@ def test_old_tdi_signature_and_neighbours_do_not_get_in_the_way(tmp_path: Path) 
                              "--format", "json"], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(result.stdout)["classes"][0]["verdict"] == "PASS"
+
+
+def test_init_builds_brainpy_objects_and_source_classes_are_shared(tmp_path: Path) -> None:
+    """`--init` may build BrainPy objects under bp/bm (a mode), and a source Enum compared in
+    update is the same class on both sides of the check."""
+    from batchify.drive import BrainPyExpr, parse_init
+
+    args, kwargs = parse_init("4, mode=bm.training_mode, kind='a'")
+    assert args == (4,) and kwargs["kind"] == "a" and isinstance(kwargs["mode"], BrainPyExpr)
+    import brainpy.math as bm_
+
+    assert kwargs["mode"].resolve() is bm_.training_mode
+    src = tmp_path / "solver.py"
+    src.write_text(
+        "import enum\n\nimport brainpy as bp\nimport brainpy.math as bm\n\n\n"
+        "class Solver(enum.Enum):\n    EULER = 1\n    HALF = 2\n\n\n"
+        "class Leaky(bp.DynamicalSystem):\n"
+        "    def __init__(self, n, solver=Solver.HALF):\n        super().__init__()\n"
+        "        self.solver = solver\n        self.v = bm.Variable(bm.zeros(n))\n\n"
+        "    def update(self, x):\n        if self.solver == Solver.HALF:\n"
+        "            self.v.value = 0.5 * self.v + x\n        elif self.solver == Solver.EULER:\n"
+        "            self.v.value = self.v + x\n        else:\n            raise ValueError(self.solver)\n"
+        "        return self.v.value\n")
+    out = tmp_path / "solver_batched.py"
+    subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out)], check=True, capture_output=True)
+    result = subprocess.run([sys.executable, "-m", "batchify", "verify", str(src), str(out), "--init", "3",
+                             "--input-shape", "x=3", "--steps", "4", "--no-speed"], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -36,3 +36,7 @@ class LoopedRNN(bp.DynamicalSystem):
 
     def halve(self):
         self.h.value = self.h * 0.5
+
+    def constrain(self):
+        """Only weights change (between training steps): kept as it is, on the shared TrainVars."""
+        self.w_rec.value = bm.clip(self.w_rec, -0.5, 0.5)
