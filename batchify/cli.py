@@ -396,9 +396,15 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     if diagnostics:
         raise BatchifyError(diagnostics)
     # A built-in's subclass, or a group of built-ins without an update of its own: BrainPy's update.
-    stateful = {name: [m for m in ir.all_methods(ir.classes[name]) if m in ir.classes[name].stateful]
-                if name in ir.classes and "update" in ir.all_methods(ir.classes[name]) else ["update"]
-                for name in classes}
+    def stateful_methods(name: str) -> list[str]:
+        if name not in ir.classes:
+            return ["update"]
+        cls = ir.classes[name]
+        methods = [m for m in ir.all_methods(cls) if m in cls.stateful]
+        group = ir.all_libraries(cls) and not ir.all_children(cls) and "update" not in ir.all_methods(cls)
+        return methods + ["update"] if group else methods
+
+    stateful = {name: stateful_methods(name) for name in classes}
 
     from batchify import verify as engine  # imports jax and brainpy
     from batchify.loader import load_generated, load_models
@@ -434,7 +440,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     try:
         results = engine.run_plans(plans, original, batched, stateful,
                                    rerun_argv=None if args.x64_probe else rerun_argv, probe=args.x64_probe,
-                                   speed=not (args.no_speed or args.x64_probe))
+                                   speed=not (getattr(args, "no_speed", False) or args.x64_probe))
     except DriveError as exc:
         raise BatchifyError([Diagnostic(shown, 1, 1, "BFY302", f"cannot verify: {exc}")]) from None
     except RuntimeError as exc:  # the generated code refused to run (a built-in learning its weights online)

@@ -54,7 +54,7 @@ BAD_SOURCES = {
                                    "BFY104"),
     "children-in-list": (GOOD + "\n\nclass Net(bp.DynSysGroup):\n    def __init__(self):\n        super().__init__()\n"
                          "        self.layers = [Leaky(2), Leaky(3)]\n", "BFY105"),
-    "weight-written": (model("\n    def learn(self, x):\n        self.w += 0.1\n"), "BFY201"),
+    "weight-written": (model("\n    def learn(self, x):\n        self.w += 0.1 * bm.outer(self.v, x)\n"), "BFY201"),
     "plain-attribute-written": (model("\n    def count(self, x):\n        self.steps = self.v.sum()\n"), "BFY202"),
     "plain-attribute-in-unpacking": (model("\n    def count(self, x):\n        self.v.value, self.steps = x, 1\n"),
                                      "BFY202"),
@@ -181,7 +181,7 @@ def test_failed_run_keeps_existing_output(tmp_path: Path) -> None:
     src.write_text(GOOD)
     assert batchify(str(src), "-o", str(out)).returncode == 0
     good = out.read_bytes()
-    src.write_text(GOOD + "\n    def bad(self):\n        self.w += 1\n")
+    src.write_text(GOOD + "\n    def bad(self):\n        self.w += self.v.sum()\n")
     result = batchify(str(src), "-o", str(out))
     assert result.returncode == 1
     assert out.read_bytes() == good

@@ -79,7 +79,7 @@ def test_json_diagnostics_follow_the_documented_schema(tmp_path: Path) -> None:
     schema = json.loads((DOCS / "diagnostics.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     src = tmp_path / "two.py"
-    src.write_text(BAD_SOURCES["weight-written"][0] + "\n    def more(self):\n        self.w -= 1\n")
+    src.write_text(BAD_SOURCES["weight-written"][0] + "\n    def more(self):\n        self.w -= self.v.sum()\n")
     result = subprocess.run([sys.executable, "-m", "batchify", str(src), "--format", "json"], capture_output=True,
                             text=True)
     payload = json.loads(result.stderr)
