@@ -20,7 +20,7 @@ from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.harness import HarnessOptions, harness_classes
 from batchify.harness import context as harness_context
 from batchify.ir import ModelClass, ModuleIR
-from batchify.names import SHARED_DICT_PARAMS, STATE_FACTORIES, STATE_VARIABLES
+from batchify.names import SHARED_CLOCK_PARAMS, SHARED_DICT_PARAMS, STATE_FACTORIES, STATE_VARIABLES
 from batchify.rewrite import Namespace, drop_unused_star_params, keyword_arg, pure_name, rewrite_method
 
 LINE_LENGTH = 100
@@ -274,6 +274,7 @@ class ClassEmitter:
         shared_args = set(self.ir.shared_args)
         if func.name.value == "update" and args[:1] and args[0] in SHARED_DICT_PARAMS:
             shared_args.add(args[0])
+        shared_args |= set(args) & set(SHARED_CLOCK_PARAMS)
         self_name = self_name_of(func) or "self"
         ns = Namespace(func.params)
         state, out = ns.fresh("state"), ns.fresh("out")

@@ -100,6 +100,8 @@ MATRIX_PRODUCTS = frozenset({"brainpy.math.dot", "brainpy.math.matmul", "jax.num
 # The old first parameter of ``update`` holding the shared arguments (t, dt, i): BrainPy fills it
 # from ``bp.share`` when a caller leaves it out, so it is shared by the batch, never per example.
 SHARED_DICT_PARAMS = ("tdi", "sh", "sha")
+# The older ``update(self, _t, _dt)`` signature: the clock, shared by the batch.
+SHARED_CLOCK_PARAMS = ("_t", "_dt")
 
 # BrainPy's global random draws (brainpy.math.random.<name>, all taking `key=`): rewritten to
 # draw from a per-example key carried in the state.

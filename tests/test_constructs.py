@@ -35,6 +35,7 @@ CASES = {
     "own-random-state-and-delay": ("delays_and_rng", "NoisyDelayLine", (4,), "update", [4], ()),
     "old-update-tdi-input-port": ("old_style_and_modes", "FHN", (4,), "update", [4], (), 0.1, 1.0),
     "state-named-sde-mode-optional": ("old_style_and_modes", "NoisyUnit", (4,), "update", [4], (), 0.1, 2.0),
+    "old-update-t-dt": ("old_style_and_modes", "OldClock", (4,), "update", [None, None, 4], (0.5, 0.1)),
     "optional-variable-absent": ("old_style_and_modes", "NoisyUnit", (4, 0.2, False), "update", [4], (), 0.1, 2.0),
 }
 

@@ -8,6 +8,9 @@ import brainpy.math as bm
 import jax
 
 
+CUBIC = 3.0  # a module global the derivative reads
+
+
 class FHN(bp.DynamicalSystem):
     def __init__(self, n, a=0.7, b=0.8, tau=12.5):
         super().__init__()
@@ -15,17 +18,18 @@ class FHN(bp.DynamicalSystem):
         self.v = bm.Variable(bm.zeros(n))
         self.w = bm.Variable(bm.zeros(n))
         self.input = bm.Variable(bm.zeros(n))  # an input port: written by callers, cleared each step
-        self.integral = bp.odeint(self.derivative)
+        self.integral = bp.odeint(bp.JointEq(self.dv, self.dw))
 
-    def derivative(self, v, w, t, Iext):
-        dv = v - v**3 / 3 - w + Iext
-        dw = (v + self.a - self.b * w) / self.tau
-        return dv, dw
+    def dv(self, v, t, w, Iext):
+        return v - v**3 / CUBIC - w + Iext
+
+    def dw(self, w, t, v):
+        return (v + self.a - self.b * w) / self.tau
 
     def update(self, tdi, x=None):
         if x is not None:
             self.input += x
-        v, w = self.integral(self.v, self.w, tdi.t, self.input, tdi.dt)
+        v, w = self.integral(self.v, self.w, tdi.t, Iext=self.input, dt=tdi.dt)
         self.v.value = v
         self.w.value = w
         self.input[:] = 0.0
@@ -46,7 +50,7 @@ class NoisyUnit(bp.DynamicalSystem):
             drive = x
         else:
             drive = x.mean(0)
-        self.state.value = self.integral(self.state, bp.share.load("t"), drive, bp.share.load("dt"))
+        self.state.value = self.integral(self.state, bp.share.load("t"), drive, bp.share["dt"])
         if self.adaptive:
             self.threshold.value = 0.9 * self.threshold + 0.1 * bm.abs(self.state)
             return self.state > self.threshold
@@ -71,3 +75,16 @@ class ScanRNN(bp.DynamicalSystem):
         h, hs = jax.lax.scan(body, self.h.value, xs)
         self.h.value = h
         return hs.mean(0)
+
+
+class OldClock(bp.DynamicalSystem):
+    """The older update(self, _t, _dt) signature: the clock arrives as arguments, shared by the batch."""
+
+    def __init__(self, n, tau=5.0):
+        super().__init__()
+        self.tau = tau
+        self.x = bm.Variable(bm.zeros(n))
+
+    def update(self, _t, _dt, inp):
+        self.x.value = self.x + _dt * (inp - self.x) / self.tau + 0.01 * _t
+        return self.x.value
