@@ -40,7 +40,7 @@ HARNESS_IMPORT_LINES = {"brainstate": "import brainstate",
                         "PartitionSpec": "from jax.sharding import Mesh, NamedSharding, PartitionSpec"}
 # What the built-ins' library helper adds.
 LIBRARY_IMPORTS = {"brainstate": "brainstate"}
-HELPERS = ("_Library", "_with_rng", "_for_loop", "_cond", "_stateless", "_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key", "_param_items",
+HELPERS = ("_Library", "_with_rng", "_for_loop", "_cond", "_while_loop", "_ifelse", "_stateless", "_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key", "_param_items",
            "_params_from", "_nll_of_rates")
 
 
@@ -599,6 +599,8 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
         with_rng=with_rng,
         for_loop=any("_for_loop(" in m for c in classes for m in c["methods"]),
         cond=any("_cond(" in m for c in classes for m in c["methods"]),
+        while_loop=any("_while_loop(" in m for c in classes for m in c["methods"]),
+        ifelse=any("_ifelse(" in m for c in classes for m in c["methods"]),
         harnesses=harnesses,
     )
     return text

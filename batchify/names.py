@@ -85,6 +85,9 @@ BUILTIN_MODEL_PREFIXES = (
 # BrainPy's control flow over closures: rewritten to carry the state when a closure changes it.
 FOR_LOOPS = frozenset({"brainpy.math.for_loop", "brainpy.math.object_transform.for_loop"})
 CONDS = frozenset({"brainpy.math.cond", "brainpy.math.object_transform.cond"})
+WHILE_LOOPS = frozenset({"brainpy.math.while_loop", "brainpy.math.object_transform.while_loop"})
+IFELSES = frozenset({"brainpy.math.ifelse", "brainpy.math.object_transform.ifelse"})
+CONTROL_FLOW = FOR_LOOPS | CONDS | WHILE_LOOPS | IFELSES
 
 # Integrators whose calls draw noise from BrainPy's global stream.
 SDE_INTEGRATORS = frozenset({"brainpy.sdeint", "brainpy.integrators.sdeint", "brainpy.integrators.sde.sdeint"})

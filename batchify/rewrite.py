@@ -281,8 +281,11 @@ class ExprRewriter(cst.CSTTransformer):
             ctx.report(original_node, "BFY206", f"{sorted(qualified)[0]} in {ctx.method.name}() draws once, when "
                        "the step is traced, not at every step; use bm.random instead")
             return updated_node
-        if qualified & (names.FOR_LOOPS | names.CONDS):
-            rewritten = self.control_flow(original_node, updated_node, bool(qualified & names.FOR_LOOPS))
+        if qualified & names.CONTROL_FLOW:
+            kind = next(k for k, table in (("loop", names.FOR_LOOPS), ("cond", names.CONDS),
+                                           ("while", names.WHILE_LOOPS), ("ifelse", names.IFELSES))
+                        if qualified & table)
+            rewritten = self.control_flow(original_node, updated_node, kind)
             if rewritten is not None:
                 return rewritten
         if isinstance(func, cst.Name) and func.value in ctx.closures:  # a direct call of a loop body
@@ -377,41 +380,60 @@ class ExprRewriter(cst.CSTTransformer):
                 [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), cst.Arg(name(args), star="*")]))
         return None
 
-    def control_flow(self, original_node: cst.Call, updated_node: cst.Call, loop: bool) -> cst.BaseExpression | None:
-        """``bm.for_loop(body, xs)`` -> ``state, ys = _for_loop(body, state, xs)``; ``bm.cond(p, f, g, x)``
-        -> ``state, y = _cond(p, f, g, state, x)``, when a body changes state."""
+    def control_flow(self, original_node: cst.Call, updated_node: cst.Call, kind: str) -> cst.BaseExpression | None:
+        """BrainPy control flow whose closures change state, in carry-passing form:
+        ``bm.for_loop(body, xs)`` -> ``state, ys = _for_loop(body, state, xs)``,
+        ``bm.cond(p, f, g, x)`` -> ``state, y = _cond(p, f, g, state, x)``,
+        ``bm.while_loop(body, cond, x)`` -> ``state, x = _while_loop(body, cond, state, x)``,
+        ``bm.ifelse(conds, [f, g, h], x)`` -> ``state, y = _ifelse(conds, [f, g, h], state, x)``."""
         ctx = self.ctx
-        names_in_order = ("body_fun", "operands") if loop else ("pred", "true_fun", "false_fun", "operands")
-        given: dict[str, cst.Arg] = {}
-        for i, arg in enumerate(updated_node.args):
-            key = arg.keyword.value if arg.keyword is not None else (names_in_order[i] if i < len(names_in_order)
-                                                                        else f"_{i}")
-            given[key] = arg
-        original_args = {(a.keyword.value if a.keyword is not None else names_in_order[i]
-                          if i < len(names_in_order) else f"_{i}"): a for i, a in enumerate(original_node.args)}
-        bodies = ["body_fun"] if loop else ["true_fun", "false_fun"]
-        carried = {b: self.carried_body(original_args[b].value) if b in original_args else None for b in bodies}
-        if not any(carried.values()):
+        signature = {"loop": ("body_fun", "operands"), "cond": ("pred", "true_fun", "false_fun", "operands"),
+                     "while": ("body_fun", "cond_fun", "operands"),
+                     "ifelse": ("conditions", "branches", "operands")}[kind]
+
+        def by_name(call_node: cst.Call) -> dict[str, cst.Arg]:
+            return {(a.keyword.value if a.keyword is not None else signature[i] if i < len(signature) else f"_{i}"): a
+                    for i, a in enumerate(call_node.args)}
+
+        given, original_args = by_name(updated_node), by_name(original_node)
+        if kind == "ifelse":
+            listed = original_args.get("branches")
+            if listed is None or not isinstance(listed.value, (cst.List, cst.Tuple)):
+                return None
+            bodies = [(el.value, new.value) for el, new in zip(listed.value.elements, given["branches"].value.elements)]
+        else:
+            names_ = {"loop": ["body_fun"], "cond": ["true_fun", "false_fun"], "while": ["body_fun", "cond_fun"]}[kind]
+            bodies = [(original_args[b].value, given[b].value) for b in names_ if b in original_args]
+        carried = [self.carried_body(old) for old, _ in bodies]
+        if not any(carried):
             return None
         if self.blocked:
             ctx.report(original_node, "BFY204", "this loop or branch changes state, but it sits inside a lambda, "
                        "comprehension, conditional expression, and/or, while test or elif test; assign its result "
                        "in a statement of its own first")
             return None
-        kept = {"reverse", "unroll"} if loop else set()
-        unknown = set(given) - set(names_in_order) - kept - {"jit", "progress_bar", "remat", "unroll_kwargs"}
-        if unknown or "operands" not in given and loop:
-            ctx.report(original_node, "BFY204", f"{'bm.for_loop' if loop else 'bm.cond'} with these arguments "
-                       f"({', '.join(sorted(given))}) cannot carry the state; pass the body and the operands")
+        kept = {"reverse", "unroll"} if kind == "loop" else set()
+        unknown = set(given) - set(signature) - kept - {"jit", "progress_bar", "remat", "unroll_kwargs"}
+        if unknown or ("operands" not in given and kind in ("loop", "while")):
+            ctx.report(original_node, "BFY204", f"bm control flow with these arguments ({', '.join(sorted(given))}) "
+                       "cannot carry the state; pass the bodies and the operands")
             return None
-        operands = given.get("operands", cst.Arg(cst.Tuple([])))
-        if loop:
-            args = [cst.Arg(carried["body_fun"]), cst.Arg(name(ctx.state)), cst.Arg(operands.value),
+        functions = [c or cst.Call(name("_stateless"), [cst.Arg(new)]) for c, (_, new) in zip(carried, bodies)]
+        operands = given["operands"].value if "operands" in given else cst.Tuple([])
+        state = cst.Arg(name(ctx.state))
+        if kind == "loop":
+            args = [cst.Arg(functions[0]), state, cst.Arg(operands),
                     *[keyword_arg(k, given[k].value) for k in ("reverse", "unroll") if k in given]]
             return self.carried_call(original_node, name("_for_loop"), args, "loop", with_state=False)
-        branches = [cst.Arg(carried[b] or cst.Call(name("_stateless"), [cst.Arg(given[b].value)])) for b in bodies]
-        args = [cst.Arg(given["pred"].value), *branches, cst.Arg(name(ctx.state)), cst.Arg(operands.value)]
-        return self.carried_call(original_node, name("_cond"), args, "branch", with_state=False)
+        if kind == "cond":
+            args = [cst.Arg(given["pred"].value), *map(cst.Arg, functions), state, cst.Arg(operands)]
+            return self.carried_call(original_node, name("_cond"), args, "branch", with_state=False)
+        if kind == "while":
+            args = [*map(cst.Arg, functions), state, cst.Arg(operands)]
+            return self.carried_call(original_node, name("_while_loop"), args, "loop", with_state=False)
+        branches = cst.List([cst.Element(f) for f in functions])
+        args = [cst.Arg(given["conditions"].value), cst.Arg(branches), state, cst.Arg(operands)]
+        return self.carried_call(original_node, name("_ifelse"), args, "branch", with_state=False)
 
     def carried_call(self, original_node: cst.CSTNode, func: cst.BaseExpression, args: list[cst.Arg], label: str,
                      with_state: bool = True) -> cst.BaseExpression:
@@ -559,8 +581,8 @@ class MethodRewriter:
                 for target in targets:
                     if self.writes_field(target):
                         ctx.report(node, "BFY203", "state is written inside a nested function; only closures "
-                                   "given to bm.for_loop or bm.cond carry the state (bm.while_loop, jax.lax.scan "
-                                   "and plain calls do not yet)")
+                                   "given to bm.for_loop, bm.cond, bm.while_loop or bm.ifelse carry the state "
+                                   "(jax.lax.scan and plain calls do not yet)")
         _, new, _ = self.expr(stmt, hoist=False)
         return [new]
 
@@ -875,13 +897,13 @@ def _paren(expr: cst.BaseExpression, op: type) -> cst.BaseExpression:
 
 
 def loop_closures(ir: ModuleIR, func: cst.FunctionDef) -> set[str]:
-    """Functions defined in ``func`` and given to bm.for_loop / bm.cond as a body: they carry the state."""
+    """Functions defined in ``func`` and given to BrainPy's control flow as a body: they carry the state."""
     nested = {s.name.value for s in walk(func.body) if isinstance(s, cst.FunctionDef)}
     found = set()
     for node in walk(func.body):
-        if isinstance(node, cst.Call) and {q.name for q in ir.qualified.get(node.func, ())} & (
-                names.FOR_LOOPS | names.CONDS):
-            found |= {a.value.value for a in node.args if isinstance(a.value, cst.Name) and a.value.value in nested}
+        if isinstance(node, cst.Call) and {q.name for q in ir.qualified.get(node.func, ())} & names.CONTROL_FLOW:
+            found |= {n.value for a in node.args for n in walk(a.value)
+                      if isinstance(n, cst.Name) and n.value in nested}
     return found
 
 

@@ -59,7 +59,7 @@ BAD_SOURCES = {
     "plain-attribute-in-unpacking": (model("\n    def count(self, x):\n        self.v.value, self.steps = x, 1\n"),
                                      "BFY202"),
     "write-in-closure": (model("\n    def run(self, xs):\n        def body(x):\n            self.v.value = x\n"
-                               "        return bm.while_loop(body, lambda x: x < 1, xs)\n"), "BFY203"),
+                               "        return jax.lax.map(body, xs)\n"), "BFY203"),
     "stateful-call-in-lambda": (model("\n    def twice(self, x):\n        f = lambda: self.update(x)\n        return f()\n"),
                                 "BFY204"),
     "python-if-on-state": (model("\n    def gate(self, x):\n        if self.v.sum() > 0:\n            self.v.value = x\n"),

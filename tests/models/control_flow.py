@@ -40,3 +40,29 @@ class LoopedRNN(bp.DynamicalSystem):
     def constrain(self):
         """Only weights change (between training steps): kept as it is, on the shared TrainVars."""
         self.w_rec.value = bm.clip(self.w_rec, -0.5, 0.5)
+
+
+class Settling(bp.DynamicalSystem):
+    """bm.while_loop whose body changes state and whose test reads it; bm.ifelse with a stateful branch."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.v = bm.Variable(bm.zeros(n))
+        self.iterations = bm.Variable(bm.zeros((), dtype=bm.int32))
+
+    def update(self, x):
+        def relax(k, gain):
+            self.v.value = 0.5 * self.v + gain * x
+            self.iterations += 1
+            return k + 1, gain * 0.9
+
+        def unsettled(k, gain):
+            return (k < 20) & (bm.abs(self.v - 2.0 * x).max() > 0.05)
+
+        steps, _ = bm.while_loop(relax, unsettled, (0, 1.0))
+        level = bm.ifelse([x.sum() > 2.0, x.sum() > 1.0], [self.clip_high, lambda: 1.0, lambda: 0.0])
+        return steps, level
+
+    def clip_high(self):
+        self.v.value = bm.minimum(self.v, 1.5)
+        return 2.0
