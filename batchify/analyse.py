@@ -324,7 +324,11 @@ class _ClassScan:
             self.check_container(name, value)
             return
         qn = self.a.qualified_names(value.func)
-        if qn & (names.STATE_VARIABLES | names.STATE_FACTORIES):
+        containers = sorted(names.VARIABLE_CONTAINERS[q] for q in qn if q in names.VARIABLE_CONTAINERS)
+        if containers:  # its Variables are made for it: part of the field
+            self.add_field(Field(name, "state", container=containers[0]), target)
+            direct.update(id(node) for node in walk(value))
+        elif qn & (names.STATE_VARIABLES | names.STATE_FACTORIES):
             self.add_field(Field(name, "state"), target)
             direct.add(id(value))
         elif qn & names.PARAM_VARIABLES:

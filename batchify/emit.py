@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +41,7 @@ HARNESS_IMPORT_LINES = {"brainstate": "import brainstate",
                         "PartitionSpec": "from jax.sharding import Mesh, NamedSharding, PartitionSpec"}
 # What the built-ins' library helper adds.
 LIBRARY_IMPORTS = {"brainstate": "brainstate"}
-HELPERS = ("_Library", "_with_rng", "_for_loop", "_cond", "_while_loop", "_ifelse", "_stateless", "_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key", "_param_items",
+HELPERS = ("_Library", "_replace_item", "_with_rng", "_for_loop", "_cond", "_while_loop", "_ifelse", "_stateless", "_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key", "_param_items",
            "_params_from", "_nll_of_rates")
 
 
@@ -146,13 +147,25 @@ class ClassEmitter:
 
         optional = {f.name for f in fields if f.optional}  # created on some paths only: None when absent
 
+        containers = {f.name: f.container for f in fields if f.container}  # bm.VarList / bm.VarDict
+
         def read(name: str) -> str:
-            value = f"self.{a(name)}.value"
+            if containers.get(name) == "list":
+                value = f"[variable.value for variable in self.{a(name)}]"
+            elif containers.get(name) == "dict":
+                value = f"{{key: variable.value for key, variable in self.{a(name)}.items()}}"
+            else:
+                value = f"self.{a(name)}.value"
             return f'{value} if hasattr(self, "{a(name)}") else None' if name in optional else value
 
         def write(name: str, tree: str) -> str:
-            line = f"self.{a(name)}.value = {tree}.{name}"
-            return f"if {tree}.{name} is not None:\n    {line}" if name in optional else line
+            if containers.get(name) == "list":
+                line = f"for variable, value in zip(self.{a(name)}, {tree}.{name}):\n    variable.value = value"
+            elif containers.get(name) == "dict":
+                line = f"for key, variable in self.{a(name)}.items():\n    variable.value = {tree}.{name}[key]"
+            else:
+                line = f"self.{a(name)}.value = {tree}.{name}"
+            return f"if {tree}.{name} is not None:\n" + textwrap.indent(line, "    ") if name in optional else line
 
         return {
             "has_library": bool(libraries),
@@ -165,7 +178,8 @@ class ClassEmitter:
             "params": [FieldLine(p, "jax.Array") for p in params]
             + [FieldLine(ch, child_cls[ch].params_name) for ch in child_cls]
             + [FieldLine(name, "dict[str, jax.Array]") for name in lib],
-            "state": [FieldLine(s, "jax.Array") for s in stored]
+            "state": [FieldLine(s, {"list": "list[jax.Array]", "dict": "dict[str, jax.Array]"}.get(
+                containers.get(s), "jax.Array")) for s in stored]
             + [FieldLine(ch, child_cls[ch].state_name) for ch in child_cls]
             + [FieldLine(name, "dict[str, jax.Array]") for name in lib],
             "library_from_model": library_call(ir, cls, "model") if libraries else "",
@@ -175,7 +189,8 @@ class ClassEmitter:
             "class_body": self.class_body(),
             "init": self.init(),
             "replaced": tuple_literal([*batched_state, *child_cls, *lib]),
-            "own_state": [{"name": f, "attr": a(f), "optional": f in optional} for f in batched_state],
+            "own_state": [{"name": f, "attr": a(f), "optional": f in optional, "container": containers.get(f)}
+                          for f in batched_state],
             "shares_state": ir.shares_state(cls),
             "state_axes": keyword_call(cls.state_name, [(s, "None" if s in shared else "0") for s in stored]
                                        + [(ch, f"self.{ch}.state_axes()" if ir.shares_state(c) else "0")
@@ -597,6 +612,7 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
         library=any(c["has_library"] for c in classes) or bool(library_classes),
         library_classes=library_classes,
         with_rng=with_rng,
+        replace_item=any("_replace_item(" in m for c in classes for m in c["methods"]),
         for_loop=any("_for_loop(" in m for c in classes for m in c["methods"]),
         cond=any("_cond(" in m for c in classes for m in c["methods"]),
         while_loop=any("_while_loop(" in m for c in classes for m in c["methods"]),

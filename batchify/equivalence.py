@@ -71,10 +71,27 @@ class Report:
         return not self.mismatches
 
 
+def variables(obj) -> dict[str, bm.Variable]:
+    """Every Variable of ``obj`` by attribute path (``hidden.v``, ``traces-0``): BrainPy's
+    ``vars(method="relative")``, which gives all items of a top-level VarList the same name."""
+    found: dict[str, bm.Variable] = {}
+    for path, node in obj.nodes(method="relative").items():
+        prefix = f"{path}." if path else ""
+        for k, v in vars(node).items():
+            if isinstance(v, bm.VarList):
+                found.update((f"{prefix}{k}-{i}", item) for i, item in enumerate(v))
+            elif isinstance(v, bm.VarDict):
+                found.update((f"{prefix}{k}-{key}", item) for key, item in v.items())
+            elif isinstance(v, bm.Variable) and k not in getattr(node, "_excluded_vars", ()):
+                found[f"{prefix}{k}"] = v
+        found.update((f"{prefix}{k}", v) for k, v in node.implicit_vars.items())
+    return found
+
+
 def state_vars(obj) -> dict[str, bm.Variable]:
     """Every non-weight Variable of ``obj`` by its attribute path (``hidden.v``)."""
     weights = (bm.TrainVar, bm.Parameter)
-    return {k: v for k, v in obj.vars(method="relative").items() if not isinstance(v, weights)}
+    return {k: v for k, v in variables(obj).items() if not isinstance(v, weights)}
 
 
 def batched_state_vars(batched, original=None) -> dict[str, bm.Variable]:
@@ -107,13 +124,13 @@ def random_states(obj) -> dict[str, bm.random.RandomState]:
 
 
 def snapshot(obj) -> dict[str, np.ndarray]:
-    values = {k: np.asarray(v.value) for k, v in obj.vars(method="relative").items()}
+    values = {k: np.asarray(v.value) for k, v in variables(obj).items()}
     values.update({k: v.value for k, v in random_states(obj).items()})  # typed keys stay jax arrays
     return values
 
 
 def restore(obj, values: dict[str, np.ndarray]) -> None:
-    for k, v in obj.vars(method="relative").items():
+    for k, v in variables(obj).items():
         v.value = bm.asarray(values[k])
     for k, v in random_states(obj).items():
         v.value = values[k]

@@ -23,6 +23,7 @@ class Field:
     kind: FieldKind
     optional: bool = False  # created only on some paths (under an `if`): absent fields hold None
     shared: str | None = None  # "mean" / "sum": one copy for the batch, updated by the reduced updates
+    container: str | None = None  # "list" / "dict": a bm.VarList / bm.VarDict of state Variables
 
 
 @dataclass(frozen=True)

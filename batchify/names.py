@@ -20,10 +20,13 @@ STATE_FACTORIES = frozenset({"brainpy.init.variable_", "brainpy.initialize.varia
                              "brainpy.init.variable", "brainpy.initialize.variable"})
 
 # Containers and constructors of Variables that the core does not batch yet.
+# Containers of state Variables: a field holding a list or a dict of arrays.
+VARIABLE_CONTAINERS = {"brainpy.math.VarList": "list", "brainpy.math.VarDict": "dict",
+                       "brainpy.math.object_transform.VarList": "list",
+                       "brainpy.math.object_transform.VarDict": "dict"}
+
 UNSUPPORTED_VARIABLES = frozenset(
     {
-        "brainpy.math.VarList",
-        "brainpy.math.VarDict",
         "brainpy.math.TimeDelay",
         "brainpy.math.NodeList",
         "brainpy.math.NodeDict",

@@ -108,6 +108,7 @@ class FieldRef:
     name: str
     kind: str
     rest: tuple[str, ...]  # attributes after the field, ``.value`` removed
+    container: str | None = None  # "list" / "dict" for a bm.VarList / bm.VarDict
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ class Context:
                 rest = tuple(path[i + 1:])
                 if rest[:1] == ("value",):
                     rest = rest[1:]
-                return FieldRef(children, part, fields[part].kind, rest)
+                return FieldRef(children, part, fields[part].kind, rest, fields[part].container)
             if part in kids:
                 children, cls = children + (part,), kids[part]
                 continue
@@ -223,6 +224,11 @@ class ExprRewriter(cst.CSTTransformer):
         return not (path and isinstance(self.ctx.resolve(path), LibraryRef))
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        if original_node.attr.value == "value" and isinstance(original_node.value, cst.Subscript):
+            base = self_path(original_node.value.value, self.ctx.self_name)
+            ref = self.ctx.resolve(base) if base else None
+            if isinstance(ref, FieldRef) and ref.container:  # `self.xs[i].value`: the item is an array
+                return updated_node.value
         path = self_path(original_node, self.ctx.self_name)
         if path is None:
             return updated_node
@@ -691,8 +697,13 @@ class MethodRewriter:
         return [*pre, self.ctx.replace_state(ref.children, {ref.name: new_value})]
 
     def field_target(self, target: cst.BaseExpression) -> tuple[FieldRef, cst.SubscriptElement | None] | None:
-        """A write target on a field: ``self.V``, ``self.V.value``, ``self.c.V`` or those subscripted."""
+        """A write target on a field: ``self.V``, ``self.V.value``, ``self.c.V`` or those subscripted;
+        ``self.xs[i].value`` for an item of a bm.VarList / VarDict."""
         index = None
+        item_value = isinstance(target, cst.Attribute) and target.attr.value == "value" and isinstance(
+            target.value, cst.Subscript)
+        if item_value:
+            target = target.value
         if isinstance(target, cst.Subscript):
             index = target.slice
             target = target.value
@@ -700,7 +711,7 @@ class MethodRewriter:
         if path is None:
             return None
         ref = self.ctx.resolve(path)
-        if isinstance(ref, FieldRef) and not ref.rest:
+        if isinstance(ref, FieldRef) and not ref.rest and (ref.container or not item_value):
             return ref, index
         return None
 
@@ -769,6 +780,12 @@ class MethodRewriter:
                             "weights are shared by every example (online learning rules are not supported yet)")
             return None
         current = self.ctx.field_expr(ref, with_rest=False)
+        if index is not None and ref.container:  # `self.xs[i] = e`: a new list / dict with item i replaced
+            key = self.expr(index[0].slice.value, hoist=False)[1]
+            if op is not None:
+                value = cst.BinaryOperation(cst.Subscript(current, [cst.SubscriptElement(cst.Index(key))]), op(),
+                                            _paren(value, op))
+            return cst.Call(name("_replace_item"), [cst.Arg(current), cst.Arg(key), cst.Arg(value)])
         if index is not None:
             idx_node = [self.expr(el, hoist=False)[1] for el in index]  # an index only reads
             if op is not None:

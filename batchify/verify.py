@@ -41,6 +41,7 @@ from batchify.equivalence import (  # noqa: E402
     restore,
     seed_example,
     snapshot,
+    variables,
     tick,
 )
 
@@ -163,7 +164,7 @@ class Verifier:
     # -- gradients ------------------------------------------------------------------
     def gradients(self, model) -> list[Section]:
         d = self.drive
-        weights = {k: v for k, v in model.vars(method="relative").items()
+        weights = {k: v for k, v in variables(model).items()
                    if isinstance(v, (bm.TrainVar, bm.Parameter))}
         if not weights:
             skipped = "the model has no weights"

@@ -48,7 +48,7 @@ BAD_SOURCES = {
     "syntax-error": ("def broken(:\n    pass\n", "BFY001"),
     "no-model-class": ("import numpy as np\n\nclass Plain:\n    pass\n", "BFY004"),
     "empty-file": ("", "BFY004"),
-    "varlist": (model("", "        self.traces = bm.VarList([bm.zeros(n)])\n"), "BFY103"),
+    "timedelay": (model("", "        self.past = bm.TimeDelay(bm.zeros(n), 2.0)\n"), "BFY103"),
     "builtin-wired-to-own-model": (GOOD + "\n\nclass Net(bp.DynSysGroup):\n    def __init__(self):\n"
                                    "        super().__init__()\n        self.seq = bp.Sequential(Leaky(2), bp.dnn.Linear(2, 2))\n",
                                    "BFY104"),

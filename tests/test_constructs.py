@@ -29,6 +29,7 @@ CASES = {
     "odeint-share": ("odeint_share", "LIF", (6,), "update", [6], (), 0.1, 200.0),
     "builtin-dense-lif": ("builtin_children", "DenseLif", (3, 5), "update", [3], (), 0.1, 3.0),
     "builtin-projection-delay-poisson": ("builtin_children", "PoissonNet", (6, 3), "update", [], (), 0.1, 1.0),
+    "varlist-vardict": ("control_flow", "TraceBank", (4,), "update", [4], ()),
     "while-loop-and-ifelse": ("control_flow", "Settling", (4,), "update", [4], (), None, 1.0),
     "builtin-group-without-update": ("builtin_children", "GroupNet", (), "update", [], (), 0.1, 1.0),
     "reset-state-vars": ("reset_state_vars", "IF", (5,), "update", [5], (), None, 3.0),

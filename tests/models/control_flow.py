@@ -66,3 +66,20 @@ class Settling(bp.DynamicalSystem):
     def clip_high(self):
         self.v.value = bm.minimum(self.v, 1.5)
         return 2.0
+
+
+class TraceBank(bp.DynamicalSystem):
+    """Per-example state held in a bm.VarList and a bm.VarDict, read, written and iterated."""
+
+    def __init__(self, n, taus=(2.0, 5.0, 10.0)):
+        super().__init__()
+        self.taus = taus
+        self.traces = bm.VarList([bm.Variable(bm.zeros(n)) for _ in taus])
+        self.stats = bm.VarDict({"peak": bm.Variable(bm.zeros(n)), "count": bm.Variable(bm.zeros(()))})
+
+    def update(self, x):
+        for i, tau in enumerate(self.taus):
+            self.traces[i].value = self.traces[i] + (x - self.traces[i].value) / tau
+        self.stats["peak"] = bm.maximum(self.stats["peak"], self.traces[0].value)
+        self.stats["count"] += 1.0
+        return sum(trace for trace in self.traces)
