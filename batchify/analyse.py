@@ -6,7 +6,7 @@ dependencies with its ScopeProvider; nothing here rewrites code.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 
 import libcst as cst
@@ -24,7 +24,8 @@ from batchify import names
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.ir import Child, Field, Method, ModelClass, ModuleIR
 
-# Attributes and methods the generated batched class defines; a model may not use them.
+# Attributes and methods the generated batched class defines: a model's Variable of such a name is
+# renamed on the batched class (`self.state_`), a method of such a name is refused (BFY010).
 RESERVED = frozenset(
     {"batch_size", "params", "state", "set_params", "set_state", "from_model", "set_batch_size", "rng_key",
      "library"}
@@ -107,14 +108,14 @@ def is_super_call(func: cst.BaseExpression) -> bool:
             and isinstance(func.value.func, cst.Name) and func.value.func.value == "super")
 
 
-def deterministic_initializer(a: Analysis, call: cst.Call) -> bool:
+def deterministic_initializer(call: cst.Call, qualified_names: Callable[[cst.CSTNode], set[str]]) -> bool:
     """``bp.init.variable_(bm.zeros, ...)``: its initializer draws no random numbers."""
     init = call.args[0].value if call.args else None
     if isinstance(init, cst.Call):
         init = init.func
     if isinstance(init, (cst.Integer, cst.Float)):
         return True
-    return init is not None and bool(a.qualified_names(init) & names.DETERMINISTIC_INITIALIZERS)
+    return init is not None and bool(qualified_names(init) & names.DETERMINISTIC_INITIALIZERS)
 
 
 def definitely_assigned(body, me: str) -> set[str]:
@@ -356,6 +357,7 @@ class _ClassScan:
         own_children = {ch.name for ch in self.children}
         direct.update(id(node) for node in walk(value))
         read_values = {id(n.value) for n in walk(value) if isinstance(n, cst.Attribute) and n.attr.value == "value"}
+        kinds = {f.name: f.kind for f in self.fields}
         for node in walk(value):
             local = isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in self.models
             path = self_path(node, self_name_of(self.init)) if isinstance(node, cst.Attribute) else None
@@ -364,7 +366,6 @@ class _ClassScan:
                               "code, but it is given a model of this file, which it would call unbatched; "
                               "give it BrainPy built-ins only, or write it as a model of this file")
                 return
-            kinds = {f.name: f.kind for f in self.fields}
             if path is not None and len(path) == 1 and path[0] in kinds and id(node) not in read_values:
                 if kinds[path[0]] == "param":
                     self.a.report(node, "BFY104", f"self.{name} is the BrainPy built-in {builtin}, held as library "
@@ -393,6 +394,14 @@ class _ClassScan:
             self.a.report(target, "BFY010", f"the generated State defines '{f.name}'; rename self.{f.name}")
 
 
+def matrix_operands(a: Analysis, node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The right operand of a matrix product, where weights stand: ``x @ self.w``, ``bm.dot(r, self.w)``."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+        return [node.right]
+    if isinstance(node, cst.Call) and a.qualified_names(node.func) & names.MATRIX_PRODUCTS:
+        return [arg.value for arg in node.args[1:2]]
+    return []
+
 
 def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: dict[str, set[str]],
                 methods: set[str], kind: str, libraries: set[str] = frozenset(),
@@ -404,13 +413,23 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
     self_calls: set[str] = set()
     child_calls: set[tuple[str, str]] = set()
     draws = False
+    multiplied: set[str] = set()  # on the right of a matrix product, like weights
+    incremented: set[str] = set()  # `self.w += dw`: how a learning rule changes a weight
     if me is not None:
         for node in walk(func.body):
+            for operand in matrix_operands(a, node):
+                path = self_path(operand, me) if isinstance(operand, cst.Attribute) else None
+                if path and path[0] in fields and path[1:] in ([], ["value"]):
+                    multiplied.add(path[0])
+            if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Attribute):
+                path = self_path(node.target, me)
+                if path and path[0] in fields:
+                    incremented.add(path[0])
             if isinstance(node, cst.Call) and not any(arg.keyword and arg.keyword.value == "key" for arg in node.args):
                 qn = a.qualified_names(node.func)
                 draws = draws or any(names.random_sampler(q) for q in qn) or (
                     bool(qn & names.STATE_FACTORIES) and func.name.value != "__init__"
-                    and not deterministic_initializer(a, node)) or (
+                    and not deterministic_initializer(node, a.qualified_names)) or (
                     me is not None and self_path(node.func, me) in [[n] for n in noisy])
             if isinstance(node, cst.Attribute):
                 path = self_path(node, me)
@@ -444,24 +463,6 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                             path = self_path(sub, me)
                             if path and path[0] in fields:
                                 writes.add(path[0])
-    multiplied: set[str] = set()
-    incremented: set[str] = set()
-    if me is not None:
-        for node in walk(func.body):
-            operands: list[cst.BaseExpression] = []
-            # Weights stand on the right: `x @ self.w`, `bm.dot(r, self.w)`.
-            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
-                operands = [node.right]
-            elif isinstance(node, cst.Call) and a.qualified_names(node.func) & names.MATRIX_PRODUCTS:
-                operands = [arg.value for arg in node.args[1:2]]
-            elif isinstance(node, cst.AugAssign):  # `self.w += dw`: how a learning rule changes a weight
-                path = self_path(node.target, me) if isinstance(node.target, cst.Attribute) else None
-                if path and path[0] in fields:
-                    incremented.add(path[0])
-            for operand in operands:
-                path = self_path(operand, me) if isinstance(operand, cst.Attribute) else None
-                if path and path[0] in fields and path[1:] in ([], ["value"]):
-                    multiplied.add(path[0])
     return Method(func.name.value, func, frozenset(reads), frozenset(writes), frozenset(self_calls),
                   frozenset(child_calls), kind, draws, frozenset(multiplied),
                   frozenset(incremented))  # type: ignore[arg-type]

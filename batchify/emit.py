@@ -41,8 +41,11 @@ HARNESS_IMPORT_LINES = {"brainstate": "import brainstate",
                         "PartitionSpec": "from jax.sharding import Mesh, NamedSharding, PartitionSpec"}
 # What the built-ins' library helper adds.
 LIBRARY_IMPORTS = {"brainstate": "brainstate"}
-HELPERS = ("_Library", "_replace_item", "_with_rng", "_for_loop", "_cond", "_while_loop", "_ifelse", "_stateless", "_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key", "_param_items",
-           "_params_from", "_nll_of_rates")
+HELPERS = (
+    "_Library", "_replace_item", "_with_rng", "_for_loop", "_cond", "_while_loop", "_ifelse",
+    "_stateless", "_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key",
+    "_param_items", "_params_from", "_nll_of_rates"
+)
 
 
 def template_dir() -> Path:
@@ -169,7 +172,6 @@ class ClassEmitter:
 
         return {
             "has_library": bool(libraries),
-            "own_library": bool(cls.libraries),
             "name": cls.name,
             "batched_name": cls.batched_name,
             "params_name": cls.params_name,
@@ -414,7 +416,8 @@ class InitRewriter(cst.CSTTransformer):
         elif self.creates_key:  # one key per example, after the weights are drawn as the original draws them
             body.append(make_key)
         if self.cls.libraries:  # the built-ins' batch of states, next to their single-example Variables
-            body.append(cst.parse_statement(f"{self.self_name}.library = {library_call(self.ir, self.cls, self.self_name)}\n"))
+            library = library_call(self.ir, self.cls, self.self_name)
+            body.append(cst.parse_statement(f"{self.self_name}.library = {library}\n"))
             for i, f in enumerate(self.cls.library_fields):  # given to a built-in as one example's Variable
                 comment = "# Batched now; BrainPy's setattr would write into the Variable, so rebind it in vars().\n"
                 rebind = f'vars({self.self_name})["{f}"] = _batched({self.self_name}.{f}, batch_size)\n'
@@ -593,7 +596,11 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
     extra = dict(HARNESS_IMPORTS) if harness is not None else {}
     library_classes = [{"name": n, "batched_name": f"{n}Batched", "params_name": f"{n}Params",
                         "state_name": f"{n}State", "builtin": builtin} for n, builtin in ir.library_targets.items()]
-    with_rng = any("_with_rng(" in m for c in classes for m in c["methods"])
+    def uses(helper: str) -> bool:
+        """Whether a rewritten method calls this helper of the module template."""
+        return any(f"{helper}(" in m for c in classes for m in c["methods"])
+
+    with_rng = uses("_with_rng")
     if with_rng or library_classes or any(c["has_library"] for c in classes):  # these bind BrainPy's global key
         extra.update(LIBRARY_IMPORTS)
     imports, support = support_code(ir, diagnostics, extra)
@@ -612,11 +619,12 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
         library=any(c["has_library"] for c in classes) or bool(library_classes),
         library_classes=library_classes,
         with_rng=with_rng,
-        replace_item=any("_replace_item(" in m for c in classes for m in c["methods"]),
-        for_loop=any("_for_loop(" in m for c in classes for m in c["methods"]),
-        cond=any("_cond(" in m for c in classes for m in c["methods"]),
-        while_loop=any("_while_loop(" in m for c in classes for m in c["methods"]),
-        ifelse=any("_ifelse(" in m for c in classes for m in c["methods"]),
+        replace_item=uses("_replace_item"),
+        for_loop=uses("_for_loop"),
+        cond=uses("_cond"),
+        while_loop=uses("_while_loop"),
+        ifelse=uses("_ifelse"),
+        containers=any(f.container for c in ir.targets for f in ir.all_fields(ir.classes[c])),
         harnesses=harnesses,
     )
     return text

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from batchify import names
-from batchify.analyse import is_super_call, self_name_of, self_path, walk
+from batchify.analyse import deterministic_initializer, is_super_call, self_name_of, self_path, walk
 from batchify.diagnostics import Diagnostic
 from batchify.ir import Method, ModelClass, ModuleIR
 
@@ -37,15 +37,6 @@ AUG_OPS: dict[type, type] = {
     cst.BitOrAssign: cst.BitOr, cst.BitXorAssign: cst.BitXor, cst.LeftShiftAssign: cst.LeftShift,
     cst.RightShiftAssign: cst.RightShift,
 }
-
-
-def deterministic_initializer_node(ctx: Context, call: cst.Call) -> bool:
-    init = call.args[0].value if call.args else None
-    if isinstance(init, cst.Call):
-        init = init.func
-    if isinstance(init, (cst.Integer, cst.Float)):
-        return True
-    return init is not None and bool({q.name for q in ctx.ir.qualified.get(init, ())} & names.DETERMINISTIC_INITIALIZERS)
 
 
 def pure_name(method: str) -> str:
@@ -263,21 +254,10 @@ class ExprRewriter(cst.CSTTransformer):
                      ref: LibraryRef) -> cst.BaseExpression:
         """``self.N(x)`` -> ``state, N_out = self.library.call(params, state, self.N, x)``, moved in front."""
         ctx = self.ctx
-        if self.blocked:
-            ctx.report(original_node, "BFY204", f"this call runs the built-in self.{ref.name}, but it sits inside "
-                       "a lambda, comprehension, conditional expression, and/or, while test or elif test; "
-                       "assign its result to a variable in a statement of its own first")
-            return original_node
-        tmp = ctx.ns.fresh(f"{ref.name}_out")
-
-        def build(out: str) -> list[cst.SimpleStatementLine]:
-            value = call(attr(name(ctx.self_name), "library", "call"),
-                         [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), cst.Arg(func), *args])
-            return [assign([ctx.state, out], value)]
-
-        self.hoisted[tmp] = build
-        self.pre.extend(build(tmp))
-        return name(tmp)
+        return self.carried_call(
+            original_node, attr(name(ctx.self_name), "library", "call"),
+            [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), cst.Arg(func), *args], f"{ref.name}_out",
+            f"this call runs the built-in self.{ref.name}")
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         ctx = self.ctx
@@ -295,7 +275,8 @@ class ExprRewriter(cst.CSTTransformer):
             if rewritten is not None:
                 return rewritten
         if isinstance(func, cst.Name) and func.value in ctx.closures:  # a direct call of a loop body
-            return self.carried_call(original_node, func, list(updated_node.args), func.value)
+            return self.carried_call(original_node, func, [cst.Arg(name(ctx.state)), *updated_node.args],
+                                     f"{func.value}_out")
         if qualified & names.STATE_FACTORIES:
             return self.initial_value(original_node, updated_node)
         if qualified & (names.STATE_VARIABLES | names.PARAM_VARIABLES):  # reset_state re-creating a Variable
@@ -366,7 +347,7 @@ class ExprRewriter(cst.CSTTransformer):
             return updated_node
         args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated_node.args[:2] if a.keyword is None]
         parameter = updated_node.func.with_changes(attr=name("parameter"))
-        if deterministic_initializer_node(self.ctx, original_node):
+        if deterministic_initializer(original_node, lambda n: {q.name for q in self.ctx.ir.qualified.get(n, ())}):
             return updated_node.with_changes(func=parameter, args=args)
         # A random initializer (bp.init.Normal(), bm.random.rand) draws from this example's stream.
         return self.rng_call(original_node, parameter, args, "initial value")
@@ -430,31 +411,31 @@ class ExprRewriter(cst.CSTTransformer):
         if kind == "loop":
             args = [cst.Arg(functions[0]), state, cst.Arg(operands),
                     *[keyword_arg(k, given[k].value) for k in ("reverse", "unroll") if k in given]]
-            return self.carried_call(original_node, name("_for_loop"), args, "loop", with_state=False)
+            return self.carried_call(original_node, name("_for_loop"), args, "loop_out")
         if kind == "cond":
             args = [cst.Arg(given["pred"].value), *map(cst.Arg, functions), state, cst.Arg(operands)]
-            return self.carried_call(original_node, name("_cond"), args, "branch", with_state=False)
+            return self.carried_call(original_node, name("_cond"), args, "branch_out")
         if kind == "while":
             args = [*map(cst.Arg, functions), state, cst.Arg(operands)]
-            return self.carried_call(original_node, name("_while_loop"), args, "loop", with_state=False)
+            return self.carried_call(original_node, name("_while_loop"), args, "loop_out")
         branches = cst.List([cst.Element(f) for f in functions])
         args = [cst.Arg(given["conditions"].value), cst.Arg(branches), state, cst.Arg(operands)]
-        return self.carried_call(original_node, name("_ifelse"), args, "branch", with_state=False)
+        return self.carried_call(original_node, name("_ifelse"), args, "branch_out")
 
-    def carried_call(self, original_node: cst.CSTNode, func: cst.BaseExpression, args: list[cst.Arg], label: str,
-                     with_state: bool = True) -> cst.BaseExpression:
-        """``state, out = func(state, *args)`` (or ``func(*args)`` when the state is among them), moved in front."""
+    def carried_call(self, original_node: cst.CSTNode, func: cst.BaseExpression, args: list[cst.Arg], out: str,
+                     what: str = "this call changes state") -> cst.BaseExpression:
+        """``state, out = func(*args)`` (the state among the arguments), moved in front of the statement;
+        refused (BFY204) where the call might not run, or run many times."""
         ctx = self.ctx
         if self.blocked:
-            ctx.report(original_node, "BFY204", "this call changes state, but it sits inside a lambda, "
-                       "comprehension, conditional expression, and/or, while test or elif test; assign its "
-                       "result to a variable in a statement of its own first")
+            ctx.report(original_node, "BFY204", f"{what}, but it sits inside a lambda, comprehension, conditional "
+                       "expression, and/or, while test or elif test; assign its result to a variable in a "
+                       "statement of its own first")
             return original_node
-        tmp = ctx.ns.fresh(f"{label}_out")
+        tmp = ctx.ns.fresh(out)
 
-        def build(out: str) -> list[cst.SimpleStatementLine]:
-            full = [cst.Arg(name(ctx.state)), *args] if with_state else args
-            return [assign([ctx.state, out], call(func, full))]
+        def build(target: str) -> list[cst.SimpleStatementLine]:
+            return [assign([ctx.state, target], call(func, args))]
 
         self.hoisted[tmp] = build
         self.pre.extend(build(tmp))
@@ -462,23 +443,11 @@ class ExprRewriter(cst.CSTTransformer):
 
     def rng_call(self, original_node: cst.Call, func: cst.BaseExpression, args: list[cst.Arg],
                  what: str) -> cst.BaseExpression:
-        """``f(x)`` that draws from BrainPy's global stream -> ``state, out = _with_rng(state, f, x)``,
+        """``f(x)`` that draws from BrainPy's global stream -> ``state, drawn = _with_rng(state, f, x)``,
         moved in front: it draws from this example's key, advanced exactly as the global one."""
-        ctx = self.ctx
-        if self.blocked:
-            ctx.report(original_node, "BFY204", f"this {what} draws random numbers, but it sits inside a lambda, "
-                       "comprehension, conditional expression, and/or, while test or elif test; assign it in a "
-                       "statement of its own first")
-            return original_node
-        tmp = ctx.ns.fresh("drawn")
-
-        def build(out: str) -> list[cst.SimpleStatementLine]:
-            value = call(name("_with_rng"), [cst.Arg(name(ctx.state)), cst.Arg(func), *args])
-            return [assign([ctx.state, out], value)]
-
-        self.hoisted[tmp] = build
-        self.pre.extend(build(tmp))
-        return name(tmp)
+        return self.carried_call(original_node, name("_with_rng"),
+                                 [cst.Arg(name(self.ctx.state)), cst.Arg(func), *args], "drawn",
+                                 f"this {what} draws random numbers")
 
     def keyed_draw(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         """``bm.random.normal(...)`` -> ``bm.random.normal(..., key=key)`` with ``state, key = _next_key(state)``

@@ -11,7 +11,6 @@ transformation bug. This module imports jax and brainpy; the transform path neve
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import subprocess

@@ -32,12 +32,7 @@ def _batched(variable, batch_size):
     A Variable that already has this batch (``bp.init.variable_(..., self.mode)`` in the batched
     class's batching mode) is kept as it is; one whose own leading axis is a batch of another
     size (``bm.Variable(bm.zeros((1, n)), batch_axis=0)``) is one example's value like any other.
-    A ``bm.VarList`` / ``bm.VarDict`` gets each of its Variables batched.
     """
-    if isinstance(variable, bm.VarList):
-        return bm.VarList([_batched(v, batch_size) for v in variable])
-    if isinstance(variable, bm.VarDict):
-        return bm.VarDict({k: _batched(v, batch_size) for k, v in variable.items()})
     if variable.batch_axis == 0 and variable.shape[0] == batch_size:
         return variable
     return bm.Variable(_stack(variable.value, batch_size), batch_axis=0)

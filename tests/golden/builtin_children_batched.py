@@ -30,12 +30,7 @@ def _batched(variable, batch_size):
     A Variable that already has this batch (``bp.init.variable_(..., self.mode)`` in the batched
     class's batching mode) is kept as it is; one whose own leading axis is a batch of another
     size (``bm.Variable(bm.zeros((1, n)), batch_axis=0)``) is one example's value like any other.
-    A ``bm.VarList`` / ``bm.VarDict`` gets each of its Variables batched.
     """
-    if isinstance(variable, bm.VarList):
-        return bm.VarList([_batched(v, batch_size) for v in variable])
-    if isinstance(variable, bm.VarDict):
-        return bm.VarDict({k: _batched(v, batch_size) for k, v in variable.items()})
     if variable.batch_axis == 0 and variable.shape[0] == batch_size:
         return variable
     return bm.Variable(_stack(variable.value, batch_size), batch_axis=0)
@@ -122,17 +117,13 @@ class _Library(bp.BrainPyObject):
         for k, v in self.batched.items():
             v.value = self.stacked(self.variables[k], batch_size)
 
-    def call(self, params, state, function, *args, **kwargs):
-        """Run ``function`` (a built-in, or one of its methods) on one example: ``(state, result)``."""
-        return self.bound(params, state, function, args, kwargs)
-
     def read(self, params, state, path):
         """One example's value of ``path`` (``"N.spike"``) under a built-in."""
         def get():
             value = self.resolve(path)
             return value.value if isinstance(value, bm.Variable) else value
 
-        return self.bound(params, state, get, (), {})[1]
+        return self.call(params, state, get)[1]
 
     def write(self, state, path, value):
         """``state`` with one example's Variable at ``path`` set to ``value``."""
@@ -148,7 +139,8 @@ class _Library(bp.BrainPyObject):
             value = getattr(value, part)
         return value
 
-    def bound(self, params, state, function, args, kwargs):
+    def call(self, params, state, function, *args, **kwargs):
+        """Run ``function`` (a built-in, or one of its methods) on one example: ``(state, result)``."""
         everything = {**self.weights, **self.variables}
         given = {**params.library, **state.library}
         # BrainPy's Variables are brainstate States: a trace stack lets them hold traced values
