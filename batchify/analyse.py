@@ -6,6 +6,7 @@ dependencies with its ScopeProvider; nothing here rewrites code.
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 
@@ -21,6 +22,7 @@ from libcst.metadata import (
 )
 
 from batchify import names
+from batchify.aliases import Known, Normaliser, side_effects
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.ir import Child, Field, Method, ModelClass, ModuleIR
 
@@ -33,7 +35,7 @@ RESERVED = frozenset(
 
 
 # Fields of the generated State besides the model's own: a Variable may not take these names.
-STATE_RESERVED = frozenset({"rng_key", "library"})
+STATE_RESERVED = frozenset({"rng_key", "library", "mode"})  # `mode` is BrainPy's computing mode on every model
 
 
 class Unwrapped(Mapping):
@@ -41,8 +43,11 @@ class Unwrapped(Mapping):
 
     def __init__(self, raw: Mapping):
         self.raw = raw
+        self.extra: dict = {}  # nodes made by normalisation (aliases.py), named like the nodes they replace
 
     def __getitem__(self, key):
+        if key in self.extra:
+            return self.extra[key]
         value = self.raw[key]
         return value() if isinstance(value, LazyValue) else value
 
@@ -61,7 +66,8 @@ class Analysis:
         self.wrapper = MetadataWrapper(module)
         self.module = self.wrapper.module
         self.qualified = Unwrapped(self.wrapper.resolve(QualifiedNameProvider))
-        self.positions = self.wrapper.resolve(PositionProvider)
+        # Positions of the source, and of the nodes normalisation makes (at the place they replace).
+        self.positions = ChainMap({}, self.wrapper.resolve(PositionProvider))
         self.scopes = self.wrapper.resolve(ScopeProvider)
         self.parents = self.wrapper.resolve(ParentNodeProvider)
         self.diagnostics: list[Diagnostic] = []
@@ -78,6 +84,13 @@ class Analysis:
                 pos.end.line, pos.end.column + 1,
             )
         )
+
+    def inherit(self, new: cst.CSTNode, old: cst.CSTNode) -> None:
+        """``new`` replaces ``old`` (aliases.py): it has ``old``'s position and qualified names."""
+        if old in self.positions:
+            self.positions.maps[0][new] = self.positions[old]
+        if old in self.qualified.raw or old in self.qualified.extra:
+            self.qualified.extra[new] = self.qualified[old]
 
     def diagnostic(self, node: cst.CSTNode, code: str, message: str) -> Diagnostic:
         self.report(node, code, message)
@@ -265,6 +278,10 @@ class _ClassScan:
                 self.scan_assignments(reset, direct, variables_only=True)
                 self.reset_fields = [f.name for f in self.fields if f.name not in before]
             self.fields = [replace(f, optional=f.name not in self.certain) for f in self.fields]
+            for name in sorted({f.name for f in self.fields} & ({c.name for c in self.children} | set(self.libraries))):
+                target = self.targets[name][0]
+                self.a.report(target, "BFY107", f"self.{name} holds a Variable on one path and a model on "
+                              "another; give each its own attribute")
         # `self.V.value = bm.Variable(e)` outside __init__ writes e: the Variable wrapper is redundant.
         fields = {f.name for f in self.fields}
         for func in self.functions():
@@ -360,6 +377,8 @@ class _ClassScan:
         kinds = {f.name: f.kind for f in self.fields}
         for node in walk(value):
             local = isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in self.models
+            # `IA = PoissonStim(...)` earlier in __init__, then `bp.synapses.Exponential(IA, ...)`.
+            local = local or (isinstance(node, cst.Name) and node.value in self.local_models())
             path = self_path(node, self_name_of(self.init)) if isinstance(node, cst.Attribute) else None
             if local or (path and path[0] in own_children):
                 self.a.report(node, "BFY104", f"self.{name} is the BrainPy built-in {builtin}, held as library "
@@ -376,8 +395,22 @@ class _ClassScan:
         if name not in self.libraries:
             self.libraries.append(name)
 
+    def local_models(self) -> set[str]:
+        """Local names of __init__ bound to a model of this file: ``IA = PoissonStim(...)``."""
+        if not hasattr(self, "_local_models"):
+            self._local_models = {
+                t.target.value for node in walk(self.init.body) if isinstance(node, cst.Assign)
+                and isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name)
+                and node.value.func.value in self.models for t in node.targets if isinstance(t.target, cst.Name)}
+        return self._local_models
+
     def check_container(self, name: str, value: cst.BaseExpression) -> None:
         """Models of this file inside a list, dict, tuple or call: children batchify cannot follow."""
+        if isinstance(value, cst.Name) and value.value in self.local_models():
+            self.a.report(value, "BFY105", f"self.{name} is a model of this file built into the local "
+                          f"'{value.value}' first; assign it directly (self.{name} = {value.value}'s constructor "
+                          "call) so that batchify builds it batched")
+            return
         for node in walk(value):
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in self.models:
                 self.a.report(node, "BFY105", f"self.{name} holds models in a container; "
@@ -390,7 +423,10 @@ class _ClassScan:
             self.fields = [f if old.name == f.name else old for old in self.fields]
         else:
             self.fields.append(f)
-        if f.name in STATE_RESERVED:  # the other reserved names are renamed as attributes (`self.state_`)
+        if f.name == "mode":
+            self.a.report(target, "BFY010", "self.mode is BrainPy's computing mode, which every model has; a "
+                          "Variable cannot take its name (BrainPy refuses it too): rename it")
+        elif f.name in STATE_RESERVED:  # the other reserved names are renamed as attributes (`self.state_`)
             self.a.report(target, "BFY010", f"the generated State defines '{f.name}'; rename self.{f.name}")
 
 
@@ -498,6 +534,11 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             a.diagnostics.append(Diagnostic(path, 1, 1, "BFY005", f"--class {name}: no class of that name "
                                             f"(model classes here: {', '.join(sorted(models))})"))
 
+    for name, node in models.items():  # `__Net` would be name-mangled inside the generated class bodies
+        if name.startswith("__") and not name.endswith("__"):
+            a.report(node.name, "BFY010", f"the class name {name} starts with two underscores, so Python "
+                     f"mangles it inside class bodies, where the generated code names {name}Params and "
+                     f"{name}State; rename the class")
     # Scan fields and children, then order classes so that bases and children come first.
     scans = {}
     for name, node in models.items():
@@ -517,6 +558,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     for name in models:
         visit(name)
 
+    module_functions = {s.name.value: s for s in a.module.body if isinstance(s, cst.FunctionDef)}
+    module_data = module_data_names(a.module)
     classes: dict[str, ModelClass] = {}
     modes = {item.partition("=")[0]: item.partition("=")[2] or "mean" for item in shared}
     ir = ModuleIR(path, a.module, classes, [], [], frozenset(item.partition("=")[0] for item in shared),
@@ -535,16 +578,27 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         inherited = ir.all_methods(cls)
         own_names = {f.name.value for f in scan.functions()}
         children = {ch: set(ir.all_methods(c)) for ch, c in ir.child_map(cls).items()}
+        known = known_variables(ir, cls)
+        helpers = {**module_functions, **{f"self.{m}": meth.node for m, meth in inherited.items()},
+                   **{f"self.{f.name.value}": f for f in scan.functions()}}
         for func in scan.functions():
             if func.name.value in RESERVED:
                 a.report(func.name, "BFY010", f"the generated class defines '{func.name.value}'; rename this method")
             if func.name.value == "__init__":
                 continue
             kind = method_kind(a, func)
+            me = self_name_of(func) if kind in ("method", "property") else None
+            if me is not None:  # Variables reached by another name: into the plain self.V forms (aliases.py)
+                func = Normaliser(me, known, helpers, a.report, a.inherit).normalise(func)
             cls.methods[func.name.value] = scan_method(a, func, fields, children, set(inherited) | own_names, kind,
                                                        set(ir.all_libraries(cls)),
                                                        {n for c in ir.chain(cls) for n in c.noisy_integrators})
         mark_stateful(ir, cls)
+        plain = plain_attribute_test(ir, cls)
+        for method in cls.methods.values():
+            if method.name in cls.stateful and method.kind == "method":
+                side_effects(method.node, self_name_of(method.node), module_data, known, plain,
+                             a.qualified_names, a.report)
         if declarations_needed:  # loading the original for verification needs no batching decision
             check_learned_online(a, ir, cls, modes, scan)
 
@@ -572,12 +626,18 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         else:
             a.diagnostics.append(Diagnostic(path, 1, 1, "BFY013", f"harness: no module-level function named "
                                             f"'{name}' in the source"))
+    # Module-level settings the model's numbers depend on (`bm.set_dt(0.5)`) travel with it.
+    settings = [s for s in a.module.body if environment_setting(a, s)]
+    roots += settings
     needed = support_statements(a, roots, set(models))
+    for stmt in settings:
+        needed.setdefault(id(stmt), set())
     for name in library_targets:  # copied as they are: the batched class runs them as library code
         needed.setdefault(id(class_defs[name]), set()).add(name)
     for name in functions:  # the functions themselves are copied too
         if name in defined:
             needed.setdefault(id(defined[name]), set()).add(name)
+    check_shared_names(a, ir, shared)
     originals = [s for s in a.module.body if id(s) in needed]
     ir.support = [_prune_imports(s, needed[id(s)]) for s in originals]
     ir.source_lines = sorted(a.positions[s].start.line for s in [*originals, *(models[n] for n in ir.targets)])
@@ -588,6 +648,70 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     if wanted_diagnostics:
         raise BatchifyError(sorted(wanted_diagnostics, key=lambda d: (d.line, d.column, d.code)))
     return ir
+
+
+def environment_setting(a: Analysis, stmt: cst.CSTNode) -> bool:
+    """``bm.set_dt(0.5)``, ``jax.config.update("jax_enable_x64", True)``: a module-level call setting
+    what the model's numbers depend on."""
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)
+            and bool(a.qualified_names(stmt.body[0].value.func) & names.ENVIRONMENT_SETTERS))
+
+
+def check_shared_names(a: Analysis, ir: ModuleIR, shared: Iterable[str]) -> None:
+    """Every ``--shared NAME`` names an argument of a stepping method or a state Variable: a typo
+    would otherwise leave the argument per example, silently."""
+    arguments: set[str] = set()
+    variables: set[str] = set()
+    for name in ir.targets:
+        cls = ir.classes[name]
+        variables |= {f.name for f in ir.all_fields(cls) if f.kind == "state"}
+        for method in ir.all_methods(cls).values():
+            if method.name in cls.stateful:
+                p = method.node.params
+                arguments |= {q.name.value for q in (*p.posonly_params, *p.params, *p.kwonly_params)}
+    known = arguments | variables
+    for item in shared:
+        name, _, mode = item.partition("=")
+        if name in (variables if mode else known):
+            continue
+        import difflib
+
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        hint = f"; did you mean --shared {close[0]}{'=' + mode if mode else ''}?" if close else ""
+        what = "state Variable" if mode else "argument of a stepping method or state Variable"
+        a.diagnostics.append(Diagnostic(a.path, 1, 1, "BFY015", f"--shared {item}: no {what} is named "
+                                        f"'{name}' in {', '.join(ir.targets)}{hint}"))
+
+
+def known_variables(ir: ModuleIR, cls: ModelClass) -> Known:
+    """The Variables ``cls``'s methods reach by ``self`` paths: its fields, its children's, built-ins."""
+    return Known({f.name for f in ir.all_fields(cls)},
+                 {ch: known_variables(ir, c) for ch, c in ir.child_map(cls).items()},
+                 set(ir.all_libraries(cls)), {f.name for f in ir.all_fields(cls) if f.container == "list"})
+
+
+def plain_attribute_test(ir: ModuleIR, cls: ModelClass) -> Callable[[str], bool]:
+    """Whether ``self.NAME`` is a plain attribute: not a Variable, child, built-in or method."""
+    taken = ({f.name for f in ir.all_fields(cls)} | set(ir.child_map(cls)) | set(ir.all_libraries(cls))
+             | set(ir.all_methods(cls)))
+    return lambda name: name not in taken
+
+
+def module_data_names(module: cst.Module) -> set[str]:
+    """Names that module-level assignments bind (data a step could mutate), not imports or defs."""
+    out: set[str] = set()
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                targets = ([t.target for t in small.targets] if isinstance(small, cst.Assign)
+                           else [small.target] if isinstance(small, (cst.AnnAssign, cst.AugAssign)) else [])
+                for t in targets:
+                    for el in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else [t]):
+                        el = el.value if isinstance(el, (cst.Element, cst.StarredElement)) else el
+                        if isinstance(el, cst.Name):
+                            out.add(el.value)
+    return out
 
 
 def check_learned_online(a: Analysis, ir: ModuleIR, cls: ModelClass, modes: Mapping[str, str], scan) -> None:
@@ -684,11 +808,20 @@ def support_statements(a: Analysis, roots: list[cst.CSTNode],
     needed: dict[int, set[str]] = {}
     todo = [id(c) for c in roots]
     seen = set(todo)
+    pulled_by: dict[int, tuple[cst.CSTNode, str]] = {}  # a copied statement: where a root first uses it
     while todo:
         current = todo.pop()
         for owner_id, name in sorted(uses.get(current, ()), key=lambda x: x[1]):
             owner = by_id[owner_id]
             if isinstance(owner, cst.ClassDef) and owner.name.value in model_names:
+                if current in pulled_by and not isinstance(by_id[current], cst.ClassDef):
+                    # `model = Foo(...)` at module level, used by copied code: the generated module
+                    # has no Foo, and one shared instance cannot serve a batch.
+                    node, used = pulled_by[current]
+                    a.report(node, "BFY014", f"'{used}' (line {a.positions[by_id[current]].start.line}) uses the "
+                             f"model class {name} at module level; the generated module copies only what the "
+                             f"model needs and defines no {name}: pass the model in as an argument instead "
+                             "of using a module-level instance")
                 continue
             if owner_id == current:
                 continue
@@ -702,6 +835,10 @@ def support_statements(a: Analysis, roots: list[cst.CSTNode],
             if owner_id not in seen:
                 seen.add(owner_id)
                 todo.append(owner_id)
+                origin = pulled_by.get(current) or next(
+                    ((n, nm) for n, nm, o in access_origin[current] if nm == name and o is owner), None)
+                if origin is not None:
+                    pulled_by[owner_id] = origin
     return needed
 
 

@@ -26,7 +26,22 @@ from batchify.harness import HarnessOptions
 
 
 class ConfigError(Exception):
-    pass
+    """A problem in [tool.batchify]; ``where`` is the pyproject.toml, ``value`` the text at fault."""
+
+    def __init__(self, message: str, where: Path | None = None, value: str | None = None):
+        super().__init__(message)
+        self.where = where
+        self.value = value
+
+    def line(self) -> int:
+        """The line of pyproject.toml holding the value at fault (1 when it cannot be found)."""
+        if self.where is None or self.value is None:
+            return 1
+        try:
+            lines = self.where.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return 1
+        return next((n for n, text in enumerate(lines, 1) if self.value in text), 1)
 
 
 @dataclass(frozen=True)
@@ -44,12 +59,14 @@ class Config:
     patterns: tuple[dict, ...]
     shared: tuple[str, ...]
     verify: dict
+    where: Path | None = None  # the pyproject.toml
 
     def targets(self) -> list[Target]:
         """Every (source, output) pair the patterns match on disk, sorted, outputs never sources."""
         outputs = [_glob_regex(p["output"]) for p in self.patterns]
         found: dict[Path, Target] = {}
-        for pattern in self.patterns:
+        root = self.root.resolve()
+        for i, pattern in enumerate(self.patterns):
             source_re = _glob_regex(pattern["source"])
             for path in sorted(self.root.glob(pattern["source"])):
                 rel = path.relative_to(self.root).as_posix()
@@ -57,6 +74,12 @@ class Config:
                 if not path.is_file() or match is None or any(o.fullmatch(rel) for o in outputs):
                     continue
                 output = _substitute(pattern["output"], match.groups())
+                # A configured output stays inside the project (symlinks and `..` resolved): a cloned
+                # repository's pyproject.toml must not make the hook write anywhere else.
+                if not (self.root / output).resolve().is_relative_to(root):
+                    raise ConfigError(f"{self.where or 'pyproject.toml'}: [[tool.batchify.targets]] #{i + 1} "
+                                      f"output {pattern['output']!r} puts {rel}'s output at {output!r}, outside "
+                                      f"the project ({self.root})", self.where, pattern["output"])
                 found.setdefault(path, Target(
                     path, self.root / output,
                     tuple(_strings(pattern, "class")),
@@ -89,14 +112,17 @@ def parse_config(table: dict, root: Path, where: Path) -> Config:
     for i, pattern in enumerate(patterns):
         for key in ("source", "output"):
             if not isinstance(pattern.get(key), str):
-                raise ConfigError(f"{where}: [[tool.batchify.targets]] #{i + 1} needs a string '{key}'")
+                raise ConfigError(f"{where}: [[tool.batchify.targets]] #{i + 1} needs a string '{key}'", where)
+            if Path(pattern[key]).is_absolute() or pattern[key].startswith("~"):
+                raise ConfigError(f"{where}: [[tool.batchify.targets]] #{i + 1} {key} {pattern[key]!r} is absolute; "
+                                  "paths are relative to the folder of pyproject.toml", where, pattern[key])
         if _wildcards(pattern["source"]) != _wildcards(pattern["output"]):
             raise ConfigError(f"{where}: target #{i + 1}: source and output must have the same number of "
                               f"wildcards ({pattern['source']!r} -> {pattern['output']!r})")
         unknown = set(pattern) - {"source", "output", "class", "shared", "harness"}
         if unknown:
             raise ConfigError(f"{where}: target #{i + 1}: unknown keys {sorted(unknown)}")
-    return Config(root, tuple(patterns), tuple(_strings(table, "shared")), table.get("verify", {}))
+    return Config(root, tuple(patterns), tuple(_strings(table, "shared")), table.get("verify", {}), where)
 
 
 def _harness(table) -> HarnessOptions | None:

@@ -31,17 +31,23 @@ CODES: dict[str, Code] = {
     "BFY006": Code("the output path is the source path; batchify never overwrites its input", EXIT_USAGE),
     "BFY007": Code("the output cannot be written"),
     "BFY008": Code("the output file is stale (--check)"),
+    "BFY016": Code("[tool.batchify] in pyproject.toml is invalid (an absolute path, an output outside the project)",
+                   EXIT_USAGE),
+    "BFY009": Code("the source nests too deeply (past batchify's documented limit)"),
     # Names the generated module needs.
     "BFY010": Code("the model uses a name that the generated class reserves"),
     "BFY011": Code("a module-level name clashes with a name the generated module imports"),
     "BFY013": Code("the training harness cannot be generated as configured (method, input, readout or loss)"),
     "BFY012": Code("a name the model uses is not defined at module level (only in a __main__ block, or nowhere)"),
+    "BFY014": Code("copied module-level code uses an instance of a model class (a module-level `model = Foo(...)`)"),
+    "BFY015": Code("--shared NAME names no argument of a stepping method and no state Variable"),
     # Model structure.
     "BFY101": Code("a Variable is created outside __init__"),
     "BFY102": Code("a Variable is created but not assigned directly to a self attribute"),
     "BFY103": Code("an unsupported Variable container (TimeDelay, NodeList, NodeDict) or variable_ call"),
     "BFY104": Code("a BrainPy built-in held as library code reaches a model or Variable of this file"),
     "BFY105": Code("child models are held in a container (list, dict, Sequential)"),
+    "BFY107": Code("one attribute holds a Variable on one path and a model on another"),
     # Method bodies.
     "BFY201": Code("a weight (TrainVar / Parameter) is written in a stepping method"),
     "BFY202": Code("a plain attribute is assigned in a stepping method"),
@@ -55,8 +61,11 @@ CODES: dict[str, Code] = {
     "BFY210": Code("a Python if or while tests a Variable (a traced, per-example value)"),
     "BFY211": Code("a Variable learned online (a weight written outside update) needs --shared NAME=mean|sum|example"),
     "BFY212": Code("a function stored on self in __init__ reads a Variable"),
+    "BFY213": Code("a Variable is reached by another name in a way batchify cannot follow"),
+    "BFY214": Code("a stepping method has a Python side effect (print, reseeding, writing a global or a list)"),
     # Verification.
     "BFY301": Code("verification lacks driving information (constructor arguments, method, inputs)", EXIT_USAGE),
+    "BFY303": Code("verification FAIL: the generated module raised when run (a transformation bug)"),
     "BFY302": Code("verification cannot run (bad driving information, or the generated module does not load)",
                    EXIT_USAGE),
     # batchify's own failure.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import types
 from dataclasses import dataclass, field, replace
 
 from batchify.names import SHARED_DICT_PARAMS
@@ -157,16 +158,38 @@ class BrainPyExpr:
             if isinstance(node, ast.Name) and node.id in roots:
                 return roots[node.id]
             if isinstance(node, ast.Attribute):
-                return getattr(value(node.value), node.attr)
+                found = getattr(value(node.value), node.attr)
+                if isinstance(found, types.ModuleType) and not found.__name__.startswith(BRAINPY_NAMESPACES):
+                    raise DriveError(f"--init {self.text!r}: {node.attr} is the module {found.__name__}, not "
+                                     "part of BrainPy; only BrainPy's own names may be used")
+                return found
             if isinstance(node, ast.Call):
-                return value(node.func)(*[value(a) for a in node.args],
-                                        **{k.arg: value(k.value) for k in node.keywords})
+                function = value(node.func)
+                if not str(getattr(function, "__module__", "") or "").startswith(BRAINPY_NAMESPACES):
+                    raise DriveError(f"--init {self.text!r}: {ast.unparse(node.func)} is not a BrainPy function "
+                                     "or class; only BrainPy's own may be called")
+                return function(*[value(a) for a in node.args], **{k.arg: value(k.value) for k in node.keywords})
             if isinstance(node, (ast.List, ast.Tuple)):
                 items = [value(e) for e in node.elts]
                 return items if isinstance(node, ast.List) else tuple(items)
             return ast.literal_eval(node)
 
-        return value(self.node)
+        try:
+            return value(self.node)
+        except DriveError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a wrong name or argument is the user's to fix
+            raise DriveError(f"--init {self.text!r}: {type(exc).__name__}: {exc}") from None
+
+
+# Where the modules and callables an --init expression reaches may come from: BrainPy and the
+# parts of its family it exposes under bm (bm.random is brainstate's, bm.surrogate braintools').
+BRAINPY_NAMESPACES = ("brainpy", "brainstate", "braintools.surrogate")
+
+# The only syntax a BrainPy --init expression may use: names, public attributes, calls with
+# plain arguments, literals, lists and tuples.
+_INIT_NODES = (ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.List, ast.Tuple, ast.keyword, ast.Load,
+               ast.UnaryOp, ast.USub, ast.UAdd)
 
 
 def _init_value(node: ast.expr, text: str):
@@ -174,8 +197,13 @@ def _init_value(node: ast.expr, text: str):
     try:
         return ast.literal_eval(node)
     except ValueError:
-        roots = [n for n in ast.walk(node) if isinstance(n, ast.Name)]
-        if roots and all(n.id in ("bp", "brainpy", "bm") for n in roots):
+        nodes = list(ast.walk(node))
+        roots = [n for n in nodes if isinstance(n, ast.Name)]
+        allowed = (all(isinstance(n, _INIT_NODES) for n in nodes)
+                   and all(n.id in ("bp", "brainpy", "bm") for n in roots)
+                   and not any(isinstance(n, ast.Attribute) and n.attr.startswith("_") for n in nodes)
+                   and not any(isinstance(n, ast.keyword) and n.arg is None for n in nodes))
+        if roots and allowed:
             return BrainPyExpr(node, ast.get_source_segment(text, node) or "")
         raise
 

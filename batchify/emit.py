@@ -21,7 +21,8 @@ from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.harness import HarnessOptions, harness_classes
 from batchify.harness import context as harness_context
 from batchify.ir import ModelClass, ModuleIR
-from batchify.names import SHARED_CLOCK_PARAMS, SHARED_DICT_PARAMS, STATE_FACTORIES, STATE_VARIABLES
+from batchify.names import (SHARED_CLOCK_PARAMS, SHARED_DICT_PARAMS, STATE_FACTORIES, STATE_VARIABLES,
+                            VARIABLE_CONTAINERS)
 from batchify.rewrite import Namespace, drop_unused_star_params, keyword_arg, pure_name, rewrite_method
 
 LINE_LENGTH = 100
@@ -33,18 +34,18 @@ STANDARD_IMPORT_LINES = ("from typing import NamedTuple", "import brainpy.math a
 HARNESS_IMPORTS = {"brainstate": "brainstate", "brainpy_env": "brainpy.math.defaults.env",
                    "np": "numpy", "optax": "optax", "Mesh": "jax.sharding.Mesh",
                    "NamedSharding": "jax.sharding.NamedSharding", "PartitionSpec": "jax.sharding.PartitionSpec"}
-HARNESS_IMPORT_LINES = {"brainstate": "import brainstate",
+HARNESS_IMPORT_LINES = {"brainstate": "import brainstate", "bp": "import brainpy as bp",
                         "brainpy_env": "from brainpy.math.defaults import env as brainpy_env",
                         "np": "import numpy as np", "optax": "import optax",
                         "Mesh": "from jax.sharding import Mesh, NamedSharding, PartitionSpec",
                         "NamedSharding": "from jax.sharding import Mesh, NamedSharding, PartitionSpec",
                         "PartitionSpec": "from jax.sharding import Mesh, NamedSharding, PartitionSpec"}
-# What the built-ins' library helper adds.
-LIBRARY_IMPORTS = {"brainstate": "brainstate"}
+# What the built-ins' library helper adds (it names BrainPy `bp`, whatever the source calls it).
+LIBRARY_IMPORTS = {"brainstate": "brainstate", "bp": "brainpy"}
 HELPERS = (
-    "_Library", "_replace_item", "_with_rng", "_for_loop", "_cond", "_while_loop", "_ifelse",
+    "_Library", "_Nodes", "_replace_item", "_with_rng", "_for_loop", "_cond", "_while_loop", "_ifelse",
     "_stateless", "_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key",
-    "_param_items", "_params_from", "_nll_of_rates"
+    "_param_items", "_params_from", "_class_label", "_padded", "_nll_of_rates"
 )
 
 
@@ -57,9 +58,21 @@ def template_dir() -> Path:
     raise FileNotFoundError("batchify's templates are missing from this installation")
 
 
+def indent_lines(text: str, width: int = 4, first: bool = False, blank: bool = False) -> str:
+    """Jinja's ``indent`` filter, splitting at ``\n`` only: ``str.splitlines`` also splits at a form
+    feed, U+2028 and other separators that may stand inside the user's strings and comments."""
+    pad = " " * width if isinstance(width, int) else str(width)
+    lines = (text + "\n").split("\n")[:-1]
+    if blank:
+        out = ("\n" + pad).join(lines)
+    else:
+        out = lines[0] + "".join("\n" + (pad + line if line else line) for line in lines[1:])
+    return pad + out if first else out
+
+
 @functools.cache
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(template_dir())),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -67,6 +80,8 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         autoescape=False,
     )
+    env.filters["indent"] = indent_lines
+    return env
 
 
 def code(node: cst.CSTNode) -> str:
@@ -204,7 +219,11 @@ class ClassEmitter:
                                      for s, m in shared.items()]
                                     + [(ch, f"self.{ch}.reduced(state.{ch})") for ch, c in child_cls.items()
                                        if ir.shares_state(c)], 8, "return "),
-            "children": [{"name": ch, "batched_name": c.batched_name} for ch, c in child_cls.items()],
+            # A child's full reset (bp.reset_state): its own reset unless it holds children or built-ins.
+            "children": [{"name": ch, "batched_name": c.batched_name,
+                          "reset_all": "reset_all_example" if ir.all_children(c) or ir.all_libraries(c)
+                          else "reset_example"} for ch, c in child_cls.items()],
+            "resets_tree": bool(children) or bool(libraries),
             "params_value": keyword_call(cls.params_name, [(p, read(p)) for p in params]
                                          + [(ch, f"self.{ch}.params()") for ch in child_cls]
                                          + [(n, f"self.{n}.params()") for n in lib], 8, "return "),
@@ -218,6 +237,8 @@ class ClassEmitter:
             + [f"self.{ch}.set_state(state.{ch})" for ch in child_cls]
             + [f"self.{n}.set_state(state.{n})" for n in lib] or ["pass"],
             "reset_pure": "reset_state" in cls.stateful,
+            "defines_reset": "reset_state" in ir.all_methods(cls),
+            "resets": "reset_state" in cls.stateful or bool(children) or bool(libraries),
             "reset_fields": [{"name": f, "attr": a(f), "optional": f in optional} for f in cls.reset_fields],
             "empty_state": keyword_call(cls.state_name, [(s, "None" if s in cls.reset_fields else read(s))
                                                          for s in stored]
@@ -298,7 +319,10 @@ class ClassEmitter:
         state_axis = f"{self_name_of(func) or 'self'}.state_axes()" if self.ir.shares_state(self.cls) else "0"
         star = drop_unused_star_params(func).params.star_arg  # `*args` the body reads: each per example
         star_name = star.name.value if isinstance(star, cst.Param) else None
-        axes = ", ".join(["None", state_axis] + ["None" if a in shared_args else f"_example_axis({a})" for a in args]
+        # A per-example argument's axis is checked against the batch (a forgotten --shared says so).
+        axes = ", ".join(["None", state_axis] + ["None" if a in shared_args
+                                                 else f'_example_axis({a}, "{a}", {self_name}.batch_size)'
+                                                 for a in args]
                          + ([f"*map(_example_axis, {star_name})"] if star_name else []))
         header = code(func.with_changes(body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])]),
                                         leading_lines=[])).strip("\n").rsplit("\n", 1)[0]
@@ -320,10 +344,18 @@ class ClassEmitter:
             lines.append('    """')
         call_args = ", ".join([f"{self_name}.params()", f"{self_name}.state()", *args]
                               + ([f"*{star_name}"] if star_name else []))
-        vmap = f"jax.vmap({self_name}.{pure_name(func.name.value)}, in_axes=({axes}))"
-        stmt = f"    {state}, {out} = {vmap}({call_args})"
-        if len(stmt) > LINE_LENGTH:
-            stmt = f"    {state}, {out} = {vmap}(\n        {call_args}\n    )"
+        in_axes = f"({axes})"
+        stmt = ""
+        if "_example_axis" in axes:  # computed per call: a statement of its own
+            in_axes = ns.fresh("in_axes")
+            stmt = f"    {in_axes} = ({axes})\n"
+            if len(stmt) > LINE_LENGTH:
+                stmt = f"    {in_axes} = (\n        {axes}\n    )\n"
+        vmap = f"jax.vmap({self_name}.{pure_name(func.name.value)}, in_axes={in_axes})"
+        call = f"    {state}, {out} = {vmap}({call_args})"
+        if len(call) > LINE_LENGTH:
+            call = f"    {state}, {out} = {vmap}(\n        {call_args}\n    )"
+        stmt += call
         if self.ir.shares_state(self.cls):  # the Variables the batch shares take the reduced updates
             stmt += f"\n    {state} = {self_name}.reduced({state})"
         lines += [stmt, f"    {self_name}.set_state({state})", f"    return {out}"]
@@ -425,24 +457,34 @@ class InitRewriter(cst.CSTTransformer):
         return updated_node.with_changes(params=params, body=updated_node.body.with_changes(body=body))
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
-        if len(original_node.targets) != 1 or not isinstance(original_node.value, cst.Call):
+        if len(original_node.targets) != 1:
             return updated_node
-        path = self_path(original_node.targets[0].target, self.self_name)
-        if path is None or len(path) != 1:
+        value = self.batched_value(original_node.targets[0].target, original_node.value, updated_node.value)
+        return updated_node.with_changes(value=value)
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign) -> cst.AnnAssign:
+        """``self.v: bm.Variable = bm.Variable(...)``: batched like the plain assignment."""
+        if original_node.value is None:
             return updated_node
-        value = original_node.value
+        return updated_node.with_changes(value=self.batched_value(original_node.target, original_node.value,
+                                                                  updated_node.value))
+
+    def batched_value(self, target: cst.BaseExpression, value: cst.BaseExpression,
+                      updated: cst.BaseExpression) -> cst.BaseExpression:
+        """The value assigned to ``self.NAME`` in the batched constructor: a state Variable batched,
+        a child built with ``batch_size``; anything else unchanged."""
+        path = self_path(target, self.self_name)
+        if path is None or len(path) != 1 or not isinstance(value, cst.Call):
+            return updated
         if path[0] in self.state and {q.name for q in self.ir.qualified.get(value.func, ())} & (
-                STATE_VARIABLES | STATE_FACTORIES):
-            wrapped = cst.Call(cst.Name("_batched"), [cst.Arg(updated_node.value, comma=cst.Comma(
+                STATE_VARIABLES | STATE_FACTORIES | set(VARIABLE_CONTAINERS)):
+            return cst.Call(cst.Name("_batched"), [cst.Arg(updated, comma=cst.Comma(
                 whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(cst.Name("batch_size"))])
-            return updated_node.with_changes(value=wrapped)
         if path[0] in self.children and isinstance(value.func, cst.Name):
-            new_call = updated_node.value
-            args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in new_call.args]
+            args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated.args]
             args.append(keyword_arg("batch_size", cst.Name("batch_size")))
-            return updated_node.with_changes(value=new_call.with_changes(
-                func=cst.Name(self.children[path[0]]), args=args))
-        return updated_node
+            return updated.with_changes(func=cst.Name(self.children[path[0]]), args=args)
+        return updated
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.Attribute:
         path = self_path(original_node, self.self_name)
@@ -627,4 +669,5 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
         containers=any(f.container for c in ir.targets for f in ir.all_fields(ir.classes[c])),
         harnesses=harnesses,
     )
-    return text
+    # One newline convention: a CRLF line copied from the source would make every later --check stale.
+    return text.replace("\r\n", "\n").replace("\r", "\n")

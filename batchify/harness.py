@@ -126,7 +126,9 @@ def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics:
         "input_expr": input_expr,
         "readout_expr": readout_expr,
         "loss_expr": loss_expr,
-        "classifies": options.loss != "mse",
+        # Integer class labels (shaped [B] or [B, 1]) and an accuracy: the built-in classification losses.
+        "classifies": options.loss in ("cross_entropy", "nll_rate"),
+        "shares_state": ir.shares_state(cls),
         "input_doc": doc(options.input, "input"),
         "readout_doc": doc(options.readout, "readout"),
         "loss_doc": doc(options.loss, "loss"),

@@ -48,6 +48,27 @@ LIBRARY_OBJECTS = frozenset(
     }
 )
 
+# Module-level calls that set what a model's numbers depend on (BrainPy's dt, mode, precision,
+# platform, JAX's x64): copied into the generated module, in source order, so that importing it
+# sets them as importing the source did.
+ENVIRONMENT_SETTERS = frozenset(
+    {
+        "brainpy.math.set_dt",
+        "brainpy.math.set_environment",
+        "brainpy.math.set",
+        "brainpy.math.set_mode",
+        "brainpy.math.set_membrane_scaling",
+        "brainpy.math.set_platform",
+        "brainpy.math.enable_x64",
+        "brainpy.math.disable_x64",
+        "brainpy.math.set_float",
+        "brainpy.math.set_int",
+        "brainpy.math.set_bool",
+        "brainpy.math.set_complex",
+        "jax.config.update",
+    }
+)
+
 # Base classes that make a class a model and add no state of their own.
 MODEL_BASES = frozenset(
     {
@@ -59,6 +80,10 @@ MODEL_BASES = frozenset(
         "brainpy.NeuGroupNS",
         "brainpy.Dynamic",
         "brainpy.dyn.NeuDyn",
+        "brainpy.dyn.NeuGroup",  # the same class as bp.dyn.NeuDyn in brainpy 2.9
+        "brainpy.dynsys.Dynamic",
+        "brainpy.Base",  # BrainPyObject's old name, still exported
+        "brainpy.math.Base",
         "brainpy.dyn.SynDyn",
         "brainpy.dyn.Dynamic",
         "brainpy.dyn.DynamicalSystem",

@@ -6,13 +6,17 @@ Pure text in, text out; no file system, no argv, no jax or brainpy.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+import sys
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from batchify.analyse import analyse
+from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.emit import emit
 from batchify.harness import HarnessOptions
-from batchify.parse import decode, parse
+from batchify.parse import MAX_DEPTH, decode, parse
 from batchify.validate import validate
 
 
@@ -37,10 +41,61 @@ def transform(
     ``path`` is what diagnostics name; ``header_path`` (default: ``path``) is what the
     generated module's header names.
     """
-    text = decode(source, path)
-    module = parse(text, path)
-    ir = analyse(module, path, only=classes, shared=shared, functions=harness.functions() if harness else ())
-    out = emit(ir, source_sha256=hashlib.sha256(source).hexdigest(), command=command,
-               source_path=header_path or path, harness=harness)
-    validate(out, path)
-    return TransformResult(out, tuple(ir.targets))
+    def stages() -> TransformResult:
+        text = decode(source, path)
+        module = parse(text, path)
+        ir = analyse(module, path, only=classes, shared=shared, functions=harness.functions() if harness else ())
+        out = emit(ir, source_sha256=hashlib.sha256(source).hexdigest(), command=command,
+                   source_path=header_path or path, harness=harness)
+        validate(out, path, text)
+        return TransformResult(out, tuple(ir.targets))
+
+    try:
+        return with_deep_stack(stages)
+    except Exception as exc:
+        if not caused_by_recursion(exc):
+            raise
+        raise BatchifyError([Diagnostic(path, 1, 1, "BFY009", f"the code nests too deeply to transform "
+                                        f"(batchify reads at most {MAX_DEPTH} levels)")]) from None
+
+
+def caused_by_recursion(exc: BaseException | None) -> bool:
+    """A RecursionError, or an error raised while handling one (LibCST's repr of a deep node)."""
+    seen = 0
+    while exc is not None and seen < 50:
+        if isinstance(exc, RecursionError):
+            return True
+        exc, seen = exc.__context__, seen + 1
+    return False
+
+
+T = TypeVar("T")
+STACK_BYTES = 512 * 1024 * 1024  # reserved, not committed: only deep inputs touch it
+RECURSION_LIMIT = 60_000
+
+
+def with_deep_stack(function: Callable[[], T]) -> T:
+    """Run ``function`` on a thread with a large stack and recursion limit: LibCST's visitors and
+    code generator recurse once per nesting level, and parse.MAX_DEPTH levels take a few thousand
+    frames. The main thread's stack (8 MiB) would overflow, killing the process."""
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the calling thread
+            outcome["error"] = exc
+
+    old_size, old_limit = threading.stack_size(), sys.getrecursionlimit()
+    threading.stack_size(STACK_BYTES)
+    sys.setrecursionlimit(max(old_limit, RECURSION_LIMIT))
+    try:
+        worker = threading.Thread(target=run, name="batchify-transform")
+        worker.start()
+        worker.join()
+    finally:
+        threading.stack_size(old_size)
+        sys.setrecursionlimit(old_limit)
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["value"]  # type: ignore[return-value]

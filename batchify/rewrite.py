@@ -547,9 +547,19 @@ class MethodRewriter:
                 orelse=stmt.orelse.with_changes(body=self.suite(stmt.orelse.body)) if stmt.orelse else None,
                 finalbody=stmt.finalbody.with_changes(body=self.suite(stmt.finalbody.body)) if stmt.finalbody else None,
             )]
+        if isinstance(stmt, cst.Match):  # on configuration, as a Python `if` is: each case threads the state
+            self.check_static(stmt.subject, "match")
+            pre, subject, _ = self.expr(stmt.subject)
+            cases = []
+            for case in stmt.cases:
+                guard = self.expr(case.guard, hoist=False)[1] if case.guard is not None else None
+                if case.guard is not None:
+                    self.check_static(case.guard, "case guard")
+                cases.append(case.with_changes(guard=guard, body=self.suite(case.body)))
+            return [*pre, stmt.with_changes(subject=subject, cases=cases)]
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ctx.closures:
             return [self.pure_closure(stmt)]
-        # Nested functions and classes, match statements: reads are rewritten, writes refused.
+        # Nested functions and classes: reads are rewritten, writes refused.
         for node in walk(stmt):
             if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
@@ -750,6 +760,10 @@ class MethodRewriter:
             return None
         current = self.ctx.field_expr(ref, with_rest=False)
         if index is not None and ref.container:  # `self.xs[i] = e`: a new list / dict with item i replaced
+            if len(index) != 1 or not isinstance(index[0].slice, cst.Index):
+                self.ctx.report(node, "BFY205", f"a slice or several indices of the bm.VarList self.{ref.name} "
+                                "written at once; write one item at a time (self.NAME[i].value = ...)")
+                return None
             key = self.expr(index[0].slice.value, hoist=False)[1]
             if op is not None:
                 value = cst.BinaryOperation(cst.Subscript(current, [cst.SubscriptElement(cst.Index(key))]), op(),
@@ -789,6 +803,7 @@ class MethodRewriter:
             new = self.write_value(ref, index, value, None, small)
             return [*pre, ctx.replace_state(ref.children, {ref.name: new})] if new is not None else pre
         # Several targets or unpacking: bind temporaries, then write each field.
+        self.check_variable_objects_in_unpacking(targets, small.value)
         writes: list[tuple[FieldRef, object, str, cst.CSTNode]] = []
 
         def lower(target: cst.BaseExpression) -> cst.BaseExpression:
@@ -820,6 +835,29 @@ class MethodRewriter:
             if new is not None:
                 out.append(ctx.replace_state(ref.children, {ref.name: new}))
         return out
+
+    def check_variable_objects_in_unpacking(self, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
+        """``self.a.value, self.b.value = self.b, self.a``: the right side holds the Variable objects,
+        so the original reads each one when its target is written, after the earlier targets changed
+        it (``b`` ends as its own old value, not ``a``'s). Refused rather than silently swapped."""
+        if len(targets) != 1 or not isinstance(targets[0], (cst.Tuple, cst.List)):
+            return
+        if not isinstance(value, (cst.Tuple, cst.List)) or len(value.elements) != len(targets[0].elements):
+            return
+        written: set[str] = set()
+        for target_el, value_el in zip(targets[0].elements, value.elements):
+            item = value_el.value
+            bare = not (isinstance(item, cst.Attribute) and item.attr.value == "value")
+            found = self.field_target(item) if bare and isinstance(item, cst.Attribute) else None
+            if found is not None and found[1] is None and found[0].name in written:
+                self.ctx.report(item, "BFY205", f"self.{found[0].name} on the right of this unpacking is the "
+                                "Variable itself, read only when its target is written, after an earlier target "
+                                f"changed it; write self.{found[0].name}.value to use its value before the "
+                                "assignment")
+            target_found = self.field_target(target_el.value) if not isinstance(
+                target_el, cst.StarredElement) else None
+            if target_found is not None:
+                written.add(target_found[0].name)
 
     def starred(self, el: cst.StarredElement) -> cst.StarredElement:
         self.check_no_write(el.value, "a starred target")

@@ -1,16 +1,72 @@
-"""Stage 5: refuse to hand out a module that does not compile (a batchify bug, BFY900)."""
+"""Stage 5: refuse to hand out a module that does not compile or reads a name it never binds.
+
+Both are batchify bugs (BFY900, exit 123): the generated module stands alone, so every name it
+reads must be bound in it or be a builtin. CPython's ``symtable`` answers that from the text in
+one C pass (a LibCST scope analysis of the output would cost as much as the whole transform).
+"""
 
 from __future__ import annotations
 
+import builtins
+import re
+import symtable
+
 from batchify.diagnostics import BatchifyError, Diagnostic
 
+BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__loader__",
+                                       "__package__", "__builtins__", "__path__"}
 
-def validate(text: str, path: str) -> None:
+
+def validate(text: str, path: str, source: str | None = None) -> None:
+    """``source``: the text it was generated from; a name the source never binds either is the
+    source's own error (BFY012 at its first use), not batchify's."""
     try:
         compile(text, path, "exec", dont_inherit=True)
+        table = symtable.symtable(text, path, "exec")
     except SyntaxError as exc:
         raise BatchifyError([Diagnostic(
             path, 1, 1, "BFY900",
             f"the generated module does not compile ({exc.msg} at generated line {exc.lineno}); "
             "this is a batchify bug: please report it with the source file",
         )]) from None
+    missing = sorted(unbound_names(table))
+    if missing and source is not None:
+        try:
+            theirs = unbound_names(symtable.symtable(source, path, "exec"))
+        except SyntaxError:
+            theirs = set()
+        if set(missing) <= theirs:
+            diagnostics = []
+            for name in missing:
+                match = re.search(rf"(?<![\w.]){re.escape(name)}\b", source)
+                line = source.count("\n", 0, match.start()) + 1 if match else 1
+                column = match.start() - (source.rfind("\n", 0, match.start()) + 1) + 1 if match else 1
+                diagnostics.append(Diagnostic(path, line, column, "BFY012", f"'{name}' is read but never defined "
+                                              "in the source (a NameError when this code runs); define it"))
+            raise BatchifyError(diagnostics)
+    if missing:
+        name = missing[0]
+        match = re.search(rf"(?<![\w.]){re.escape(name)}\b", text)
+        line = text.count("\n", 0, match.start()) + 1 if match else 1
+        raise BatchifyError([Diagnostic(
+            path, 1, 1, "BFY900",
+            f"the generated module reads {', '.join(repr(n) for n in missing)}, which it never binds (generated "
+            f"line {line}); this is a batchify bug: please report it with the source file",
+        )])
+
+
+def unbound_names(top: symtable.SymbolTable) -> set[str]:
+    """Global names read anywhere in the module that no module-level statement binds."""
+    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
+    wanted: set[str] = set()
+    stack = [top]
+    while stack:
+        table = stack.pop()
+        stack.extend(table.get_children())
+        for symbol in table.get_symbols():
+            if not symbol.is_referenced():
+                continue
+            if table is top or symbol.is_global() or (table.get_type() == "class" and not symbol.is_assigned()
+                                                      and not symbol.is_free()):
+                wanted.add(symbol.get_name())
+    return wanted - bound - BUILTINS

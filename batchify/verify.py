@@ -191,7 +191,11 @@ class Verifier:
                 outs = []
                 for t in range(d.steps):
                     tick(d.dt, t)
-                    outs.append(getattr(model, self.method)(*(a.example(e, t) for a in self.args)))
+                    out = getattr(model, self.method)(*(a.example(e, t) for a in self.args))
+                    # The value now, not the object: an update returning its own Variable would
+                    # otherwise be read at the end, every step seeing the last value.
+                    outs.append(jax.tree.map(lambda x: x.value if isinstance(x, bm.Array) else x, out,
+                                             is_leaf=lambda x: isinstance(x, bm.Array)))
                 return loss_of(outs)
 
             grads = bm.grad(original_loss, grad_vars=[weights[p] for p in paths])()

@@ -42,9 +42,21 @@ def _unwrap(tree):
                         is_leaf=lambda x: isinstance(x, bm.Array))
 
 
-def _example_axis(value):
-    """The axis ``jax.vmap`` maps an argument over: 0, or None for a Python scalar or None."""
-    return None if value is None or isinstance(value, (bool, int, float, complex)) else 0
+def _example_axis(value, name=None, batch_size=None):
+    """The axis ``jax.vmap`` maps argument ``name`` over: 0, or None for a Python scalar or None.
+
+    An array without a leading axis of ``batch_size`` (a 0-d time index) was meant to be shared.
+    """
+    if value is None or isinstance(value, (bool, int, float, complex)):
+        return None
+    shape = jnp.shape(value)
+    if not shape or (batch_size is not None and shape[0] != batch_size):
+        what = f"argument {name!r}" if name else "a *args argument"
+        fix = f"regenerate the module with --shared {name}" if name else "pass it as a Python scalar"
+        raise ValueError(f"{what} is per example and needs a leading batch axis of size {batch_size or 'B'}, "
+                         f"but has shape {list(shape)}; if every example shares it (a time index, a common "
+                         f"stimulus), {fix}")
+    return 0
 
 
 class RateRNNParams(NamedTuple):
@@ -134,11 +146,18 @@ class RateRNNBatched(bp.DynamicalSystem):
         self.r.value = _stack(self.r.value[0], batch_size)
 
     def reset_state(self, batch_size=None):
-        """Reset every example as ``RateRNN.reset_state`` does; a new ``batch_size`` resizes first."""
+        """Reset every example as ``RateRNN.reset_state()`` does; a new ``batch_size`` resizes first."""
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
-        state, _ = jax.vmap(self.reset_state_pure, in_axes=(None, 0))(self.params(), self.state())
-        self.set_state(state)
+        self._reset_batch(self.reset_example)
+
+    def _reset_batch(self, reset):
+        self.set_state(jax.vmap(reset, in_axes=(None, 0))(self.params(), self.state()))
+
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``RateRNN.reset_state()`` leaves it."""
+        state, _ = self.reset_state_pure(params, state)
+        return state
 
     def reset_state_pure(self, params, state, batch_size=None):
         state = state._replace(h=bm.zeros_like(state.h))
@@ -155,9 +174,8 @@ class RateRNNBatched(bp.DynamicalSystem):
 
         ``x`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(x)))(
-            self.params(), self.state(), x
-        )
+        in_axes = (None, 0, _example_axis(x, "x", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), x)
         self.set_state(state)
         return out
 

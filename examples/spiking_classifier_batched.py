@@ -55,9 +55,21 @@ def _unwrap(tree):
                         is_leaf=lambda x: isinstance(x, bm.Array))
 
 
-def _example_axis(value):
-    """The axis ``jax.vmap`` maps an argument over: 0, or None for a Python scalar or None."""
-    return None if value is None or isinstance(value, (bool, int, float, complex)) else 0
+def _example_axis(value, name=None, batch_size=None):
+    """The axis ``jax.vmap`` maps argument ``name`` over: 0, or None for a Python scalar or None.
+
+    An array without a leading axis of ``batch_size`` (a 0-d time index) was meant to be shared.
+    """
+    if value is None or isinstance(value, (bool, int, float, complex)):
+        return None
+    shape = jnp.shape(value)
+    if not shape or (batch_size is not None and shape[0] != batch_size):
+        what = f"argument {name!r}" if name else "a *args argument"
+        fix = f"regenerate the module with --shared {name}" if name else "pass it as a Python scalar"
+        raise ValueError(f"{what} is per example and needs a leading batch axis of size {batch_size or 'B'}, "
+                         f"but has shape {list(shape)}; if every example shares it (a time index, a common "
+                         f"stimulus), {fix}")
+    return 0
 
 
 def _param_items(params, prefix=""):
@@ -85,6 +97,22 @@ def _params_from(params_cls, arrays, prefix=""):
         else:
             fields[name] = jnp.asarray(arrays[f"{prefix}{name}"])
     return params_cls(**fields)
+
+
+def _class_label(y):
+    """One example's integer class label: a scalar, or the single entry of a ``[1]`` label
+    (labels shaped ``[B]`` and ``[B, 1]`` mean the same)."""
+    if jnp.shape(y) not in ((), (1,)) or not jnp.issubdtype(jnp.result_type(y), jnp.integer):
+        raise ValueError(f"labels must be integer class indices shaped [B] or [B, 1]; one example's label "
+                         f"has shape {list(jnp.shape(y))} and dtype {jnp.result_type(y)}")
+    return jnp.reshape(y, ())
+
+
+def _padded(batch, size):
+    """``batch`` (a NumPy array) grown to ``size`` examples by repeating its first one."""
+    if len(batch) == size:
+        return batch
+    return np.concatenate([batch, np.repeat(batch[:1], size - len(batch), axis=0)])
 
 
 def _nll_of_rates(counts, label):
@@ -181,11 +209,18 @@ class SpikingClassifierBatched(bp.DynamicalSystem):
         self.spikes_seen.value = _stack(self.spikes_seen.value[0], batch_size)
 
     def reset_state(self, batch_size=None):
-        """Reset every example as ``SpikingClassifier.reset_state`` does; a new ``batch_size`` resizes first."""
+        """Reset every example as ``SpikingClassifier.reset_state()`` does; a new ``batch_size`` resizes first."""
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
-        state, _ = jax.vmap(self.reset_state_pure, in_axes=(None, 0))(self.params(), self.state())
-        self.set_state(state)
+        self._reset_batch(self.reset_example)
+
+    def _reset_batch(self, reset):
+        self.set_state(jax.vmap(reset, in_axes=(None, 0))(self.params(), self.state()))
+
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``SpikingClassifier.reset_state()`` leaves it."""
+        state, _ = self.reset_state_pure(params, state)
+        return state
 
     def reset_state_pure(self, params, state, batch_size=None):
         state = state._replace(v_hidden=bm.zeros(self.n_hidden))
@@ -214,9 +249,8 @@ class SpikingClassifierBatched(bp.DynamicalSystem):
         ``x`` carries a leading batch axis (a Python scalar is used for every example).
         ``i`` is shared by every example.
         """
-        state, out = jax.vmap(self.step_run_pure, in_axes=(None, 0, None, _example_axis(x)))(
-            self.params(), self.state(), i, x
-        )
+        in_axes = (None, 0, None, _example_axis(x, "x", self.batch_size))
+        state, out = jax.vmap(self.step_run_pure, in_axes=in_axes)(self.params(), self.state(), i, x)
         self.set_state(state)
         return out
 
@@ -239,12 +273,13 @@ class SpikingClassifierHarness:
         self.steps = steps
         self.dt = bm.get_dt() if dt is None else dt
         self.optimizer = optax.adam(learning_rate) if optimizer is None else optimizer
-        # Every example starts from the model's current state of example 0.
-        self.initial_state = jax.tree.map(lambda v: v[0], model.state())
+        # One example's state, as a template: every rollout resets it (``rollout``).
+        self.template = jax.tree.map(lambda v: v[0], model.state())
         self.mesh = Mesh(np.asarray(jax.devices() if devices is None else devices), ("batch",))
         self.replicated = NamedSharding(self.mesh, PartitionSpec())
         self.batch_sharded = NamedSharding(self.mesh, PartitionSpec("batch"))
         self.train_step = jax.jit(self._train_step)
+        self._evaluate_batch = jax.jit(jax.vmap(self._evaluate_example, in_axes=(None, 0, 0)))
 
     # -- one example -------------------------------------------------------------------
     def step_input(self, t, x):
@@ -252,8 +287,12 @@ class SpikingClassifierHarness:
         return x
 
     def rollout(self, params, x):
-        """One example: the outputs of ``step_run`` at every step, stacked on a leading time axis."""
-        state = self.initial_state
+        """One example: the outputs of ``step_run`` at every step, stacked on a leading time axis.
+
+        It starts from the state ``SpikingClassifier.reset_state()`` gives one example, whatever the model
+        did before.
+        """
+        state = self.model.reset_example(params, self.template)
 
         def step(state, t):
             # BrainPy's shared clock for this step, as DSRunner sets it: bp.share's i, t and dt.
@@ -271,7 +310,14 @@ class SpikingClassifierHarness:
     def loss_fn(self, params, x, y):
         """One example's loss."""
         pred = self.predict(params, x)
+        y = _class_label(y)
         return optax.softmax_cross_entropy_with_integer_labels(pred, y)
+
+    def _evaluate_example(self, params, x, y):
+        """One example's loss and whether its prediction is right."""
+        pred = self.predict(params, x)
+        y = _class_label(y)
+        return optax.softmax_cross_entropy_with_integer_labels(pred, y), jnp.argmax(pred, axis=-1) == y
 
     # -- a batch ---------------------------------------------------------------------------
     def batch_loss(self, params, xs, ys):
@@ -298,16 +344,21 @@ class SpikingClassifierHarness:
         return jax.device_put(batch, self.batch_sharded)
 
     def evaluate(self, params, xs, ys, batch_size=256):
-        """Mean loss and accuracy over a dataset."""
-        predict = jax.jit(jax.vmap(self.predict, in_axes=(None, 0)))
-        loss = jax.jit(jax.vmap(self.loss_fn, in_axes=(None, 0, 0)))
+        """Mean loss and accuracy over a dataset.
+
+        Compiled once per harness and chunk size: the last chunk is padded, not compiled again.
+        """
+        batch_size = min(batch_size, len(xs))
         losses, hits = [], []
         for start in range(0, len(xs), batch_size):
-            x, y = jnp.asarray(xs[start:start + batch_size]), jnp.asarray(ys[start:start + batch_size])
-            losses.append(loss(params, x, y))
-            hits.append(jnp.argmax(predict(params, x), axis=-1) == y)
-        accuracy = float(jnp.mean(jnp.concatenate(hits))) if hits else None
-        return float(jnp.mean(jnp.concatenate(losses))), accuracy
+            x, y = np.asarray(xs[start:start + batch_size]), np.asarray(ys[start:start + batch_size])
+            n = len(x)
+            result = self._evaluate_batch(params, _padded(x, batch_size), _padded(y, batch_size))
+            losses.append(np.asarray(result[0])[:n])
+            hits.append(np.asarray(result[1])[:n])
+        # Summed in NumPy: jnp would compile its small reductions again for every dataset size.
+        accuracy = float(np.mean(np.concatenate(hits))) if hits else None
+        return float(np.mean(np.concatenate(losses))), accuracy
 
     def fit(self, xs, ys, *, epochs=10, batch_size=64, shuffle=True, seed=0, progress=True, eval_data=None,
             params=None):

@@ -44,9 +44,21 @@ def _unwrap(tree):
                         is_leaf=lambda x: isinstance(x, bm.Array))
 
 
-def _example_axis(value):
-    """The axis ``jax.vmap`` maps an argument over: 0, or None for a Python scalar or None."""
-    return None if value is None or isinstance(value, (bool, int, float, complex)) else 0
+def _example_axis(value, name=None, batch_size=None):
+    """The axis ``jax.vmap`` maps argument ``name`` over: 0, or None for a Python scalar or None.
+
+    An array without a leading axis of ``batch_size`` (a 0-d time index) was meant to be shared.
+    """
+    if value is None or isinstance(value, (bool, int, float, complex)):
+        return None
+    shape = jnp.shape(value)
+    if not shape or (batch_size is not None and shape[0] != batch_size):
+        what = f"argument {name!r}" if name else "a *args argument"
+        fix = f"regenerate the module with --shared {name}" if name else "pass it as a Python scalar"
+        raise ValueError(f"{what} is per example and needs a leading batch axis of size {batch_size or 'B'}, "
+                         f"but has shape {list(shape)}; if every example shares it (a time index, a common "
+                         f"stimulus), {fix}")
+    return 0
 
 
 class DenseLIFParams(NamedTuple):
@@ -118,11 +130,18 @@ class DenseLIFBatched(bp.DynamicalSystem):
         self.v.value = _stack(self.v.value[0], batch_size)
 
     def reset_state(self, batch_size=None):
-        """Reset every example as ``DenseLIF.reset_state`` does; a new ``batch_size`` resizes first."""
+        """Reset every example as ``DenseLIF.reset_state()`` does; a new ``batch_size`` resizes first."""
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
-        state, _ = jax.vmap(self.reset_state_pure, in_axes=(None, 0))(self.params(), self.state())
-        self.set_state(state)
+        self._reset_batch(self.reset_example)
+
+    def _reset_batch(self, reset):
+        self.set_state(jax.vmap(reset, in_axes=(None, 0))(self.params(), self.state()))
+
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``DenseLIF.reset_state()`` leaves it."""
+        state, _ = self.reset_state_pure(params, state)
+        return state
 
     def reset_state_pure(self, params, state, batch_size=None):
         state = state._replace(v=bm.zeros(self.n_out))
@@ -139,9 +158,8 @@ class DenseLIFBatched(bp.DynamicalSystem):
 
         ``x`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(x)))(
-            self.params(), self.state(), x
-        )
+        in_axes = (None, 0, _example_axis(x, "x", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), x)
         self.set_state(state)
         return out
 
@@ -216,11 +234,18 @@ class LeakyReadoutBatched(bp.DynamicalSystem):
         self.y.value = _stack(self.y.value[0], batch_size)
 
     def reset_state(self, batch_size=None):
-        """Reset every example as ``LeakyReadout.reset_state`` does; a new ``batch_size`` resizes first."""
+        """Reset every example as ``LeakyReadout.reset_state()`` does; a new ``batch_size`` resizes first."""
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
-        state, _ = jax.vmap(self.reset_state_pure, in_axes=(None, 0))(self.params(), self.state())
-        self.set_state(state)
+        self._reset_batch(self.reset_example)
+
+    def _reset_batch(self, reset):
+        self.set_state(jax.vmap(reset, in_axes=(None, 0))(self.params(), self.state()))
+
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``LeakyReadout.reset_state()`` leaves it."""
+        state, _ = self.reset_state_pure(params, state)
+        return state
 
     def reset_state_pure(self, params, state, batch_size=None):
         state = state._replace(y=bm.zeros_like(state.y))
@@ -235,9 +260,8 @@ class LeakyReadoutBatched(bp.DynamicalSystem):
 
         ``s`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(s)))(
-            self.params(), self.state(), s
-        )
+        in_axes = (None, 0, _example_axis(s, "s", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), s)
         self.set_state(state)
         return out
 
@@ -324,11 +348,32 @@ class TwoLayerNetBatched(bp.DynSysGroup):
         self.readout.set_batch_size(batch_size)
 
     def reset_state(self, batch_size=None):
-        """Reset every example as ``TwoLayerNet.reset_state`` does; a new ``batch_size`` resizes first."""
+        """Reset every example as ``TwoLayerNet.reset_state()`` does; a new ``batch_size`` resizes first."""
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
-        state, _ = jax.vmap(self.reset_state_pure, in_axes=(None, 0))(self.params(), self.state())
-        self.set_state(state)
+        self._reset_batch(self.reset_example)
+
+    def reset(self, batch_size=None):
+        """Reset every example as ``bp.reset_state`` resets ``TwoLayerNet``: its own, its children's and
+        its built-ins' state; a new ``batch_size`` resizes first."""
+        if batch_size is not None and batch_size != self.batch_size:
+            self.set_batch_size(batch_size)
+        self._reset_batch(self.reset_all_example)
+
+    def _reset_batch(self, reset):
+        self.set_state(jax.vmap(reset, in_axes=(None, 0))(self.params(), self.state()))
+
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``TwoLayerNet.reset_state()`` leaves it."""
+        state, _ = self.reset_state_pure(params, state)
+        return state
+
+    def reset_all_example(self, params, state):
+        """One example's ``state`` as ``bp.reset_state`` leaves it: own state, children, built-ins."""
+        state, _ = self.reset_state_pure(params, state)
+        state = state._replace(hidden=self.hidden.reset_example(params.hidden, state.hidden))
+        state = state._replace(readout=self.readout.reset_example(params.readout, state.readout))
+        return state
 
     def reset_state_pure(self, params, state, batch_size=None):
         hidden_state, _ = self.hidden.reset_state_pure(params.hidden, state.hidden, batch_size)
@@ -351,8 +396,7 @@ class TwoLayerNetBatched(bp.DynSysGroup):
 
         ``x`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(x)))(
-            self.params(), self.state(), x
-        )
+        in_axes = (None, 0, _example_axis(x, "x", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), x)
         self.set_state(state)
         return out

@@ -40,7 +40,9 @@ def generate(stem: str, flags: list[str], tmp_path: Path) -> Path:
 
 
 def original_loss(model, method, x, y, cfg, spec):
-    """The harness's loss, written directly against the single-example model (stateful calls)."""
+    """The harness's loss, written directly against the single-example model (stateful calls),
+    from the model's reset state as the seed's ``loss_fun`` starts (``model.reset_state()``)."""
+    model.reset_state()
     outs = []
     steps = cfg.get("steps", STEPS) if cfg["input"] == "constant" else x.shape[0]
     for t in range(steps):

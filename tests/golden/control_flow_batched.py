@@ -103,9 +103,21 @@ def _ifelse(conditions, branches, state, operands=()):
     return jax.lax.switch(index, [lambda s, *a, f=f: _unwrap(f(s, *a)) for f in branches], state, *args)
 
 
-def _example_axis(value):
-    """The axis ``jax.vmap`` maps an argument over: 0, or None for a Python scalar or None."""
-    return None if value is None or isinstance(value, (bool, int, float, complex)) else 0
+def _example_axis(value, name=None, batch_size=None):
+    """The axis ``jax.vmap`` maps argument ``name`` over: 0, or None for a Python scalar or None.
+
+    An array without a leading axis of ``batch_size`` (a 0-d time index) was meant to be shared.
+    """
+    if value is None or isinstance(value, (bool, int, float, complex)):
+        return None
+    shape = jnp.shape(value)
+    if not shape or (batch_size is not None and shape[0] != batch_size):
+        what = f"argument {name!r}" if name else "a *args argument"
+        fix = f"regenerate the module with --shared {name}" if name else "pass it as a Python scalar"
+        raise ValueError(f"{what} is per example and needs a leading batch axis of size {batch_size or 'B'}, "
+                         f"but has shape {list(shape)}; if every example shares it (a time index, a common "
+                         f"stimulus), {fix}")
+    return 0
 
 
 class LoopedRNNParams(NamedTuple):
@@ -188,6 +200,10 @@ class LoopedRNNBatched(bp.DynamicalSystem):
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
 
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``LoopedRNN.reset_state()`` leaves it: unchanged."""
+        return state
+
     def step_pure(self, params, state, x):
         state = state._replace(h=bm.tanh(x @ params.w_in + state.h @ params.w_rec))
         state = state._replace(steps=state.steps + 1)
@@ -198,9 +214,8 @@ class LoopedRNNBatched(bp.DynamicalSystem):
 
         ``x`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.step_pure, in_axes=(None, 0, _example_axis(x)))(
-            self.params(), self.state(), x
-        )
+        in_axes = (None, 0, _example_axis(x, "x", self.batch_size))
+        state, out = jax.vmap(self.step_pure, in_axes=in_axes)(self.params(), self.state(), x)
         self.set_state(state)
         return out
 
@@ -213,9 +228,8 @@ class LoopedRNNBatched(bp.DynamicalSystem):
 
         ``xs`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(xs)))(
-            self.params(), self.state(), xs
-        )
+        in_axes = (None, 0, _example_axis(xs, "xs", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), xs)
         self.set_state(state)
         return out
 
@@ -235,9 +249,10 @@ class LoopedRNNBatched(bp.DynamicalSystem):
 
         ``xs``, ``gate`` carry a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.gated_pure, in_axes=(None, 0, _example_axis(xs), _example_axis(gate)))(
-            self.params(), self.state(), xs, gate
+        in_axes = (
+            None, 0, _example_axis(xs, "xs", self.batch_size), _example_axis(gate, "gate", self.batch_size)
         )
+        state, out = jax.vmap(self.gated_pure, in_axes=in_axes)(self.params(), self.state(), xs, gate)
         self.set_state(state)
         return out
 
@@ -329,6 +344,10 @@ class SettlingBatched(bp.DynamicalSystem):
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
 
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``Settling.reset_state()`` leaves it: unchanged."""
+        return state
+
     def update_pure(self, params, state, x):
         def relax(state, k, gain):
             state = state._replace(v=0.5 * state.v + gain * x)
@@ -348,9 +367,8 @@ class SettlingBatched(bp.DynamicalSystem):
 
         ``x`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(x)))(
-            self.params(), self.state(), x
-        )
+        in_axes = (None, 0, _example_axis(x, "x", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), x)
         self.set_state(state)
         return out
 
@@ -387,8 +405,8 @@ class TraceBankBatched(bp.DynamicalSystem):
         self.batch_size = batch_size
         super().__init__()
         self.taus = taus
-        self.traces = bm.VarList([bm.Variable(bm.zeros(n)) for _ in taus])
-        self.stats = bm.VarDict({"peak": bm.Variable(bm.zeros(n)), "count": bm.Variable(bm.zeros(()))})
+        self.traces = _batched(bm.VarList([bm.Variable(bm.zeros(n)) for _ in taus]), batch_size)
+        self.stats = _batched(bm.VarDict({"peak": bm.Variable(bm.zeros(n)), "count": bm.Variable(bm.zeros(()))}), batch_size)
 
     @classmethod
     def from_model(cls, model, batch_size):
@@ -446,6 +464,10 @@ class TraceBankBatched(bp.DynamicalSystem):
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
 
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``TraceBank.reset_state()`` leaves it: unchanged."""
+        return state
+
     def update_pure(self, params, state, x):
         for i, tau in enumerate(self.taus):
             state = state._replace(traces=_replace_item(state.traces, i, state.traces[i] + (x - state.traces[i]) / tau))
@@ -458,8 +480,7 @@ class TraceBankBatched(bp.DynamicalSystem):
 
         ``x`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(x)))(
-            self.params(), self.state(), x
-        )
+        in_axes = (None, 0, _example_axis(x, "x", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), x)
         self.set_state(state)
         return out

@@ -41,9 +41,21 @@ def _unwrap(tree):
                         is_leaf=lambda x: isinstance(x, bm.Array))
 
 
-def _example_axis(value):
-    """The axis ``jax.vmap`` maps an argument over: 0, or None for a Python scalar or None."""
-    return None if value is None or isinstance(value, (bool, int, float, complex)) else 0
+def _example_axis(value, name=None, batch_size=None):
+    """The axis ``jax.vmap`` maps argument ``name`` over: 0, or None for a Python scalar or None.
+
+    An array without a leading axis of ``batch_size`` (a 0-d time index) was meant to be shared.
+    """
+    if value is None or isinstance(value, (bool, int, float, complex)):
+        return None
+    shape = jnp.shape(value)
+    if not shape or (batch_size is not None and shape[0] != batch_size):
+        what = f"argument {name!r}" if name else "a *args argument"
+        fix = f"regenerate the module with --shared {name}" if name else "pass it as a Python scalar"
+        raise ValueError(f"{what} is per example and needs a leading batch axis of size {batch_size or 'B'}, "
+                         f"but has shape {list(shape)}; if every example shares it (a time index, a common "
+                         f"stimulus), {fix}")
+    return 0
 
 
 class BaseParams(NamedTuple):
@@ -115,6 +127,10 @@ class BaseBatched(bp.DynamicalSystem):
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
 
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``Base.reset_state()`` leaves it: unchanged."""
+        return state
+
     def update_pure(self, params, state, x):
         state = state._replace(v=state.v + (x - state.v) / self.tau)
         return _unwrap(state), state.v
@@ -124,9 +140,8 @@ class BaseBatched(bp.DynamicalSystem):
 
         ``x`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(x)))(
-            self.params(), self.state(), x
-        )
+        in_axes = (None, 0, _example_axis(x, "x", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), x)
         self.set_state(state)
         return out
 
@@ -204,6 +219,10 @@ class DerivedBatched(BaseBatched):
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
 
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``Derived.reset_state()`` leaves it: unchanged."""
+        return state
+
     def update_pure(self, params, state, x):
         state, v = super().update_pure(params, state, x)
         state = state._replace(u=state.u + self.k * (v - state.u))
@@ -214,9 +233,8 @@ class DerivedBatched(BaseBatched):
 
         ``x`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(x)))(
-            self.params(), self.state(), x
-        )
+        in_axes = (None, 0, _example_axis(x, "x", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), x)
         self.set_state(state)
         return out
 
@@ -300,6 +318,10 @@ class PopBatched(bp.dyn.NeuDyn):
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
 
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``Pop.reset_state()`` leaves it: unchanged."""
+        return state
+
     def update_pure(self, params, state, x=None):
         if x is not None:
             state = state._replace(input=state.input + x)
@@ -314,9 +336,8 @@ class PopBatched(bp.dyn.NeuDyn):
 
         ``x`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(x)))(
-            self.params(), self.state(), x
-        )
+        in_axes = (None, 0, _example_axis(x, "x", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), x)
         self.set_state(state)
         return out
 
@@ -392,9 +413,30 @@ class InnerBatched(bp.DynamicalSystem):
         self.leaf.set_batch_size(batch_size)
 
     def reset_state(self, batch_size=None):
-        """``Inner`` resets nothing; a new ``batch_size`` resizes the state."""
+        """Reset every example as ``Inner.reset_state()`` does; a new ``batch_size`` resizes first."""
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
+        self._reset_batch(self.reset_example)
+
+    def reset(self, batch_size=None):
+        """Reset every example as ``bp.reset_state`` resets ``Inner``: its own, its children's and
+        its built-ins' state; a new ``batch_size`` resizes first."""
+        if batch_size is not None and batch_size != self.batch_size:
+            self.set_batch_size(batch_size)
+        self._reset_batch(self.reset_all_example)
+
+    def _reset_batch(self, reset):
+        self.set_state(jax.vmap(reset, in_axes=(None, 0))(self.params(), self.state()))
+
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``Inner.reset_state()`` leaves it (it defines none, so
+        BrainPy resets everything: ``reset_all_example``)."""
+        return self.reset_all_example(params, state)
+
+    def reset_all_example(self, params, state):
+        """One example's ``state`` as ``bp.reset_state`` leaves it: own state, children, built-ins."""
+        state = state._replace(leaf=self.leaf.reset_example(params.leaf, state.leaf))
+        return state
 
     def update_pure(self, params, state, s):
         leaf_state, y = self.leaf.update_pure(params.leaf, state.leaf, s)
@@ -407,9 +449,8 @@ class InnerBatched(bp.DynamicalSystem):
 
         ``s`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(s)))(
-            self.params(), self.state(), s
-        )
+        in_axes = (None, 0, _example_axis(s, "s", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), s)
         self.set_state(state)
         return out
 
@@ -515,9 +556,33 @@ class CircuitBatched(bp.DynSysGroup):
         self.inner.set_batch_size(batch_size)
 
     def reset_state(self, batch_size=None):
-        """``Circuit`` resets nothing; a new ``batch_size`` resizes the state."""
+        """Reset every example as ``Circuit.reset_state()`` does; a new ``batch_size`` resizes first."""
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
+        self._reset_batch(self.reset_example)
+
+    def reset(self, batch_size=None):
+        """Reset every example as ``bp.reset_state`` resets ``Circuit``: its own, its children's and
+        its built-ins' state; a new ``batch_size`` resizes first."""
+        if batch_size is not None and batch_size != self.batch_size:
+            self.set_batch_size(batch_size)
+        self._reset_batch(self.reset_all_example)
+
+    def _reset_batch(self, reset):
+        self.set_state(jax.vmap(reset, in_axes=(None, 0))(self.params(), self.state()))
+
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``Circuit.reset_state()`` leaves it (it defines none, so
+        BrainPy resets everything: ``reset_all_example``)."""
+        return self.reset_all_example(params, state)
+
+    def reset_all_example(self, params, state):
+        """One example's ``state`` as ``bp.reset_state`` leaves it: own state, children, built-ins."""
+        state = state._replace(front=self.front.reset_example(params.front, state.front))
+        state = state._replace(a=self.a.reset_example(params.a, state.a))
+        state = state._replace(b=self.b.reset_example(params.b, state.b))
+        state = state._replace(inner=self.inner.reset_all_example(params.inner, state.inner))
+        return state
 
     def update_pure(self, params, state, x):
         front_state, drive = self.front.update_pure(params.front, state.front, x)
@@ -536,9 +601,8 @@ class CircuitBatched(bp.DynSysGroup):
 
         ``x`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(x)))(
-            self.params(), self.state(), x
-        )
+        in_axes = (None, 0, _example_axis(x, "x", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), x)
         self.set_state(state)
         return out
 
@@ -612,6 +676,10 @@ class OldStyleBatched(BaseBatched):
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
 
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``OldStyle.reset_state()`` leaves it: unchanged."""
+        return state
+
     def update_pure(self, params, state, x):
         state, v = super().update_pure(params, state, x * OldStyleBatched.SCALE)
         if isinstance(self, OldStyleBatched):
@@ -623,8 +691,7 @@ class OldStyleBatched(BaseBatched):
 
         ``x`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(x)))(
-            self.params(), self.state(), x
-        )
+        in_axes = (None, 0, _example_axis(x, "x", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), x)
         self.set_state(state)
         return out

@@ -80,9 +80,21 @@ def _next_key(state):
     return state._replace(rng_key=rng_key), key
 
 
-def _example_axis(value):
-    """The axis ``jax.vmap`` maps an argument over: 0, or None for a Python scalar or None."""
-    return None if value is None or isinstance(value, (bool, int, float, complex)) else 0
+def _example_axis(value, name=None, batch_size=None):
+    """The axis ``jax.vmap`` maps argument ``name`` over: 0, or None for a Python scalar or None.
+
+    An array without a leading axis of ``batch_size`` (a 0-d time index) was meant to be shared.
+    """
+    if value is None or isinstance(value, (bool, int, float, complex)):
+        return None
+    shape = jnp.shape(value)
+    if not shape or (batch_size is not None and shape[0] != batch_size):
+        what = f"argument {name!r}" if name else "a *args argument"
+        fix = f"regenerate the module with --shared {name}" if name else "pass it as a Python scalar"
+        raise ValueError(f"{what} is per example and needs a leading batch axis of size {batch_size or 'B'}, "
+                         f"but has shape {list(shape)}; if every example shares it (a time index, a common "
+                         f"stimulus), {fix}")
+    return 0
 
 
 class FHNParams(NamedTuple):
@@ -165,6 +177,10 @@ class FHNBatched(bp.DynamicalSystem):
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
 
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``FHN.reset_state()`` leaves it: unchanged."""
+        return state
+
     def dv(self, v, t, w, Iext):
         return v - v**3 / CUBIC - w + Iext
 
@@ -186,9 +202,8 @@ class FHNBatched(bp.DynamicalSystem):
         ``x`` carries a leading batch axis (a Python scalar is used for every example).
         ``tdi`` is shared by every example.
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, None, _example_axis(x)))(
-            self.params(), self.state(), tdi, x
-        )
+        in_axes = (None, 0, None, _example_axis(x, "x", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), tdi, x)
         self.set_state(state)
         return out
 
@@ -282,6 +297,10 @@ class NoisyUnitBatched(bp.DynamicalSystem):
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
 
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``NoisyUnit.reset_state()`` leaves it: unchanged."""
+        return state
+
     def update_pure(self, params, state, x):
         if isinstance(bm.NonBatchingMode(), bm.NonBatchingMode):  # one example's shapes, as in the original
             drive = x
@@ -299,9 +318,8 @@ class NoisyUnitBatched(bp.DynamicalSystem):
 
         ``x`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(x)))(
-            self.params(), self.state(), x
-        )
+        in_axes = (None, 0, _example_axis(x, "x", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), x)
         self.set_state(state)
         return out
 
@@ -380,6 +398,10 @@ class ScanRNNBatched(bp.DynamicalSystem):
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
 
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``ScanRNN.reset_state()`` leaves it: unchanged."""
+        return state
+
     def step_pure(self, params, state, x, h):
         return _unwrap(state), jax.numpy.tanh(x @ params.w_in + h @ params.w_rec)
 
@@ -388,9 +410,10 @@ class ScanRNNBatched(bp.DynamicalSystem):
 
         ``x``, ``h`` carry a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.step_pure, in_axes=(None, 0, _example_axis(x), _example_axis(h)))(
-            self.params(), self.state(), x, h
+        in_axes = (
+            None, 0, _example_axis(x, "x", self.batch_size), _example_axis(h, "h", self.batch_size)
         )
+        state, out = jax.vmap(self.step_pure, in_axes=in_axes)(self.params(), self.state(), x, h)
         self.set_state(state)
         return out
 
@@ -408,9 +431,8 @@ class ScanRNNBatched(bp.DynamicalSystem):
 
         ``xs`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(xs)))(
-            self.params(), self.state(), xs
-        )
+        in_axes = (None, 0, _example_axis(xs, "xs", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), xs)
         self.set_state(state)
         return out
 
@@ -484,6 +506,10 @@ class OldClockBatched(bp.DynamicalSystem):
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
 
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``OldClock.reset_state()`` leaves it: unchanged."""
+        return state
+
     def update_pure(self, params, state, _t, _dt, inp):
         state = state._replace(x=state.x + _dt * (inp - state.x) / self.tau + 0.01 * _t)
         return _unwrap(state), state.x
@@ -494,7 +520,8 @@ class OldClockBatched(bp.DynamicalSystem):
         ``inp`` carries a leading batch axis (a Python scalar is used for every example).
         ``_t``, ``_dt`` are shared by every example.
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, None, None, _example_axis(inp)))(
+        in_axes = (None, 0, None, None, _example_axis(inp, "inp", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(
             self.params(), self.state(), _t, _dt, inp
         )
         self.set_state(state)

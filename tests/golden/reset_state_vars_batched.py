@@ -139,6 +139,21 @@ class _Library(bp.BrainPyObject):
         for k, v in self.batched.items():
             v.value = self.stacked(self.variables[k], batch_size)
 
+    def reset(self, params, state):
+        """One example's ``state`` with every built-in reset as ``bp.reset_state`` resets it (in
+        BrainPy's order, each node once), drawing from the example's own key."""
+        return self.call(params, state, self.reset_modules)[0]
+
+    def reset_modules(self):
+        nodes, collector = {}, None
+        for module in self.modules.values():
+            if isinstance(module, bp.DynamicalSystem):
+                found = module.nodes()
+                nodes.update(found)
+                collector = type(found)
+        if collector is not None:  # BrainPy's reset walks `target.nodes()`: hand it every built-in's nodes
+            bp.reset_state(_Nodes(collector(nodes)))
+
     def read(self, params, state, path):
         """One example's value of ``path`` (``"N.spike"``) under a built-in."""
         def get():
@@ -190,9 +205,31 @@ class _Library(bp.BrainPyObject):
             trace.recovery_original_values()
 
 
-def _example_axis(value):
-    """The axis ``jax.vmap`` maps an argument over: 0, or None for a Python scalar or None."""
-    return None if value is None or isinstance(value, (bool, int, float, complex)) else 0
+class _Nodes:
+    """What ``bp.reset_state`` needs of a target: its nodes."""
+
+    def __init__(self, nodes):
+        self._nodes = nodes
+
+    def nodes(self):
+        return self._nodes
+
+
+def _example_axis(value, name=None, batch_size=None):
+    """The axis ``jax.vmap`` maps argument ``name`` over: 0, or None for a Python scalar or None.
+
+    An array without a leading axis of ``batch_size`` (a 0-d time index) was meant to be shared.
+    """
+    if value is None or isinstance(value, (bool, int, float, complex)):
+        return None
+    shape = jnp.shape(value)
+    if not shape or (batch_size is not None and shape[0] != batch_size):
+        what = f"argument {name!r}" if name else "a *args argument"
+        fix = f"regenerate the module with --shared {name}" if name else "pass it as a Python scalar"
+        raise ValueError(f"{what} is per example and needs a leading batch axis of size {batch_size or 'B'}, "
+                         f"but has shape {list(shape)}; if every example shares it (a time index, a common "
+                         f"stimulus), {fix}")
+    return 0
 
 
 class IFParams(NamedTuple):
@@ -283,11 +320,18 @@ class IFBatched(bp.DynamicalSystem):
         self.rng_key.value = _example_keys(None, batch_size)
 
     def reset_state(self, batch_size=None):
-        """Reset every example as ``IF.reset_state`` does; a new ``batch_size`` resizes first."""
+        """Reset every example as ``IF.reset_state()`` does; a new ``batch_size`` resizes first."""
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
-        state, _ = jax.vmap(self.reset_state_pure, in_axes=(None, 0))(self.params(), self.state())
-        self.set_state(state)
+        self._reset_batch(self.reset_example)
+
+    def _reset_batch(self, reset):
+        self.set_state(jax.vmap(reset, in_axes=(None, 0))(self.params(), self.state()))
+
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``IF.reset_state()`` leaves it."""
+        state, _ = self.reset_state_pure(params, state)
+        return state
 
     def _create_state(self):
         """Create the Variables ``IF.reset_state`` creates: every example as it resets."""
@@ -320,9 +364,8 @@ class IFBatched(bp.DynamicalSystem):
 
         ``x`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(x)))(
-            self.params(), self.state(), x
-        )
+        in_axes = (None, 0, _example_axis(x, "x", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), x)
         self.set_state(state)
         return out
 
@@ -412,9 +455,31 @@ class MixedBatched(bp.DynSysGroup):
         self.library.set_batch_size(batch_size)
 
     def reset_state(self, batch_size=None):
-        """``Mixed`` resets nothing; a new ``batch_size`` resizes the state."""
+        """Reset every example as ``Mixed.reset_state()`` does; a new ``batch_size`` resizes first."""
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
+        self._reset_batch(self.reset_example)
+
+    def reset(self, batch_size=None):
+        """Reset every example as ``bp.reset_state`` resets ``Mixed``: its own, its children's and
+        its built-ins' state; a new ``batch_size`` resizes first."""
+        if batch_size is not None and batch_size != self.batch_size:
+            self.set_batch_size(batch_size)
+        self._reset_batch(self.reset_all_example)
+
+    def _reset_batch(self, reset):
+        self.set_state(jax.vmap(reset, in_axes=(None, 0))(self.params(), self.state()))
+
+    def reset_example(self, params, state):
+        """One example's ``state`` as ``Mixed.reset_state()`` leaves it (it defines none, so
+        BrainPy resets everything: ``reset_all_example``)."""
+        return self.reset_all_example(params, state)
+
+    def reset_all_example(self, params, state):
+        """One example's ``state`` as ``bp.reset_state`` leaves it: own state, children, built-ins."""
+        state = state._replace(cell=self.cell.reset_example(params.cell, state.cell))
+        state = self.library.reset(params, state)
+        return state
 
     def update_pure(self, params, state, x):
         cell_state, s = self.cell.update_pure(params.cell, state.cell._replace(rng_key=state.rng_key), x)
@@ -427,8 +492,7 @@ class MixedBatched(bp.DynSysGroup):
 
         ``x`` carries a leading batch axis (a Python scalar is used for every example).
         """
-        state, out = jax.vmap(self.update_pure, in_axes=(None, 0, _example_axis(x)))(
-            self.params(), self.state(), x
-        )
+        in_axes = (None, 0, _example_axis(x, "x", self.batch_size))
+        state, out = jax.vmap(self.update_pure, in_axes=in_axes)(self.params(), self.state(), x)
         self.set_state(state)
         return out

@@ -1,0 +1,551 @@
+"""Stage 2, part of analysis: a Variable reached by another name.
+
+The rewrite rules follow ``self.V`` syntactically. Real code also reaches a Variable through a
+local alias (``V = self.V`` before a long expression), ``getattr(self, "V")``, ``setattr``, an
+in-place method (``self.U.fill(0.5)``) or a helper that takes the Variable. Before a method is
+analysed, each followable form is normalised here into the plain ``self.V`` form the rules know:
+
+- a local bound once, at the top of the method, to a Variable (``v = self.V``, ``a, b = self.A,
+  self.B``) is replaced by that Variable at every use, so reads see its current value and
+  ``v += e`` / ``v.value = e`` write it, exactly as the original's Variable object does;
+- ``getattr(self, "V")`` is ``self.V``; ``setattr(self, "V", e)`` is ``self.V = e``;
+- ``self.U.fill(e)`` / ``fill_(e)`` / ``zero_()`` are writes of ``jnp.full_like`` / ``jnp.zeros_like``.
+
+What cannot be followed is refused at its line (BFY213): an alias bound twice or inside a block that
+is written through or outlives a write of its Variable, a Variable put in a container, ``getattr``
+/ ``setattr`` with a computed name, a same-file helper that changes its Variable argument in
+place, and an in-place method the rules do not know (BFY205).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+# In-place methods of a BrainPy Array (its value is replaced): rewritten, or refused by name.
+FILL_METHODS = {"fill": "full_like", "fill_": "full_like"}
+ZERO_METHODS = {"zero_": "zeros_like"}
+KNOWN_IN_PLACE = frozenset({"sort", "resize", "put", "itemset", "setflags"})
+
+
+def in_place_method(attr_name: str) -> bool:
+    """``sort``, ``resize``, or a torch-style ``tanh_`` / ``clamp_``: changes the Variable itself."""
+    return attr_name in KNOWN_IN_PLACE or (attr_name.endswith("_") and not attr_name.endswith("__")
+                                           and attr_name not in FILL_METHODS and attr_name not in ZERO_METHODS)
+
+
+@dataclass
+class Known:
+    """The Variables a method of one class can reach by a ``self`` path."""
+
+    fields: set[str]
+    children: dict[str, Known] = field(default_factory=dict)
+    libraries: set[str] = field(default_factory=set)
+    lists: set[str] = field(default_factory=set)  # fields holding a bm.VarList
+
+    def variable(self, path: list[str]) -> bool:
+        if not path:
+            return False
+        if path[0] in self.children:
+            return self.children[path[0]].variable(path[1:])
+        return len(path) == 1 and path[0] in self.fields
+
+    def library(self, path: list[str]) -> bool:
+        """A path under a built-in (``self.N.V``): maybe a Variable, maybe a constant."""
+        if path and path[0] in self.children:
+            return self.children[path[0]].library(path[1:])
+        return len(path) >= 2 and path[0] in self.libraries
+
+
+def attribute_path(node: cst.CSTNode, me: str) -> list[str] | None:
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name) and node.value == me and parts:
+        return parts[::-1]
+    return None
+
+
+def path_expr(me: str, path: list[str]) -> cst.BaseExpression:
+    out: cst.BaseExpression = cst.Name(me)
+    for part in path:
+        out = cst.Attribute(out, cst.Name(part))
+    return out
+
+
+def constant_name(call: cst.Call, me: str, function: str, arity: tuple[int, ...]) -> str | None | bool:
+    """For ``getattr(self, "V")`` / ``setattr(self, "V", e)``: ``"V"``; False when the name is computed;
+    None when this is not such a call on ``self``."""
+    if not (isinstance(call.func, cst.Name) and call.func.value == function and len(call.args) in arity
+            and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == me
+            and all(a.keyword is None and a.star == "" for a in call.args)):
+        return None
+    key = call.args[1].value
+    if isinstance(key, cst.SimpleString) and key.prefix.lower() in ("", "u"):
+        text = key.evaluated_value
+        return text if isinstance(text, str) and text.isidentifier() else False
+    return False
+
+
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+def bound_names(func: cst.FunctionDef) -> dict[str, int]:
+    """How many times each local name is bound in ``func`` (parameters, assignments, loops, ...)."""
+    counts: dict[str, int] = {}
+
+    def add(target: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            counts[target.value] = counts.get(target.value, 0) + 1
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                add(el.value)
+        elif isinstance(target, cst.StarredElement):
+            add(target.value)
+
+    for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params):
+        add(p.name)
+    for star in (func.params.star_arg, func.params.star_kwarg):
+        if isinstance(star, cst.Param):
+            add(star.name)
+    for node in walk(func.body):
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                add(t.target)
+        elif isinstance(node, (cst.AnnAssign, cst.For, cst.CompFor)):
+            add(node.target)
+        elif isinstance(node, cst.AugAssign) and not isinstance(node.target, cst.Name):
+            pass
+        elif isinstance(node, cst.AsName):
+            add(node.name)
+        elif isinstance(node, cst.NamedExpr):
+            add(node.target)
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            add(node.name)
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            for item in node.names:
+                add(item.name)
+                add(item.name)  # never an alias
+        elif isinstance(node, cst.Del):
+            add(node.target)
+    return counts
+
+
+@dataclass
+class Normaliser:
+    """Rewrites one method's aliases; ``report(node, code, message)`` and ``inherit(new, old)`` come
+    from the analysis (diagnostics at source lines; positions carried over to the new nodes)."""
+
+    me: str
+    known: Known
+    helpers: dict[str, cst.FunctionDef]  # module-level functions and methods of the class, by call name
+    report: Callable[[cst.CSTNode, str, str], None]
+    inherit: Callable[[cst.CSTNode, cst.CSTNode], None]
+
+    def normalise(self, func: cst.FunctionDef) -> cst.FunctionDef:
+        counts = bound_names(func)
+        aliases, removed = self.find_aliases(func, counts)
+        self.check_loose_aliases(func, counts, aliases)
+        self.check_containers(func, aliases)
+        transformer = _Inline(self, aliases, removed, self.list_loops(func, counts))
+        new = func.visit(transformer)
+        return new if isinstance(new, cst.FunctionDef) else func
+
+    def list_loops(self, func: cst.FunctionDef, counts: dict[str, int]) -> dict[int, str]:
+        """``for tr in self.traces: tr.value = ...`` over a bm.VarList, written through ``tr``: each item
+        by its index (``self.traces[i].value = ...``), the form the rules know. ``id(For) -> index name``."""
+        written = self.names_written_through(func)
+        out: dict[int, str] = {}
+        for node in walk(func.body):
+            if not (isinstance(node, cst.For) and isinstance(node.target, cst.Name)):
+                continue
+            path = attribute_path(node.iter, self.me)
+            if path is None or len(path) != 1 or path[0] not in self.known.lists:
+                continue
+            loop_name = node.target.value
+            if loop_name not in written:
+                continue  # reads only: each item's value, as today
+            if counts.get(loop_name, 0) != 1:
+                self.report(node.target, "BFY213", f"'{loop_name}' walks self.{path[0]} and is written through, "
+                            "but it is bound elsewhere too; give the loop a name of its own")
+                continue
+            index = f"{loop_name}_index"
+            while index in counts:
+                index += "_"
+            out[id(node)] = index
+        return out
+
+    # -- which names are aliases --------------------------------------------------------------
+    def variable_path(self, value: cst.BaseExpression) -> list[str] | None:
+        if isinstance(value, cst.Call):
+            name = constant_name(value, self.me, "getattr", (2,))
+            return [name] if isinstance(name, str) and self.known.variable([name]) else None
+        path = attribute_path(value, self.me)
+        return path if path is not None and (self.known.variable(path) or self.known.library(path)) else None
+
+    def find_aliases(self, func: cst.FunctionDef, counts: dict[str, int]):
+        """Locals bound once, at the top level of the body, to a Variable: ``name -> (path, binding)``."""
+        aliases: dict[str, tuple[list[str], cst.CSTNode]] = {}
+        removed: dict[int, list[int]] = {}  # id(Assign) -> the element positions that were aliases
+        written = self.names_written_through(func)
+        for stmt in func.body.body:
+            if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                    and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1):
+                continue
+            small = stmt.body[0]
+            target, value = small.targets[0].target, small.value
+            pairs = [(target, value)]
+            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) and len(
+                    target.elements) == len(value.elements) and not any(
+                    isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
+                pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+            for i, (t, v) in enumerate(pairs):
+                if not isinstance(t, cst.Name) or counts.get(t.value, 0) != 1:
+                    continue
+                path = self.variable_path(v)
+                if path is None or (not self.known.variable(path) and t.value not in written):
+                    continue  # a built-in's attribute is inlined only when it is written through
+                aliases[t.value] = (path, v)
+                removed.setdefault(id(small), []).append(i)
+        return aliases, removed
+
+    def names_written_through(self, func: cst.FunctionDef) -> set[str]:
+        """Local names used as a write target of a Variable: ``v += e``, ``v.value = e``, ``v[i] = e``,
+        ``v.update(e)``, an in-place method."""
+        out: set[str] = set()
+        for node in walk(func.body):
+            targets: list[cst.CSTNode] = []
+            if isinstance(node, cst.AugAssign):
+                targets = [node.target]
+            elif isinstance(node, cst.Assign):
+                targets = [t.target for t in node.targets]
+            for t in targets:
+                for el in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else [t]):
+                    el = el.value if isinstance(el, (cst.Element, cst.StarredElement)) else el
+                    if isinstance(node, cst.AugAssign) and isinstance(el, cst.Name):
+                        out.add(el.value)
+                    elif isinstance(el, cst.Attribute) and el.attr.value == "value" and isinstance(el.value, cst.Name):
+                        out.add(el.value.value)
+                    elif isinstance(el, cst.Subscript) and isinstance(el.value, cst.Name):
+                        out.add(el.value.value)
+            if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                    and isinstance(node.func.value, cst.Name)
+                    and (node.func.attr.value in ("update", *FILL_METHODS, *ZERO_METHODS)
+                         or in_place_method(node.func.attr.value))):
+                out.add(node.func.value.value)
+        return out
+
+    def check_loose_aliases(self, func: cst.FunctionDef, counts: dict[str, int], aliases: dict) -> None:
+        """An alias bound twice or inside a block cannot be replaced by its Variable: refused when it
+        is written through, or when its Variable is written in the method (it would see the old value)."""
+        written_names = self.names_written_through(func)
+        written_paths = self.paths_written(func)
+        for node in walk(func.body):
+            if not isinstance(node, cst.Assign):
+                continue
+            for t in node.targets:
+                target = t.target
+                if not isinstance(target, cst.Name) or target.value in aliases:
+                    continue
+                path = self.variable_path(node.value)
+                if path is None:
+                    continue
+                dotted = ".".join(path)
+                if target.value in written_names:
+                    self.report(node, "BFY213", f"'{target.value}' is self.{dotted} under another name and is "
+                                "written through, but it is bound more than once or inside a block; bind it once "
+                                "at the top of the method, or write self." + dotted + " itself")
+                elif tuple(path) in written_paths and self.known.variable(path):
+                    self.report(node, "BFY213", f"'{target.value}' is self.{dotted} under another name, bound "
+                                f"more than once or inside a block, and self.{dotted} is written in this method: "
+                                "the original's alias would see the new value; bind it once at the top of the "
+                                "method, or read self." + dotted + ".value where you mean the value then")
+
+    def paths_written(self, func: cst.FunctionDef) -> set[tuple[str, ...]]:
+        out: set[tuple[str, ...]] = set()
+        for node in walk(func.body):
+            targets = ([node.target] if isinstance(node, cst.AugAssign)
+                       else [t.target for t in node.targets] if isinstance(node, cst.Assign) else [])
+            for t in targets:
+                for el in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else [t]):
+                    el = el.value if isinstance(el, (cst.Element, cst.StarredElement)) else el
+                    if isinstance(el, cst.Subscript):
+                        el = el.value
+                    if isinstance(el, cst.Attribute) and el.attr.value == "value":
+                        el = el.value
+                    path = attribute_path(el, self.me)
+                    if path:
+                        out.add(tuple(path))
+        return out
+
+    def check_containers(self, func: cst.FunctionDef, aliases: dict) -> None:
+        """``items = [self.V, ...]``: the container holds the Variable object, whose later writes the
+        original sees through it; batchify cannot follow it there."""
+        written = self.names_written_through(func)
+        for node in walk(func.body):
+            # `for v in (self.a, self.b): v += e`: each pass writes a Variable through the loop name.
+            if (isinstance(node, cst.For) and isinstance(node.iter, (cst.List, cst.Tuple, cst.Set))
+                    and isinstance(node.target, cst.Name) and node.target.value in written):
+                for el in node.iter.elements:
+                    path = self.variable_path(el.value)
+                    if path is not None and self.known.variable(path):
+                        self.report(el.value, "BFY213", f"the loop writes self.{'.'.join(path)} through "
+                                    f"'{node.target.value}'; batchify cannot follow a Variable there: write each "
+                                    "Variable in a statement of its own (or keep them in a bm.VarList)")
+                        break
+                continue
+            if not (isinstance(node, cst.Assign) and isinstance(node.value, (cst.List, cst.Set, cst.Dict, cst.Tuple))):
+                continue
+            if len(node.targets) == 1 and isinstance(node.targets[0].target, (cst.Tuple, cst.List)):
+                continue  # unpacking: aliases, one each
+            values = ([e.value for e in node.value.elements] if not isinstance(node.value, cst.Dict)
+                      else [e.value for e in node.value.elements if isinstance(e, cst.DictElement)])
+            for v in values:
+                name = v.value if isinstance(v, cst.Name) else None
+                path = aliases[name][0] if name in aliases else self.variable_path(v)
+                if path is not None and self.known.variable(path):
+                    self.report(v, "BFY213", f"self.{'.'.join(path)} is put into a container here, as the Variable "
+                                "object; batchify cannot follow it there. Put its value in (self."
+                                f"{'.'.join(path)}.value), or use the Variable directly")
+
+    # -- helpers that change their argument -----------------------------------------------------
+    def mutated_params(self, helper: cst.FunctionDef, seen: frozenset[str] = frozenset()) -> set[str]:
+        """Parameters of a same-file helper that its body changes in place (``var += e`` and the like)."""
+        params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
+        written = self.names_written_through(helper) & set(params)
+        for node in walk(helper.body):
+            if isinstance(node, cst.Call):
+                callee = self.helper_of(node)
+                if callee is not None and callee.name.value not in seen:
+                    inner = self.mutated_params(callee, seen | {helper.name.value})
+                    for position, name in self.arguments(node, callee):
+                        if isinstance(name, cst.Name) and name.value in params and position in inner:
+                            written.add(name.value)
+        return written
+
+    def helper_of(self, call: cst.Call) -> cst.FunctionDef | None:
+        func = call.func
+        if isinstance(func, cst.Name):
+            return self.helpers.get(func.value)
+        path = attribute_path(func, self.me)
+        return self.helpers.get(f"self.{path[0]}") if path and len(path) == 1 else None
+
+    @staticmethod
+    def arguments(call: cst.Call, helper: cst.FunctionDef) -> list[tuple[str, cst.BaseExpression]]:
+        """``(parameter name, argument)`` for the plain arguments of a call of ``helper``."""
+        params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
+        if isinstance(call.func, cst.Attribute):
+            params = params[1:]  # self
+        out = []
+        for i, arg in enumerate(call.args):
+            if arg.star:
+                break
+            if arg.keyword is not None:
+                out.append((arg.keyword.value, arg.value))
+            elif i < len(params):
+                out.append((params[i], arg.value))
+        return out
+
+    def check_helper_call(self, call: cst.Call) -> None:
+        helper = self.helper_of(call)
+        if helper is None:
+            return
+        changed = self.mutated_params(helper)
+        for param, arg in self.arguments(call, helper):
+            path = attribute_path(arg, self.me)
+            if param in changed and path is not None and self.known.variable(path):
+                self.report(arg, "BFY213", f"{helper.name.value}() changes its argument '{param}' in place, and "
+                            f"is given self.{'.'.join(path)}: the Variable would be changed behind batchify's "
+                            f"back; return the new value from {helper.name.value}() and assign it "
+                            f"(self.{'.'.join(path)}.value = ...)")
+
+
+class _Inline(cst.CSTTransformer):
+    """Replaces aliases by their Variable and getattr/setattr/fill by the plain forms."""
+
+    def __init__(self, owner: Normaliser, aliases: dict, removed: dict[int, list[int]], loops: dict[int, str]):
+        super().__init__()
+        self.owner = owner
+        self.aliases = aliases
+        self.removed = removed
+        self.loops = loops  # `for tr in self.traces` loops to run by index
+        self.items: dict[str, cst.BaseExpression] = {}  # loop name -> `self.traces[tr_index]`
+        self.skip: set[int] = set()  # Name nodes that are binding targets
+
+    def visit_For(self, node: cst.For) -> bool:
+        if id(node) in self.loops:
+            index = cst.Name(self.loops[id(node)])
+            self.items[node.target.value] = cst.Subscript(node.iter, [cst.SubscriptElement(cst.Index(index))])
+            self.skip.add(id(node.target))
+        return True
+
+    def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For:
+        if id(original_node) not in self.loops:
+            return updated_node
+        self.items.pop(original_node.target.value, None)
+        length = cst.Call(cst.Name("len"), [cst.Arg(original_node.iter)])
+        return updated_node.with_changes(target=cst.Name(self.loops[id(original_node)]),
+                                         iter=cst.Call(cst.Name("range"), [cst.Arg(length)]))
+
+    def on_leave(self, original_node, updated_node):
+        result = super().on_leave(original_node, updated_node)
+        if isinstance(result, cst.CSTNode) and result is not original_node:
+            self.owner.inherit(result, original_node)
+        return result
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        for t in node.targets:  # the names an assignment binds (not `v` in `v.value = e`)
+            targets = [e.value for e in t.target.elements] if isinstance(t.target, (cst.Tuple, cst.List)) else [t.target]
+            self.skip.update(id(n) for n in targets if isinstance(n, cst.Name))
+        return True
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        if original_node.value in self.items and id(original_node) not in self.skip:
+            return self.items[original_node.value]
+        if original_node.value in self.aliases and id(original_node) not in self.skip:
+            return path_expr(self.owner.me, self.aliases[original_node.value][0])
+        return updated_node
+
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign):
+        drop = self.removed.get(id(original_node))
+        # `v += e` targets are handled by leave_AugAssign; alias targets of plain assignments here.
+        target = updated_node.targets[0].target if len(updated_node.targets) == 1 else None
+        if isinstance(target, cst.Name) and target.value in self.aliases and drop:
+            return cst.RemovalSentinel.REMOVE
+        if drop and isinstance(target, (cst.Tuple, cst.List)):
+            keep = [i for i in range(len(target.elements)) if i not in drop]
+            if not keep:
+                return cst.RemovalSentinel.REMOVE
+            t_el = [target.elements[i].value for i in keep]
+            v_el = [updated_node.value.elements[i].value for i in keep]
+            if len(keep) == 1:
+                return updated_node.with_changes(targets=[cst.AssignTarget(t_el[0])], value=v_el[0])
+            return updated_node.with_changes(
+                targets=[cst.AssignTarget(cst.Tuple([cst.Element(t) for t in t_el], lpar=[], rpar=[]))],
+                value=cst.Tuple([cst.Element(v) for v in v_el], lpar=[], rpar=[]))
+        return updated_node
+
+    def leave_AugAssign(self, original_node: cst.AugAssign, updated_node: cst.AugAssign) -> cst.AugAssign:
+        target = original_node.target
+        if isinstance(target, cst.Name) and target.value in self.aliases:
+            return updated_node.with_changes(target=path_expr(self.owner.me, self.aliases[target.value][0]))
+        return updated_node
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        me = self.owner.me
+        got = constant_name(updated_node, me, "getattr", (2,))
+        if isinstance(got, str):
+            return path_expr(me, [got])
+        if got is False and self.owner.known.fields:
+            self.owner.report(original_node, "BFY213", "getattr(self, ...) with a computed name may reach a "
+                              "Variable batchify cannot see; name the attribute (self.NAME)")
+        if constant_name(updated_node, me, "setattr", (3,)) is False and self.owner.known.fields:
+            self.owner.report(original_node, "BFY213", "setattr(self, ...) with a computed name may write a "
+                              "Variable batchify cannot see; assign the attribute (self.NAME = ...)")
+        self.owner.check_helper_call(updated_node)
+        func = updated_node.func
+        if isinstance(func, cst.Attribute):
+            path = attribute_path(func.value, me)
+            if path is not None and self.owner.known.variable(path) and in_place_method(func.attr.value):
+                self.owner.report(original_node, "BFY205", f"self.{'.'.join(path)}.{func.attr.value}() changes "
+                                  "the Variable in place, which batchify has no rule for; assign the new value "
+                                  f"(self.{'.'.join(path)}.value = ...)")
+        return updated_node
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        """``setattr(self, "V", e)`` and ``self.U.fill(e)`` as statements: plain writes."""
+        if len(updated_node.body) != 1 or not isinstance(updated_node.body[0], cst.Expr):
+            return updated_node
+        call = updated_node.body[0].value
+        if not isinstance(call, cst.Call):
+            return updated_node
+        me = self.owner.me
+        name = constant_name(call, me, "setattr", (3,))
+        if isinstance(name, str):
+            return updated_node.with_changes(body=[cst.Assign([cst.AssignTarget(path_expr(me, [name]))],
+                                                              call.args[2].value)])
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            path = attribute_path(func.value, me)
+            method = func.attr.value
+            if path is not None and self.owner.known.variable(path) and method in {**FILL_METHODS, **ZERO_METHODS}:
+                current = cst.Attribute(path_expr(me, path), cst.Name("value"))
+                maker = cst.Attribute(cst.Name("jnp"), cst.Name({**FILL_METHODS, **ZERO_METHODS}[method]))
+                args = [cst.Arg(current)] + ([cst.Arg(call.args[0].value)] if method in FILL_METHODS and call.args
+                                             else [])
+                return updated_node.with_changes(body=[cst.Assign(
+                    [cst.AssignTarget(cst.Attribute(path_expr(me, path), cst.Name("value")))], cst.Call(maker, args))])
+        return updated_node
+
+
+# Python side effects: in the original they run at every step; in the batched code, once, when
+# the step is traced. Refused in stepping methods (BFY214).
+SEEDS = frozenset({"brainpy.math.random.seed", "brainpy.math.seed", "numpy.random.seed", "random.seed",
+                   "brainstate.random.seed"})
+MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "add", "update", "setdefault",
+                      "discard", "popitem", "sort", "reverse"})
+
+
+def side_effects(func: cst.FunctionDef, me: str | None, module_data: set[str], known: Known,
+                 plain_attribute: Callable[[str], bool], qualified: Callable[[cst.CSTNode], set[str]],
+                 report: Callable[[cst.CSTNode, str, str], None]) -> None:
+    """Report what a stepping method does besides computing: printing, reseeding a global stream,
+    writing module-level objects or plain attributes of ``self`` (lists it appends to)."""
+    local = set(bound_names(func))
+    method = func.name.value
+
+    def global_root(node: cst.CSTNode) -> str | None:
+        while isinstance(node, (cst.Attribute, cst.Subscript)):
+            node = node.value
+        if isinstance(node, cst.Name) and node.value in module_data and node.value not in local:
+            return node.value
+        return None
+
+    def self_plain(node: cst.CSTNode) -> str | None:
+        while isinstance(node, cst.Subscript):
+            node = node.value
+        path = attribute_path(node, me) if me else None
+        return path[0] if path and len(path) == 1 and plain_attribute(path[0]) else None
+
+    once = f"in the original it happens at every step; in the batched code once, when {method}() is traced"
+    for node in walk(func.body):
+        if isinstance(node, (cst.Global, cst.Nonlocal)):
+            report(node, "BFY214", f"{method}() declares {', '.join(n.name.value for n in node.names)} global: "
+                   f"a write to it {once}; keep such state in a bm.Variable")
+        targets: list[cst.CSTNode] = []
+        if isinstance(node, cst.AugAssign):
+            targets = [node.target]
+        elif isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        for t in targets:
+            for el in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else [t]):
+                el = el.value if isinstance(el, (cst.Element, cst.StarredElement)) else el
+                root = global_root(el) if isinstance(el, (cst.Attribute, cst.Subscript)) else None
+                if root:
+                    report(el, "BFY214", f"{method}() writes the module-level object '{root}': {once}; keep "
+                           "such state in a bm.Variable of the model")
+        if not isinstance(node, cst.Call):
+            continue
+        names = qualified(node.func)
+        if "builtins.print" in names:
+            report(node, "BFY214", f"print() in {method}(): {once} (under bm.jit the original prints once "
+                   "too); use jax.debug.print to print traced values at every step")
+        if names & SEEDS:
+            report(node, "BFY214", f"{sorted(names & SEEDS)[0]}() in {method}() reseeds a global stream: {once}, "
+                   "and every example draws from its own key; seed before running the model")
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in MUTATORS:
+            root = global_root(func.value)
+            attribute = self_plain(func.value)
+            if root or attribute:
+                what = f"the module-level object '{root}'" if root else f"self.{attribute}, a plain attribute"
+                report(node, "BFY214", f"{method}() changes {what} ({func.attr.value}): {once}; keep such state "
+                       "in a bm.Variable, or collect outputs by returning them")

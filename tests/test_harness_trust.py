@@ -1,0 +1,251 @@
+"""Issue 10: no silent wrong result where users train (harness, reset, flags, dt).
+
+Every test here failed on the main branch before the fix; each runs models written for it in the
+style of the seed question (``tests/cases/``).
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import brainpy as bp
+import brainpy.math as bm
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from batchify.loader import load_generated, load_models
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = ROOT / "tests" / "cases"
+SEED = CASES / "seed_snn.py"
+HARNESS_FLAGS = ["--shared", "i", "--harness", "--harness-steps", "16", "--input-mode", "constant",
+                 "--readout", "sum", "--loss", "nll_rate"]
+N_IN, N_HIDDEN, N_OUT, STEPS, BATCH = 16, 24, 4, 16, 5
+
+
+def batchify(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "batchify", *args], cwd=cwd, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def seed(tmp_path_factory):
+    """The seed-style source, its original classes (as verify loads them) and its batched module."""
+    out = tmp_path_factory.mktemp("seed") / "seed_snn_batched.py"
+    result = batchify(str(SEED), "-o", str(out), *HARNESS_FLAGS)
+    assert result.returncode == 0, result.stderr
+    bm.set_dt(0.1)  # BrainPy's default: the source's own setting must come back with the module
+    generated = load_generated(out, "seed_snn_batched")
+    original = load_models(SEED, "seed_snn_original")
+    return original, generated
+
+
+def data(seed_: int = 0):
+    rng = np.random.default_rng(seed_)
+    xs = (rng.random((BATCH, N_IN)) * 2.0).astype(np.float32)
+    ys = rng.integers(0, N_OUT, BATCH).astype(np.int32)
+    return xs, ys
+
+
+def original_loss(model, x, y):
+    """The seed's loss_fun for one example, run on the original model (its own reset first)."""
+    model.reset_state()
+    outs = [model.step_run(t, jnp.asarray(x)) for t in range(STEPS)]
+    rate = jnp.sum(jnp.stack([jnp.asarray(o) for o in outs]), axis=0) + 1e-6
+    return -jnp.log(rate[y] / jnp.sum(rate))
+
+
+def per_example_reference(model, xs, ys):
+    """Loss and gradient of each example with ``bm.grad`` on the original, as the seed computes them."""
+    weights = [model.w1, model.w2]
+    grads, losses = [], []
+    for x, y in zip(xs, ys):
+        g, value = bm.grad(lambda: original_loss(model, x, y), grad_vars=weights, return_value=True)()
+        grads.append([np.asarray(a) for a in g])
+        losses.append(float(value))
+    return np.asarray(losses), [np.stack([g[k] for g in grads]) for k in range(2)]
+
+
+def step_a_few(model, x) -> None:
+    for t in range(7):
+        model.step_run(t, jnp.asarray(x))
+
+
+def train_with_the_users_loop(model, xs, ys) -> None:
+    """The seed's own single-example loop: bm.grad of the loss, a bp.optim.Adam step per example."""
+    opt = bp.optim.Adam(lr=1e-2, train_vars=model.train_vars().unique())
+    f = bm.grad(lambda x, y: original_loss(model, x, y), grad_vars=model.train_vars().unique())
+    for x, y in zip(xs, ys):
+        opt.update(f(x, y))
+    step_a_few(model, xs[0])  # and leave the state where a run left it
+
+
+@pytest.mark.parametrize("history", ["stepped", "trained"])
+def test_rollouts_start_from_the_reset_state_whatever_the_model_did(seed, history: str) -> None:
+    """Item 1: the harness starts from one example's reset state, not from the model's current one."""
+    original, generated = seed
+    bm.random.seed(3)
+    model = original.SeedSNN(N_IN, N_HIDDEN, N_OUT)
+    xs, ys = data()
+    if history == "stepped":
+        step_a_few(model, xs[1])
+    else:
+        train_with_the_users_loop(model, *data(1))
+    assert np.abs(np.asarray(model.v1.value)).max() > 0.05, "the model's state must have moved"
+    harness = generated.SeedSNNHarness(generated.SeedSNNBatched.from_model(model, 3))
+    params = harness.model.params()
+    loss, mean = harness.value_and_grad(params, jnp.asarray(xs), jnp.asarray(ys))
+    each = harness.per_example_grads(params, jnp.asarray(xs), jnp.asarray(ys))
+    want_losses, want = per_example_reference(model, xs, ys)
+    np.testing.assert_allclose(float(loss), want_losses.mean(), rtol=1e-5)
+    for name, w in zip(("w1", "w2"), want):
+        assert np.abs(w).max() > 1e-4, f"{name}: a zero gradient would prove nothing"
+        np.testing.assert_allclose(np.asarray(getattr(each, name)), w, rtol=1e-5, atol=1e-7, err_msg=name)
+        np.testing.assert_allclose(np.asarray(getattr(mean, name)), w.mean(0), rtol=1e-5, atol=1e-7,
+                                   err_msg=name)
+
+
+def test_resetting_a_batched_group_resets_its_built_in_children(tmp_path: Path) -> None:
+    """Item 2: reset_state(), reset() and bp.reset_state() on a group of built-ins."""
+    out = tmp_path / "group_reset_batched.py"
+    assert batchify(str(CASES / "group_reset.py"), "-o", str(out)).returncode == 0
+    generated = load_generated(out, "group_reset_batched")
+    original = load_models(CASES / "group_reset.py", "group_reset_original")
+    xs = (np.random.default_rng(0).random((3, 6)) * 40.0).astype(np.float32)
+    for how in ("reset_state", "reset", "bp.reset_state"):
+        model = original.TwoPop()
+        batched = generated.TwoPopBatched.from_model(model, 3)
+        initial = batched.state().library
+        for t in range(6):
+            with bm.environment(dt=0.1):
+                bp.share.save(i=t, t=t * 0.1, dt=0.1)
+                batched.update(xs)
+        assert np.abs(np.asarray(batched.state().library["E.V"]) - np.asarray(initial["E.V"])).max() > 1.0
+        {"reset_state": batched.reset_state, "reset": batched.reset,
+         "bp.reset_state": lambda: bp.reset_state(batched)}[how]()
+        after = batched.state().library
+        for path in initial:
+            np.testing.assert_array_equal(np.asarray(after[path]), np.asarray(initial[path]), err_msg=f"{how}: {path}")
+        # The original resets the same way, to the same values.
+        model.E.V.value += 3.0
+        model.reset_state()
+        np.testing.assert_array_equal(np.asarray(after["E.V"][0]), np.asarray(model.E.V.value))
+
+
+def test_an_input_function_that_drives_the_module_level_model_is_refused(tmp_path: Path) -> None:
+    """Item 3: the seed's own `step_run(i, x)` wrapper uses `model = SeedSNN(...)`: a diagnostic at its line."""
+    out = tmp_path / "out.py"
+    result = batchify(str(SEED), "-o", str(out), "--shared", "i", "--harness", "--input-mode", "function:step_run")
+    assert result.returncode == 1, result.stderr
+    line = next(n for n, text in enumerate(SEED.read_text().splitlines(), 1) if "return model.step_run" in text)
+    assert f"seed_snn.py:{line}:12: BFY014 'model'" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and not out.exists()
+
+
+def test_labels_shaped_b_and_b1_mean_the_same(seed) -> None:
+    """Item 4: integer labels [B] and [B, 1]: the same loss, gradients and accuracy; others refused."""
+    original, generated = seed
+    bm.random.seed(4)
+    harness = generated.SeedSNNHarness(generated.SeedSNNBatched(N_IN, N_HIDDEN, N_OUT, batch_size=2))
+    params = harness.model.params()
+    xs, ys = data(2)
+    flat = jnp.asarray(ys)
+    column = flat[:, None]
+    for a, b in zip(jax.tree.leaves(harness.per_example_grads(params, xs, flat)),
+                    jax.tree.leaves(harness.per_example_grads(params, xs, column))):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    loss_flat, acc_flat = harness.evaluate(params, xs, np.asarray(flat))
+    loss_col, acc_col = harness.evaluate(params, xs, np.asarray(column))
+    assert (loss_flat, acc_flat) == (loss_col, acc_col)
+    pred = np.asarray(jax.vmap(harness.predict, in_axes=(None, 0))(params, jnp.asarray(xs))).argmax(-1)
+    assert acc_flat == pytest.approx(float(np.mean(pred == ys)))
+    with pytest.raises(ValueError, match=r"shaped \[B\] or \[B, 1\]"):
+        harness.value_and_grad(params, xs, jnp.stack([flat, flat], axis=1))
+    with pytest.raises(ValueError, match=r"integer class indices"):
+        harness.value_and_grad(params, xs, flat.astype(jnp.float32))
+
+
+def test_shared_names_nothing_is_a_diagnostic_and_a_forgotten_shared_says_so(tmp_path: Path) -> None:
+    """Item 5: `--shared j` (a typo) at transform time; a forgotten `--shared i` at run time."""
+    out = tmp_path / "out.py"
+    typo = batchify(str(SEED), "-o", str(out), "--shared", "xx")
+    assert typo.returncode == 1 and "BFY015 --shared xx" in typo.stderr, typo.stderr
+    close = batchify(str(SEED), "-o", str(out), "--shared", "v11=mean")
+    assert close.returncode == 1 and "did you mean --shared v1=mean?" in close.stderr, close.stderr
+    assert not out.exists()
+    assert batchify(str(SEED), "-o", str(out)).returncode == 0  # without --shared i
+    generated = load_generated(out, "seed_snn_no_shared")
+    batched = generated.SeedSNNBatched(N_IN, N_HIDDEN, N_OUT, batch_size=3)
+    x = jnp.ones((3, N_IN))
+    with pytest.raises(ValueError, match=r"'i' is per example .* --shared i"):
+        bm.for_loop(lambda i: batched.step_run(i, x), bm.arange(4))
+    with pytest.raises(ValueError, match=r"'x' is per example and needs a leading batch axis of size 3"):
+        batched.step_run(jnp.zeros(3, dtype=jnp.int32), jnp.ones((2, N_IN)))
+
+
+def test_verify_runs_built_ins_reading_the_clock_without_dt(tmp_path: Path) -> None:
+    """Item 6: no --dt on a model of bp.dyn built-ins that read bp.share: the source's dt, not BFY900."""
+    out = tmp_path / "group_reset_batched.py"
+    assert batchify(str(CASES / "group_reset.py"), "-o", str(out)).returncode == 0
+    result = batchify("verify", str(CASES / "group_reset.py"), str(out), "--input-shape", "x=6", "--steps", "8",
+                      "--no-speed")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "BFY900" not in result.stderr and "PASS" in result.stdout, result.stdout
+
+
+def test_the_sources_dt_travels_with_the_generated_module(seed) -> None:
+    """Item 7: `bm.set_dt(0.5)` in the source: the generated module and its harness run at dt 0.5,
+    and verification's original (the loader) too."""
+    original, generated = seed
+    assert bm.get_dt() == 0.5
+    bm.set_dt(0.1)
+    assert load_models(SEED, "seed_snn_original_again") and bm.get_dt() == 0.5
+    bm.set_dt(0.1)
+    reloaded = load_generated(Path(generated.__file__), "seed_snn_batched_again")
+    assert bm.get_dt() == 0.5
+    harness = reloaded.SeedSNNHarness(reloaded.SeedSNNBatched(N_IN, N_HIDDEN, N_OUT, batch_size=2))
+    assert harness.dt == 0.5
+
+
+def test_evaluate_compiles_once_per_harness(seed, caplog) -> None:
+    """Item 8: evaluate keeps its compiled function; a ragged last chunk is padded, not recompiled."""
+    original, generated = seed
+    bm.random.seed(5)
+    harness = generated.SeedSNNHarness(generated.SeedSNNBatched(N_IN, N_HIDDEN, N_OUT, batch_size=2))
+    params = harness.model.params()
+    rng = np.random.default_rng(0)
+    xs, ys = rng.random((11, N_IN)).astype(np.float32), rng.integers(0, N_OUT, 11).astype(np.int32)
+    harness.evaluate(params, xs, ys, batch_size=4)
+    with caplog.at_level(logging.WARNING), jax.log_compiles(True):
+        again = harness.evaluate(params, xs, ys, batch_size=4)
+        harness.evaluate(params, xs[:7], ys[:7], batch_size=4)
+    compiled = [r for r in caplog.records if "Compiling" in r.getMessage()]
+    assert compiled == [], [r.getMessage() for r in compiled]
+    # Padding changes nothing: the chunked result is the one-shot mean.
+    loss = jax.vmap(harness.loss_fn, in_axes=(None, 0, 0))(params, jnp.asarray(xs), jnp.asarray(ys))
+    assert again[0] == pytest.approx(float(jnp.mean(loss)), rel=1e-6)
+
+
+def test_a_harness_over_a_batch_shared_variable(tmp_path: Path) -> None:
+    """Item 9: `--shared w_out=mean`: the harness's one-example state keeps the shared leaf whole."""
+    out = tmp_path / "force_batched.py"
+    src = ROOT / "tests" / "models" / "learned_online.py"
+    result = batchify(str(src), "-o", str(out), "--shared", "w_out=mean", "--harness", "--input-mode", "sequence",
+                      "--readout", "last", "--loss", "mse")
+    assert result.returncode == 0, result.stderr
+    generated = load_generated(out, "force_batched")
+    original = load_models(src, "force_original")
+    bm.random.seed(0)
+    model = original.Force(3, 8, 2)
+    model.w_out.value = bm.random.normal(0.0, 0.5, (8, 2))
+    batched = generated.ForceBatched.from_model(model, 4)
+    harness = generated.ForceHarness(batched)
+    x = jnp.asarray(np.random.default_rng(0).random((6, 3)).astype(np.float32))
+    got = harness.predict(batched.params(), x)
+    model.h.value = bm.zeros(8)  # Force defines no reset_state: it starts where it was built
+    want = [np.asarray(model.update(x[t])) for t in range(6)][-1]
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)
