@@ -19,10 +19,12 @@ place, and an in-place method the rules do not know (BFY205).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import libcst as cst
+
+from batchify.cstwalk import walk
 
 # In-place methods of a BrainPy Array (its value is replaced): rewritten, or refused by name.
 FILL_METHODS = {"fill": "full_like", "fill_": "full_like"}
@@ -90,16 +92,11 @@ def constant_name(call: cst.Call, me: str, function: str, arity: tuple[int, ...]
     return False
 
 
-def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.children))
 
 
-def bound_names(func: cst.FunctionDef) -> dict[str, int]:
-    """How many times each local name is bound in ``func`` (parameters, assignments, loops, ...)."""
+def bound_names(func: cst.FunctionDef, nodes: list[cst.CSTNode] | None = None) -> dict[str, int]:
+    """How many times each local name is bound in ``func`` (parameters, assignments, loops, ...);
+    ``nodes``: the nodes of its body, if already walked."""
     counts: dict[str, int] = {}
 
     def add(target: cst.CSTNode) -> None:
@@ -116,7 +113,7 @@ def bound_names(func: cst.FunctionDef) -> dict[str, int]:
     for star in (func.params.star_arg, func.params.star_kwarg):
         if isinstance(star, cst.Param):
             add(star.name)
-    for node in walk(func.body):
+    for node in (walk(func.body) if nodes is None else nodes):
         if isinstance(node, cst.Assign):
             for t in node.targets:
                 add(t.target)
@@ -151,20 +148,36 @@ class Normaliser:
     inherit: Callable[[cst.CSTNode, cst.CSTNode], None]
 
     def normalise(self, func: cst.FunctionDef) -> cst.FunctionDef:
-        counts = bound_names(func)
+        self.current = func
+        self.nodes = list(walk(func.body))  # one walk; every check below reads this list
+        self.written_cache: dict[int, set[str]] = {}
+        counts = bound_names(func, self.nodes)
         aliases, removed = self.find_aliases(func, counts)
         self.check_loose_aliases(func, counts, aliases)
         self.check_containers(func, aliases)
-        transformer = _Inline(self, aliases, removed, self.list_loops(func, counts))
-        new = func.visit(transformer)
+        loops = self.list_loops(func, counts)
+        if not (aliases or loops or any(self.needs_inline(n) for n in self.nodes if isinstance(n, cst.Call))):
+            return func  # nothing reached by another name: the method as it is
+        new = func.visit(_Inline(self, aliases, removed, loops))
         return new if isinstance(new, cst.FunctionDef) else func
+
+    def needs_inline(self, call: cst.Call) -> bool:
+        """A call the inlining pass rewrites or checks: getattr/setattr, an in-place method, a helper."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            return func.value in ("getattr", "setattr") or func.value in self.helpers
+        if isinstance(func, cst.Attribute):
+            name = func.attr.value
+            return (name in FILL_METHODS or name in ZERO_METHODS or in_place_method(name)
+                    or f"self.{name}" in self.helpers)
+        return False
 
     def list_loops(self, func: cst.FunctionDef, counts: dict[str, int]) -> dict[int, str]:
         """``for tr in self.traces: tr.value = ...`` over a bm.VarList, written through ``tr``: each item
         by its index (``self.traces[i].value = ...``), the form the rules know. ``id(For) -> index name``."""
         written = self.names_written_through(func)
         out: dict[int, str] = {}
-        for node in walk(func.body):
+        for node in self.nodes:
             if not (isinstance(node, cst.For) and isinstance(node.target, cst.Name)):
                 continue
             path = attribute_path(node.iter, self.me)
@@ -220,8 +233,12 @@ class Normaliser:
     def names_written_through(self, func: cst.FunctionDef) -> set[str]:
         """Local names used as a write target of a Variable: ``v += e``, ``v.value = e``, ``v[i] = e``,
         ``v.update(e)``, an in-place method."""
+        cache = getattr(self, "written_cache", None)
+        if cache is not None and id(func) in cache:
+            return cache[id(func)]
         out: set[str] = set()
-        for node in walk(func.body):
+        nodes = self.nodes if func is getattr(self, "current", None) else walk(func.body)
+        for node in nodes:
             targets: list[cst.CSTNode] = []
             if isinstance(node, cst.AugAssign):
                 targets = [node.target]
@@ -241,6 +258,8 @@ class Normaliser:
                     and (node.func.attr.value in ("update", *FILL_METHODS, *ZERO_METHODS)
                          or in_place_method(node.func.attr.value))):
                 out.add(node.func.value.value)
+        if cache is not None:
+            cache[id(func)] = out
         return out
 
     def check_loose_aliases(self, func: cst.FunctionDef, counts: dict[str, int], aliases: dict) -> None:
@@ -248,7 +267,7 @@ class Normaliser:
         is written through, or when its Variable is written in the method (it would see the old value)."""
         written_names = self.names_written_through(func)
         written_paths = self.paths_written(func)
-        for node in walk(func.body):
+        for node in self.nodes:
             if not isinstance(node, cst.Assign):
                 continue
             for t in node.targets:
@@ -271,7 +290,7 @@ class Normaliser:
 
     def paths_written(self, func: cst.FunctionDef) -> set[tuple[str, ...]]:
         out: set[tuple[str, ...]] = set()
-        for node in walk(func.body):
+        for node in self.nodes:
             targets = ([node.target] if isinstance(node, cst.AugAssign)
                        else [t.target for t in node.targets] if isinstance(node, cst.Assign) else [])
             for t in targets:
@@ -290,7 +309,7 @@ class Normaliser:
         """``items = [self.V, ...]``: the container holds the Variable object, whose later writes the
         original sees through it; batchify cannot follow it there."""
         written = self.names_written_through(func)
-        for node in walk(func.body):
+        for node in self.nodes:
             # `for v in (self.a, self.b): v += e`: each pass writes a Variable through the loop name.
             if (isinstance(node, cst.For) and isinstance(node.iter, (cst.List, cst.Tuple, cst.Set))
                     and isinstance(node.target, cst.Name) and node.target.value in written):
@@ -499,7 +518,8 @@ def side_effects(func: cst.FunctionDef, me: str | None, module_data: set[str], k
                  report: Callable[[cst.CSTNode, str, str], None]) -> None:
     """Report what a stepping method does besides computing: printing, reseeding a global stream,
     writing module-level objects or plain attributes of ``self`` (lists it appends to)."""
-    local = set(bound_names(func))
+    nodes = list(walk(func.body))
+    local = set(bound_names(func, nodes))
     method = func.name.value
 
     def global_root(node: cst.CSTNode) -> str | None:
@@ -516,7 +536,7 @@ def side_effects(func: cst.FunctionDef, me: str | None, module_data: set[str], k
         return path[0] if path and len(path) == 1 and plain_attribute(path[0]) else None
 
     once = f"in the original it happens at every step; in the batched code once, when {method}() is traced"
-    for node in walk(func.body):
+    for node in nodes:
         if isinstance(node, (cst.Global, cst.Nonlocal)):
             report(node, "BFY214", f"{method}() declares {', '.join(n.name.value for n in node.names)} global: "
                    f"a write to it {once}; keep such state in a bm.Variable")

@@ -6,8 +6,9 @@ dependencies with its ScopeProvider; nothing here rewrites code.
 
 from __future__ import annotations
 
+import bisect
 from collections import ChainMap
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 import libcst as cst
@@ -15,7 +16,6 @@ from libcst._metadata_dependent import LazyValue
 from libcst.metadata import (
     GlobalScope,
     MetadataWrapper,
-    ParentNodeProvider,
     PositionProvider,
     QualifiedNameProvider,
     ScopeProvider,
@@ -23,6 +23,7 @@ from libcst.metadata import (
 
 from batchify import names
 from batchify.aliases import Known, Normaliser, side_effects
+from batchify.cstwalk import walk
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.ir import Child, Field, Method, ModelClass, ModuleIR
 
@@ -63,13 +64,16 @@ class Analysis:
 
     def __init__(self, module: cst.Module, path: str):
         self.path = path
-        self.wrapper = MetadataWrapper(module)
+        # The module was parsed for us alone: no defensive deep copy. One pass resolves the providers.
+        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.module = self.wrapper.module
-        self.qualified = Unwrapped(self.wrapper.resolve(QualifiedNameProvider))
+        metadata = self.wrapper.resolve_many([QualifiedNameProvider, PositionProvider, ScopeProvider])
+        self.qualified = Unwrapped(metadata[QualifiedNameProvider])
         # Positions of the source, and of the nodes normalisation makes (at the place they replace).
-        self.positions = ChainMap({}, self.wrapper.resolve(PositionProvider))
-        self.scopes = self.wrapper.resolve(ScopeProvider)
-        self.parents = self.wrapper.resolve(ParentNodeProvider)
+        self.positions = ChainMap({}, metadata[PositionProvider])
+        self.scopes = metadata[ScopeProvider]
+        # First lines of the top-level statements: which one holds a node, without a parent map.
+        self.first_lines = [self.positions[s].start.line for s in self.module.body]
         self.diagnostics: list[Diagnostic] = []
 
     # -- helpers -----------------------------------------------------------
@@ -97,11 +101,8 @@ class Analysis:
         return self.diagnostics.pop()
 
     def top_level(self, node: cst.CSTNode) -> cst.CSTNode:
-        while True:
-            parent = self.parents[node]
-            if isinstance(parent, cst.Module):
-                return node
-            node = parent
+        """The top-level statement holding ``node`` (statements never share a first line)."""
+        return self.module.body[bisect.bisect_right(self.first_lines, self.positions[node].start.line) - 1]
 
 
 def self_path(node: cst.BaseExpression, self_name: str) -> list[str] | None:
@@ -181,10 +182,6 @@ def method_kind(a: Analysis, func: cst.FunctionDef) -> str:
     return "method"
 
 
-def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    yield node
-    for child in node.children:
-        yield from walk(child)
 
 
 def find_model_classes(a: Analysis) -> dict[str, cst.ClassDef]:

@@ -41,6 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog="batchify",
         description="Rewrite a single-example BrainPy model into a batched, explicit-state module.",
+        epilog="subcommands:\n"
+               "  batchify verify SRC GENERATED   check a generated module numerically against its source\n"
+               "  batchify hook [FILE ...]        regenerate (or --check) the [tool.batchify] targets, for pre-commit\n"
+               "run 'batchify verify --help' or 'batchify hook --help' for their options",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("src", metavar="SRC", help="the model source file, or - for standard input")
     p.add_argument("-o", "--output", metavar="OUT", default=STDIO,
@@ -167,6 +172,7 @@ def write_atomically(path: Path, text: str, shown: str) -> None:
     try:
         if path.is_dir():
             raise IsADirectoryError(str(path))
+        folder.mkdir(parents=True, exist_ok=True)  # as code generators do; the write stays atomic
         mode = path.stat().st_mode & 0o777 if path.exists() else None
         remove_stale_temporaries(path)
         with tempfile.NamedTemporaryFile("w", encoding="utf-8", newline="\n", dir=folder,
@@ -181,7 +187,8 @@ def write_atomically(path: Path, text: str, shown: str) -> None:
         tmp_name = None
     except OSError as exc:
         reason = "it is a directory" if isinstance(exc, IsADirectoryError) else (exc.strerror or str(exc))
-        raise BatchifyError([Diagnostic(shown, 1, 1, "BFY007", f"cannot write the output: {reason}")]) from None
+        where = f" (in {folder})" if not isinstance(exc, IsADirectoryError) else ""
+        raise BatchifyError([Diagnostic(shown, 1, 1, "BFY007", f"cannot write the output: {reason}{where}")]) from None
     finally:
         if tmp_name is not None:
             try:

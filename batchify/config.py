@@ -105,7 +105,18 @@ def find_config(start: Path) -> Config | None:
     return None
 
 
+def _unknown(keys, known: set[str], what: str, where: Path) -> None:
+    """A key that names nothing: an error, with the closest known key."""
+    import difflib
+
+    for key in sorted(set(keys) - known):
+        close = difflib.get_close_matches(key, sorted(known), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(sorted(known))})"
+        raise ConfigError(f"{where}: {what}: unknown key '{key}'{hint}", where, key)
+
+
 def parse_config(table: dict, root: Path, where: Path) -> Config:
+    _unknown(table, {"shared", "targets", "verify"}, "[tool.batchify]", where)
     patterns = table.get("targets", [])
     if not isinstance(patterns, list):
         raise ConfigError(f"{where}: [tool.batchify] targets must be an array of tables")
@@ -119,9 +130,7 @@ def parse_config(table: dict, root: Path, where: Path) -> Config:
         if _wildcards(pattern["source"]) != _wildcards(pattern["output"]):
             raise ConfigError(f"{where}: target #{i + 1}: source and output must have the same number of "
                               f"wildcards ({pattern['source']!r} -> {pattern['output']!r})")
-        unknown = set(pattern) - {"source", "output", "class", "shared", "harness"}
-        if unknown:
-            raise ConfigError(f"{where}: target #{i + 1}: unknown keys {sorted(unknown)}")
+        _unknown(pattern, {"source", "output", "class", "shared", "harness"}, f"target #{i + 1}", where)
     return Config(root, tuple(patterns), tuple(_strings(table, "shared")), table.get("verify", {}), where)
 
 

@@ -17,6 +17,7 @@ import libcst as cst
 
 from batchify import __version__
 from batchify.analyse import RESERVED, is_super_call, self_name_of, self_path
+from batchify.cstwalk import walk
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.harness import HarnessOptions, harness_classes
 from batchify.harness import context as harness_context
@@ -144,6 +145,9 @@ class ClassEmitter:
         self.renamer = ModelNameRenamer({n: ir.classes[n].batched_name for n in ir.targets})
 
     def renamed(self, node: cst.CSTNode) -> cst.CSTNode:
+        # A walk is much cheaper than a transform: most methods never name a model class.
+        if not any(isinstance(n, cst.Name) and n.value in self.renamer.names for n in walk(node)):
+            return node
         return node.visit(self.renamer)
 
     def context(self) -> dict:

@@ -148,12 +148,17 @@ def test_source_equal_to_output_is_refused(tmp_path: Path) -> None:
 def test_unwritable_output(tmp_path: Path) -> None:
     src = tmp_path / "model.py"
     src.write_text(GOOD)
-    result = batchify(str(src), "-o", str(tmp_path / "missing-dir" / "out.py"))
+    # Issue 17: a missing output folder is created, as code generators do.
+    result = batchify(str(src), "-o", str(tmp_path / "new" / "dir" / "out.py"))
+    assert result.returncode == 0 and (tmp_path / "new" / "dir" / "out.py").is_file()
+    (tmp_path / "plain-file").write_text("not a folder")
+    result = batchify(str(src), "-o", str(tmp_path / "plain-file" / "out.py"))
     assert_one_diagnostic(result, "BFY007")
+    assert "plain-file" in result.stderr.decode()
     (tmp_path / "taken").mkdir()
     result = batchify(str(src), "-o", str(tmp_path / "taken"))
     assert_one_diagnostic(result, "BFY007")
-    assert files_in(tmp_path) == {"model.py", "taken"} and not any((tmp_path / "taken").iterdir())
+    assert files_in(tmp_path) == {"model.py", "taken", "new", "plain-file"} and not any((tmp_path / "taken").iterdir())
 
 
 def test_unknown_class(tmp_path: Path) -> None:
