@@ -156,6 +156,8 @@ class Normaliser:
         self.check_loose_aliases(func, counts, aliases)
         self.check_containers(func, aliases)
         loops = self.list_loops(func, counts)
+        self.items_loops = {n.target.value for n in self.nodes if isinstance(n, cst.For) and id(n) in loops}
+        self.check_unknown_variables(func, aliases)
         if not (aliases or loops or any(self.needs_inline(n) for n in self.nodes if isinstance(n, cst.Call))):
             return func  # nothing reached by another name: the method as it is
         new = func.visit(_Inline(self, aliases, removed, loops))
@@ -223,7 +225,8 @@ class Normaliser:
             for i, (t, v) in enumerate(pairs):
                 if not isinstance(t, cst.Name) or counts.get(t.value, 0) != 1:
                     continue
-                path = self.variable_path(v)
+                # `w = v` where `v` is an alias already: the same Variable object.
+                path = aliases[v.value][0] if isinstance(v, cst.Name) and v.value in aliases else self.variable_path(v)
                 if path is None or (not self.known.variable(path) and t.value not in written):
                     continue  # a built-in's attribute is inlined only when it is written through
                 aliases[t.value] = (path, v)
@@ -287,6 +290,52 @@ class Normaliser:
                                 f"more than once or inside a block, and self.{dotted} is written in this method: "
                                 "the original's alias would see the new value; bind it once at the top of the "
                                 "method, or read self." + dotted + ".value where you mean the value then")
+
+    def check_unknown_variables(self, func: cst.FunctionDef, aliases: dict) -> None:
+        """A local written as only a Variable can be (``v.value = e``, ``v.update(e)``, ``v.fill(e)``), or one bound to what a method returns when that is a Variable (``return self.V``)
+        and then changed in place: batchify cannot tell which Variable it is."""
+        params = {p.name.value for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)}
+        strong: dict[str, cst.CSTNode] = {}
+        for node in self.nodes:
+            if isinstance(node, cst.Assign):
+                for t in node.targets:
+                    target = t.target
+                    # (`v[i] = e` is left out: a NumPy buffer in a step is written so too.)
+                    if (isinstance(target, cst.Attribute) and target.attr.value == "value"
+                          and isinstance(target.value, cst.Name)):
+                        strong.setdefault(target.value.value, node)
+            elif (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                  and isinstance(node.func.value, cst.Name)
+                  and node.func.attr.value in ("update", *FILL_METHODS, *ZERO_METHODS)):
+                strong.setdefault(node.func.value.value, node)
+        written = self.names_written_through(func)
+        for node in self.nodes:
+            if not (isinstance(node, cst.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0].target, cst.Name) and isinstance(node.value, cst.Call)):
+                continue
+            name = node.targets[0].target.value
+            path = attribute_path(node.value.func, self.me)
+            if (path and len(path) == 1 and name in written and name not in aliases
+                    and self.returns_variable(self.helpers.get(f"self.{path[0]}"))):
+                self.report(node, "BFY213", f"'{name}' is the Variable self.{path[0]}() returns, changed in place "
+                            "here; batchify cannot follow it: write that Variable itself (self.NAME.value = ...)")
+        for name, node in strong.items():
+            if name in aliases or name in params or name == self.me or name in self.items_loops:
+                continue
+            self.report(node, "BFY213", f"'{name}' is written as a Variable ({name}.value or an in-place "
+                        "method), but batchify cannot tell which Variable it is; bind it once at the top "
+                        "of the method (name = self.V) or write self.V itself")
+
+    def returns_variable(self, method: cst.FunctionDef | None) -> bool:
+        """``return self.V``: the method hands out a Variable object (looked at only when needed)."""
+        if method is None:
+            return False
+        for n in walk(method.body):
+            if isinstance(n, cst.Return) and n.value is not None:
+                path = attribute_path(n.value, self.me)
+                if path is not None and self.known.variable(path):
+                    return True
+        return False
 
     def paths_written(self, func: cst.FunctionDef) -> set[tuple[str, ...]]:
         out: set[tuple[str, ...]] = set()

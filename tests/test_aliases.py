@@ -53,6 +53,9 @@ class {name}(bp.DynamicalSystem):
     def _bump(self, var, amount):
         var += amount
 
+    def _pick(self):
+        return self.V
+
     def update(self, x):
 {body}
 '''
@@ -75,6 +78,7 @@ FOLLOWED = {
     "ZeroInPlace": "self.V.zero_()\nself.V += x @ self.W\nreturn self.V * 2.0",
     "AliasInLambda": "v = self.V\nf = lambda: v * 2.0\nself.V.value = x @ self.W + 0.1\nreturn f()",
     "AliasIndexedWrite": "v = self.V\nv[0] = 1.0\nv[1:] += x[1:] @ self.W[1:, 1:]\nreturn v * 1.0",
+    "AliasOfAlias": "v = self.V\nw = v\nw += x @ self.W\nreturn v * 1.0",
     "LoopReadsVariables": "total = 0.0\nfor v in (self.V, self.U):\n    total = total + v.sum()\n"
                           "self.V.value = x @ self.W + total\nreturn self.V.value",
 }
@@ -95,6 +99,8 @@ REFUSED = {
     "VariableInContainer": ("items = [self.V, self.U]  # <-\nself.V.value = x @ self.W\nreturn items[0] * 1.0",
                             "BFY213"),
     "LoopWritesThroughName": ("for v in (self.V, self.U):  # <-\n    v += x @ self.W\nreturn self.V.value", "BFY213"),
+    "VariableFromAMethod": ("v = self._pick()  # <-\nv += x @ self.W\nreturn self.V.value", "BFY213"),
+    "UnknownVariableWritten": ("v = [self.V][0] if self.flag else None\nv.value = x  # <-\nreturn x", "BFY213"),
     "AliasBoundInBlock": ("if self.flag:\n    v = self.V  # <-\nelse:\n    v = self.U\nv += x @ self.W\n"
                           "return self.V.value", "BFY213"),
 }
