@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from batchify.cstwalk import walk
+from batchify.cstwalk import assigned, self_path, walk
 
 # In-place methods of a BrainPy Array (its value is replaced): rewritten, or refused by name.
 FILL_METHODS = {"fill": "full_like", "fill_": "full_like"}
@@ -59,16 +59,6 @@ class Known:
         if path and path[0] in self.children:
             return self.children[path[0]].library(path[1:])
         return len(path) >= 2 and path[0] in self.libraries
-
-
-def attribute_path(node: cst.CSTNode, me: str) -> list[str] | None:
-    parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name) and node.value == me and parts:
-        return parts[::-1]
-    return None
 
 
 def path_expr(me: str, path: list[str]) -> cst.BaseExpression:
@@ -182,7 +172,7 @@ class Normaliser:
         for node in self.nodes:
             if not (isinstance(node, cst.For) and isinstance(node.target, cst.Name)):
                 continue
-            path = attribute_path(node.iter, self.me)
+            path = self_path(node.iter, self.me)
             if path is None or len(path) != 1 or path[0] not in self.known.lists:
                 continue
             loop_name = node.target.value
@@ -203,7 +193,7 @@ class Normaliser:
         if isinstance(value, cst.Call):
             name = constant_name(value, self.me, "getattr", (2,))
             return [name] if isinstance(name, str) and self.known.variable([name]) else None
-        path = attribute_path(value, self.me)
+        path = self_path(value, self.me)
         return path if path is not None and (self.known.variable(path) or self.known.library(path)) else None
 
     def find_aliases(self, func: cst.FunctionDef, counts: dict[str, int]):
@@ -242,20 +232,13 @@ class Normaliser:
         out: set[str] = set()
         nodes = self.nodes if func is getattr(self, "current", None) else walk(func.body)
         for node in nodes:
-            targets: list[cst.CSTNode] = []
-            if isinstance(node, cst.AugAssign):
-                targets = [node.target]
-            elif isinstance(node, cst.Assign):
-                targets = [t.target for t in node.targets]
-            for t in targets:
-                for el in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else [t]):
-                    el = el.value if isinstance(el, (cst.Element, cst.StarredElement)) else el
-                    if isinstance(node, cst.AugAssign) and isinstance(el, cst.Name):
-                        out.add(el.value)
-                    elif isinstance(el, cst.Attribute) and el.attr.value == "value" and isinstance(el.value, cst.Name):
-                        out.add(el.value.value)
-                    elif isinstance(el, cst.Subscript) and isinstance(el.value, cst.Name):
-                        out.add(el.value.value)
+            for el in assigned(node):
+                if isinstance(node, cst.AugAssign) and isinstance(el, cst.Name):
+                    out.add(el.value)
+                elif isinstance(el, cst.Attribute) and el.attr.value == "value" and isinstance(el.value, cst.Name):
+                    out.add(el.value.value)
+                elif isinstance(el, cst.Subscript) and isinstance(el.value, cst.Name):
+                    out.add(el.value.value)
             if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
                     and isinstance(node.func.value, cst.Name)
                     and (node.func.attr.value in ("update", *FILL_METHODS, *ZERO_METHODS)
@@ -314,7 +297,7 @@ class Normaliser:
                     and isinstance(node.targets[0].target, cst.Name) and isinstance(node.value, cst.Call)):
                 continue
             name = node.targets[0].target.value
-            path = attribute_path(node.value.func, self.me)
+            path = self_path(node.value.func, self.me)
             if (path and len(path) == 1 and name in written and name not in aliases
                     and self.returns_variable(self.helpers.get(f"self.{path[0]}"))):
                 self.report(node, "BFY213", f"'{name}' is the Variable self.{path[0]}() returns, changed in place "
@@ -332,7 +315,7 @@ class Normaliser:
             return False
         for n in walk(method.body):
             if isinstance(n, cst.Return) and n.value is not None:
-                path = attribute_path(n.value, self.me)
+                path = self_path(n.value, self.me)
                 if path is not None and self.known.variable(path):
                     return True
         return False
@@ -340,18 +323,14 @@ class Normaliser:
     def paths_written(self, func: cst.FunctionDef) -> set[tuple[str, ...]]:
         out: set[tuple[str, ...]] = set()
         for node in self.nodes:
-            targets = ([node.target] if isinstance(node, cst.AugAssign)
-                       else [t.target for t in node.targets] if isinstance(node, cst.Assign) else [])
-            for t in targets:
-                for el in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else [t]):
-                    el = el.value if isinstance(el, (cst.Element, cst.StarredElement)) else el
-                    if isinstance(el, cst.Subscript):
-                        el = el.value
-                    if isinstance(el, cst.Attribute) and el.attr.value == "value":
-                        el = el.value
-                    path = attribute_path(el, self.me)
-                    if path:
-                        out.add(tuple(path))
+            for el in assigned(node):
+                if isinstance(el, cst.Subscript):
+                    el = el.value
+                if isinstance(el, cst.Attribute) and el.attr.value == "value":
+                    el = el.value
+                path = self_path(el, self.me)
+                if path:
+                    out.add(tuple(path))
         return out
 
     def check_containers(self, func: cst.FunctionDef, aliases: dict) -> None:
@@ -403,7 +382,7 @@ class Normaliser:
         func = call.func
         if isinstance(func, cst.Name):
             return self.helpers.get(func.value)
-        path = attribute_path(func, self.me)
+        path = self_path(func, self.me)
         return self.helpers.get(f"self.{path[0]}") if path and len(path) == 1 else None
 
     @staticmethod
@@ -428,7 +407,7 @@ class Normaliser:
             return
         changed = self.mutated_params(helper)
         for param, arg in self.arguments(call, helper):
-            path = attribute_path(arg, self.me)
+            path = self_path(arg, self.me)
             if param in changed and path is not None and self.known.variable(path):
                 self.report(arg, "BFY213", f"{helper.name.value}() changes its argument '{param}' in place, and "
                             f"is given self.{'.'.join(path)}: the Variable would be changed behind batchify's "
@@ -521,7 +500,7 @@ class _Inline(cst.CSTTransformer):
         self.owner.check_helper_call(updated_node)
         func = updated_node.func
         if isinstance(func, cst.Attribute):
-            path = attribute_path(func.value, me)
+            path = self_path(func.value, me)
             if path is not None and self.owner.known.variable(path) and in_place_method(func.attr.value):
                 self.owner.report(original_node, "BFY205", f"self.{'.'.join(path)}.{func.attr.value}() changes "
                                   "the Variable in place, which batchify has no rule for; assign the new value "
@@ -542,7 +521,7 @@ class _Inline(cst.CSTTransformer):
                                                               call.args[2].value)])
         func = call.func
         if isinstance(func, cst.Attribute):
-            path = attribute_path(func.value, me)
+            path = self_path(func.value, me)
             method = func.attr.value
             if path is not None and self.owner.known.variable(path) and method in {**FILL_METHODS, **ZERO_METHODS}:
                 current = cst.Attribute(path_expr(me, path), cst.Name("value"))
@@ -581,7 +560,7 @@ def side_effects(func: cst.FunctionDef, me: str | None, module_data: set[str], k
     def self_plain(node: cst.CSTNode) -> str | None:
         while isinstance(node, cst.Subscript):
             node = node.value
-        path = attribute_path(node, me) if me else None
+        path = self_path(node, me) if me else None
         return path[0] if path and len(path) == 1 and plain_attribute(path[0]) else None
 
     once = f"in the original it happens at every step; in the batched code once, when {method}() is traced"
@@ -589,18 +568,11 @@ def side_effects(func: cst.FunctionDef, me: str | None, module_data: set[str], k
         if isinstance(node, (cst.Global, cst.Nonlocal)):
             report(node, "BFY214", f"{method}() declares {', '.join(n.name.value for n in node.names)} global: "
                    f"a write to it {once}; keep such state in a bm.Variable")
-        targets: list[cst.CSTNode] = []
-        if isinstance(node, cst.AugAssign):
-            targets = [node.target]
-        elif isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        for t in targets:
-            for el in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else [t]):
-                el = el.value if isinstance(el, (cst.Element, cst.StarredElement)) else el
-                root = global_root(el) if isinstance(el, (cst.Attribute, cst.Subscript)) else None
-                if root:
-                    report(el, "BFY214", f"{method}() writes the module-level object '{root}': {once}; keep "
-                           "such state in a bm.Variable of the model")
+        for el in assigned(node):
+            root = global_root(el) if isinstance(el, (cst.Attribute, cst.Subscript)) else None
+            if root:
+                report(el, "BFY214", f"{method}() writes the module-level object '{root}': {once}; keep "
+                       "such state in a bm.Variable of the model")
         if not isinstance(node, cst.Call):
             continue
         names = qualified(node.func)

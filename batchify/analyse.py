@@ -23,7 +23,7 @@ from libcst.metadata import (
 
 from batchify import names
 from batchify.aliases import Known, Normaliser, side_effects
-from batchify.cstwalk import walk
+from batchify.cstwalk import self_path, walk
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.ir import Child, Field, Method, ModelClass, ModuleIR
 
@@ -103,17 +103,6 @@ class Analysis:
     def top_level(self, node: cst.CSTNode) -> cst.CSTNode:
         """The top-level statement holding ``node`` (statements never share a first line)."""
         return self.module.body[bisect.bisect_right(self.first_lines, self.positions[node].start.line) - 1]
-
-
-def self_path(node: cst.BaseExpression, self_name: str) -> list[str] | None:
-    """``self.a.b`` -> ``["a", "b"]``; None when the chain does not start at ``self``."""
-    parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name) and node.value == self_name and parts:
-        return parts[::-1]
-    return None
 
 
 def is_super_call(func: cst.BaseExpression) -> bool:

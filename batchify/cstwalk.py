@@ -1,4 +1,5 @@
-"""One iterative pre-order walk over a LibCST tree, shared by analysis, aliases and rewrite.
+"""Tree helpers shared by analysis, aliases and rewrite: one iterative pre-order walk over a
+LibCST tree, ``self`` attribute paths, and the names an assignment writes.
 
 LibCST's ``node.children`` runs a visitor to collect them, and a recursive generator re-yields each
 node through every level above it (quadratic on deep trees); reading the dataclass fields of each
@@ -36,3 +37,30 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             elif isinstance(value, (list, tuple)):
                 children.extend(item for item in value if isinstance(item, cst.CSTNode))
         stack.extend(reversed(children))
+
+
+def self_path(node: cst.BaseExpression, self_name: str) -> list[str] | None:
+    """``self.a.b`` -> ``["a", "b"]``; None when the chain does not start at ``self``."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name) and node.value == self_name and parts:
+        return parts[::-1]
+    return None
+
+
+def assigned(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """What an ``Assign`` / ``AugAssign`` writes, unpacking one level of tuples and lists:
+    ``a.value, b[i] = ...`` -> ``[a.value, b[i]]``."""
+    if isinstance(node, cst.AugAssign):
+        targets = [node.target]
+    elif isinstance(node, cst.Assign):
+        targets = [t.target for t in node.targets]
+    else:
+        return []
+    out = []
+    for t in targets:
+        for el in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else [t]):
+            out.append(el.value if isinstance(el, (cst.Element, cst.StarredElement)) else el)
+    return out

@@ -16,8 +16,8 @@ import jinja2
 import libcst as cst
 
 from batchify import __version__
-from batchify.analyse import RESERVED, is_super_call, self_name_of, self_path
-from batchify.cstwalk import walk
+from batchify.analyse import RESERVED, is_super_call, self_name_of
+from batchify.cstwalk import self_path, walk
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.harness import HarnessOptions, harness_classes
 from batchify.harness import context as harness_context

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from batchify import names
-from batchify.analyse import deterministic_initializer, is_super_call, self_name_of, self_path
-from batchify.cstwalk import walk
+from batchify.analyse import deterministic_initializer, is_super_call, self_name_of
+from batchify.cstwalk import self_path, walk
 from batchify.diagnostics import Diagnostic
 from batchify.ir import Method, ModelClass, ModuleIR
 
