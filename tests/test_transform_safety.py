@@ -68,7 +68,7 @@ def test_validate_refuses_a_module_that_reads_an_unbound_name(text: str, name: s
 
 def test_validate_accepts_closures_classes_and_builtins() -> None:
     validate("import jax\n\n\ndef outer(a):\n    def inner(b):\n        return a + b + len([])\n    return inner\n\n\n"
-             "class K:\n    y = 1\n    z = [y for _ in range(2)] if False else None\n\n    def m(self):\n"
+             "class K:\n    y = 1\n    z = [i for i in range(y)] if y else None\n\n    def m(self):\n"
              "        return K, jax, outer\n", "ok.py")
 
 
