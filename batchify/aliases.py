@@ -109,8 +109,6 @@ def bound_names(func: cst.FunctionDef, nodes: list[cst.CSTNode] | None = None) -
                 add(t.target)
         elif isinstance(node, (cst.AnnAssign, cst.For, cst.CompFor)):
             add(node.target)
-        elif isinstance(node, cst.AugAssign) and not isinstance(node.target, cst.Name):
-            pass
         elif isinstance(node, cst.AsName):
             add(node.name)
         elif isinstance(node, cst.NamedExpr):
@@ -136,11 +134,16 @@ class Normaliser:
     helpers: dict[str, cst.FunctionDef]  # module-level functions and methods of the class, by call name
     report: Callable[[cst.CSTNode, str, str], None]
     inherit: Callable[[cst.CSTNode, cst.CSTNode], None]
+    # The method being normalised, its nodes (one walk; every check reads this list) and, per
+    # function read, the names written through.
+    current: cst.FunctionDef | None = None
+    nodes: list[cst.CSTNode] = field(default_factory=list)
+    written_cache: dict[int, set[str]] = field(default_factory=dict)
+    items_loops: set[str] = field(default_factory=set)
 
     def normalise(self, func: cst.FunctionDef) -> cst.FunctionDef:
         self.current = func
-        self.nodes = list(walk(func.body))  # one walk; every check below reads this list
-        self.written_cache: dict[int, set[str]] = {}
+        self.nodes = list(walk(func.body))
         counts = bound_names(func, self.nodes)
         aliases, removed = self.find_aliases(func, counts)
         self.check_loose_aliases(func, counts, aliases)
@@ -226,11 +229,10 @@ class Normaliser:
     def names_written_through(self, func: cst.FunctionDef) -> set[str]:
         """Local names used as a write target of a Variable: ``v += e``, ``v.value = e``, ``v[i] = e``,
         ``v.update(e)``, an in-place method."""
-        cache = getattr(self, "written_cache", None)
-        if cache is not None and id(func) in cache:
-            return cache[id(func)]
+        if id(func) in self.written_cache:
+            return self.written_cache[id(func)]
         out: set[str] = set()
-        nodes = self.nodes if func is getattr(self, "current", None) else walk(func.body)
+        nodes = self.nodes if func is self.current else walk(func.body)
         for node in nodes:
             for el in assigned(node):
                 if isinstance(node, cst.AugAssign) and isinstance(el, cst.Name):
@@ -244,8 +246,7 @@ class Normaliser:
                     and (node.func.attr.value in ("update", *FILL_METHODS, *ZERO_METHODS)
                          or in_place_method(node.func.attr.value))):
                 out.add(node.func.value.value)
-        if cache is not None:
-            cache[id(func)] = out
+        self.written_cache[id(func)] = out
         return out
 
     def check_loose_aliases(self, func: cst.FunctionDef, counts: dict[str, int], aliases: dict) -> None:
@@ -541,7 +542,7 @@ MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "a
                       "discard", "popitem", "sort", "reverse"})
 
 
-def side_effects(func: cst.FunctionDef, me: str | None, module_data: set[str], known: Known,
+def side_effects(func: cst.FunctionDef, me: str | None, module_data: set[str],
                  plain_attribute: Callable[[str], bool], qualified: Callable[[cst.CSTNode], set[str]],
                  report: Callable[[cst.CSTNode, str, str], None]) -> None:
     """Report what a stepping method does besides computing: printing, reseeding a global stream,

@@ -7,6 +7,8 @@ dependencies with its ScopeProvider; nothing here rewrites code.
 from __future__ import annotations
 
 import bisect
+import difflib
+import functools
 from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -23,7 +25,7 @@ from libcst.metadata import (
 
 from batchify import names
 from batchify.aliases import Known, Normaliser, side_effects
-from batchify.cstwalk import self_path, walk
+from batchify.cstwalk import assigned, self_path, walk
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.ir import Child, Field, Method, ModelClass, ModuleIR
 
@@ -36,7 +38,7 @@ RESERVED = frozenset(
 
 
 # Fields of the generated State besides the model's own: a Variable may not take these names.
-STATE_RESERVED = frozenset({"rng_key", "library", "mode"})  # `mode` is BrainPy's computing mode on every model
+STATE_RESERVED = frozenset({"rng_key", "library"})
 
 
 class Unwrapped(Mapping):
@@ -169,8 +171,6 @@ def method_kind(a: Analysis, func: cst.FunctionDef) -> str:
         if isinstance(dec.decorator, cst.Name) and dec.decorator.value in kinds:
             return kinds[dec.decorator.value]
     return "method"
-
-
 
 
 def find_model_classes(a: Analysis) -> dict[str, cst.ClassDef]:
@@ -364,7 +364,7 @@ class _ClassScan:
         for node in walk(value):
             local = isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in self.models
             # `IA = PoissonStim(...)` earlier in __init__, then `bp.synapses.Exponential(IA, ...)`.
-            local = local or (isinstance(node, cst.Name) and node.value in self.local_models())
+            local = local or (isinstance(node, cst.Name) and node.value in self.local_models)
             path = self_path(node, self_name_of(self.init)) if isinstance(node, cst.Attribute) else None
             if local or (path and path[0] in own_children):
                 self.a.report(node, "BFY104", f"self.{name} is the BrainPy built-in {builtin}, held as library "
@@ -381,18 +381,16 @@ class _ClassScan:
         if name not in self.libraries:
             self.libraries.append(name)
 
+    @functools.cached_property
     def local_models(self) -> set[str]:
         """Local names of __init__ bound to a model of this file: ``IA = PoissonStim(...)``."""
-        if not hasattr(self, "_local_models"):
-            self._local_models = {
-                t.target.value for node in walk(self.init.body) if isinstance(node, cst.Assign)
+        return {t.target.value for node in walk(self.init.body) if isinstance(node, cst.Assign)
                 and isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name)
                 and node.value.func.value in self.models for t in node.targets if isinstance(t.target, cst.Name)}
-        return self._local_models
 
     def check_container(self, name: str, value: cst.BaseExpression) -> None:
         """Models of this file inside a list, dict, tuple or call: children batchify cannot follow."""
-        if isinstance(value, cst.Name) and value.value in self.local_models():
+        if isinstance(value, cst.Name) and value.value in self.local_models:
             self.a.report(value, "BFY105", f"self.{name} is a model of this file built into the local "
                           f"'{value.value}' first; assign it directly (self.{name} = {value.value}'s constructor "
                           "call) so that batchify builds it batched")
@@ -583,7 +581,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         plain = plain_attribute_test(ir, cls)
         for method in cls.methods.values():
             if method.name in cls.stateful and method.kind == "method":
-                side_effects(method.node, self_name_of(method.node), module_data, known, plain,
+                side_effects(method.node, self_name_of(method.node), module_data, plain,
                              a.qualified_names, a.report)
         if declarations_needed:  # loading the original for verification needs no batching decision
             check_learned_online(a, ir, cls, modes, scan)
@@ -661,8 +659,6 @@ def check_shared_names(a: Analysis, ir: ModuleIR, shared: Iterable[str]) -> None
         name, _, mode = item.partition("=")
         if name in (variables if mode else known):
             continue
-        import difflib
-
         close = difflib.get_close_matches(name, sorted(known), n=1)
         hint = f"; did you mean --shared {close[0]}{'=' + mode if mode else ''}?" if close else ""
         what = "state Variable" if mode else "argument of a stepping method or state Variable"
@@ -690,13 +686,8 @@ def module_data_names(module: cst.Module) -> set[str]:
     for stmt in module.body:
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
-                targets = ([t.target for t in small.targets] if isinstance(small, cst.Assign)
-                           else [small.target] if isinstance(small, (cst.AnnAssign, cst.AugAssign)) else [])
-                for t in targets:
-                    for el in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else [t]):
-                        el = el.value if isinstance(el, (cst.Element, cst.StarredElement)) else el
-                        if isinstance(el, cst.Name):
-                            out.add(el.value)
+                targets = [small.target] if isinstance(small, cst.AnnAssign) else assigned(small)
+                out.update(t.value for t in targets if isinstance(t, cst.Name))
     return out
 
 

@@ -12,7 +12,7 @@ import shlex
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from batchify import __version__
@@ -489,13 +489,11 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
         raise BatchifyError([Diagnostic(str(generated), 1, 1, "BFY302",
                                         f"the generated module does not load: {type(exc).__name__}: {exc}")]) from None
     share_source_classes(original, batched)
-    import dataclasses
-
-    import brainpy.math as bm
+    import brainpy.math as bm  # verification only: the transform path never imports brainpy
 
     for plan in plans:  # BrainPy's clock ticks at the source's dt (`bm.set_dt` there), as DSRunner's would
         if plan.drive.dt is None:
-            plan.drive = dataclasses.replace(plan.drive, dt=bm.get_dt())
+            plan.drive = replace(plan.drive, dt=bm.get_dt())
     for plan in plans:
         plan.missing = plan.drive.missing(getattr(original, plan.cls), stateful[plan.cls])
     missing = [Diagnostic(shown, p.line, 1, "BFY301", f"cannot verify {p.cls} without driving information: "

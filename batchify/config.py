@@ -17,6 +17,7 @@ Discovery walks up from the working directory to the first ``pyproject.toml`` wi
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from dataclasses import dataclass
@@ -107,8 +108,6 @@ def find_config(start: Path) -> Config | None:
 
 def _unknown(keys, known: set[str], what: str, where: Path) -> None:
     """A key that names nothing: an error, with the closest known key."""
-    import difflib
-
     for key in sorted(set(keys) - known):
         close = difflib.get_close_matches(key, sorted(known), n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(sorted(known))})"

@@ -35,8 +35,7 @@ def check_python(text: str, path: str) -> None:
     try:
         tree = ast.parse(text, path)
     except SyntaxError as exc:
-        raise BatchifyError([Diagnostic(path, exc.lineno or 1, max(exc.offset or 1, 1), "BFY001",
-                                        f"syntax error: {exc.msg}")]) from None
+        raise syntax_error(exc, path) from None
     except ValueError as exc:  # "source code string cannot contain null bytes"
         line = text.count("\n", 0, text.find("\0")) + 1 if "\0" in text else 1
         raise BatchifyError([Diagnostic(path, line, 1, "BFY001", f"syntax error: {exc}")]) from None
@@ -52,8 +51,12 @@ def check_python(text: str, path: str) -> None:
     try:  # the compiler's own checks (a repeated keyword argument, a misplaced starred expression)
         compile(tree, path, "exec", dont_inherit=True)
     except SyntaxError as exc:
-        raise BatchifyError([Diagnostic(path, exc.lineno or 1, max(exc.offset or 1, 1), "BFY001",
-                                        f"syntax error: {exc.msg}")]) from None
+        raise syntax_error(exc, path) from None
+
+
+def syntax_error(exc: SyntaxError, path: str) -> BatchifyError:
+    return BatchifyError([Diagnostic(path, exc.lineno or 1, max(exc.offset or 1, 1), "BFY001",
+                                     f"syntax error: {exc.msg}")])
 
 
 def nesting_past(tree: ast.AST, limit: int) -> ast.AST | None:

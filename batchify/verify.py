@@ -11,6 +11,7 @@ transformation bug. This module imports jax and brainpy; the transform path neve
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import subprocess
@@ -91,8 +92,6 @@ def make_args(drive: Drive, signature_names: list[str]) -> list[Arg]:
     """The stepping method's arguments, in signature order, as comparison inputs."""
     unknown = sorted(set(drive.inputs) - set(signature_names))
     if unknown:
-        import difflib
-
         close = difflib.get_close_matches(unknown[0], signature_names, n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         raise DriveError(f"{drive.cls}: no parameter named '{unknown[0]}' in the stepping method{hint}; its "

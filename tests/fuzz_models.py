@@ -77,7 +77,7 @@ class ModelGrower:
             [f"tmp = {e}", f"self.{s}.value = tmp * 0.9"],
             [f"self.{s}.fill(0.1)"],
             [f"getattr(self, '{s}').value = {e}"],
-            [f"a_, b_ = self.{s}, {e}", f"a_ += b_"],
+            [f"a_, b_ = self.{s}, {e}", "a_ += b_"],
             [f"bump(self.{s}, {e})"],  # refused: a helper changing its argument
             [f"print({e})"],  # refused: a side effect per step
             [f"items = [self.{s}]"],  # refused: a Variable in a container

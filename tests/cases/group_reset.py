@@ -1,7 +1,6 @@
 """A group of built-ins (issue 10): LifRef neurons and a projection, reset through BrainPy."""
 
 import brainpy as bp
-import brainpy.math as bm
 
 
 class TwoPop(bp.DynSysGroup):
