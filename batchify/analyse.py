@@ -215,6 +215,33 @@ def find_library_classes(a: Analysis, models: dict[str, cst.ClassDef]) -> dict[s
     return found
 
 
+def late_state(a: Analysis, name: str, classes: dict[str, cst.ClassDef], derived: dict[str, str]) -> list[str]:
+    """Paths of the Variables a class batched whole gets only once reset: those its reset_state
+    creates when its __init__ never calls it (``IP.p`` for ``self.IP = IPersistent(size)``, whose
+    gate is created in ``reset_state(self, V, batch_size=None)``), as its users reset it before running."""
+    funcs = {s.name.value: s for s in classes[name].body.body if isinstance(s, cst.FunctionDef)}
+    init, reset = funcs.get("__init__"), funcs.get("reset_state")
+    paths = []
+    if reset is not None and not (init is not None and calls_own(init, "reset_state")):
+        me = self_name_of(reset) or "self"
+        for node in walk(reset.body):
+            if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Call):
+                path = self_path(node.targets[0].target, me)
+                if path and len(path) == 1 and a.qualified_names(node.value.func) & (
+                        names.STATE_VARIABLES | names.PARAM_VARIABLES | names.STATE_FACTORIES):
+                    paths.append(path[0])
+    if init is not None:  # built-ins of this file held by the class: `self.IP = IPersistent(size)`
+        me = self_name_of(init) or "self"
+        for node in walk(init.body):
+            if (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Call)
+                    and isinstance(node.value.func, cst.Name) and node.value.func.value in derived
+                    and node.value.func.value != name):
+                path = self_path(node.targets[0].target, me)
+                if path and len(path) == 1:
+                    paths += [f"{path[0]}.{p}" for p in late_state(a, node.value.func.value, classes, derived)]
+    return list(dict.fromkeys(paths))
+
+
 def describe(a: Analysis, cls: cst.ClassDef) -> str:
     """``Foo(bp.Base -> brainpy.Base)``: a class and its bases as written, with what they resolve to."""
     parts = []
@@ -254,12 +281,15 @@ class _ClassScan:
         init = self.init = next((f for f in self.functions() if f.name.value == "__init__"), None)
         direct: set[int] = set()  # ids of Variable constructor calls assigned to self.NAME in __init__
         self.reset_fields: list[str] = []
+        self.init_resets = True
         if init is not None:
             self.scan_assignments(init, direct)
             self.check_stored_functions(init)
             reset = next((f for f in self.functions() if f.name.value == "reset_state"), None)
-            if reset is not None and calls_own(init, "reset_state"):
-                # `self.reset_state(self.mode)` in __init__: the Variables reset_state creates are fields too.
+            self.init_resets = calls_own(init, "reset_state")
+            if reset is not None:
+                # The Variables reset_state creates are fields too, whether __init__ calls it
+                # (`self.reset_state(self.mode)`) or the user does before running the model.
                 before = {f.name for f in self.fields}
                 self.scan_assignments(reset, direct, variables_only=True)
                 self.reset_fields = [f.name for f in self.fields if f.name not in before]
@@ -555,6 +585,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                         else f for f in scan.fields)
         cls = ModelClass(name, node, model_base(a, node, models), fields_, tuple(scan.children), {},
                          libraries=tuple(scan.libraries), reset_fields=tuple(scan.reset_fields),
+                         init_resets=scan.init_resets,
                          noisy_integrators=tuple(scan.noisy_integrators),
                          library_fields=tuple(scan.library_fields))
         classes[name] = cls
@@ -602,6 +633,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             need(name)
     ir.targets = [n for n in order if n in targets]
     ir.library_targets = {n: derived[n] for n in library_targets}
+    ir.library_late = {n: tuple(late_state(a, n, class_defs, derived)) for n in library_targets}
     roots: list[cst.CSTNode] = [models[n] for n in ir.targets] + [class_defs[n] for n in library_targets]
     defined = {s.name.value: s for s in a.module.body if isinstance(s, cst.FunctionDef)}
     for name in functions:

@@ -479,6 +479,16 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
 
     stateful = {name: stateful_methods(name) for name in classes}
 
+    def resets_late(name: str) -> bool:  # it, a base or a child leaves its Variables to reset_state()
+        cls = ir.classes.get(name)
+        if cls is None:
+            return bool(ir.library_late.get(name))
+        return (any(c.reset_fields and not c.init_resets for c in ir.chain(cls))
+                              or any(resets_late(ch.class_name) for ch in ir.all_children(cls)))
+
+    for plan in plans:
+        plan.drive = replace(plan.drive, reset_first=resets_late(plan.cls))
+
     from batchify import verify as engine  # imports jax and brainpy
     from batchify.loader import load_generated, load_models
 

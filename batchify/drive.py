@@ -87,6 +87,10 @@ class Drive:
     rtol: float = 1e-5
     atol: float = 1e-5
     seed: int = 0
+    # Not a flag: set from the analysis when the class (or a child) creates its state in a
+    # reset_state() that __init__ never calls; the original is reset once after construction,
+    # as its users must before running it.
+    reset_first: bool = False
 
     def missing(self, original_cls, stateful: list[str]) -> list[str]:
         """What is needed and not given, each as the flag that would give it."""

@@ -210,8 +210,8 @@ class ClassEmitter:
             "class_body": self.class_body(),
             "init": self.init(),
             "replaced": tuple_literal([*batched_state, *child_cls, *lib]),
-            "own_state": [{"name": f, "attr": a(f), "optional": f in optional, "container": containers.get(f)}
-                          for f in batched_state],
+            "own_state": [{"name": f, "attr": a(f), "optional": f in optional, "container": containers.get(f),
+                           "late": not cls.init_resets and f in cls.reset_fields} for f in batched_state],
             "shares_state": ir.shares_state(cls),
             "state_axes": keyword_call(cls.state_name, [(s, "None" if s in shared else "0") for s in stored]
                                        + [(ch, f"self.{ch}.state_axes()" if ir.shares_state(c) else "0")
@@ -244,6 +244,8 @@ class ClassEmitter:
             "defines_reset": "reset_state" in ir.all_methods(cls),
             "resets": "reset_state" in cls.stateful or bool(children) or bool(libraries),
             "reset_fields": [{"name": f, "attr": a(f), "optional": f in optional} for f in cls.reset_fields],
+            # reset_state creates these and __init__ does not call it: a model not reset yet lacks them.
+            "late_fields": [] if cls.init_resets else list(cls.reset_fields),
             "empty_state": keyword_call(cls.state_name, [(s, "None" if s in cls.reset_fields else read(s))
                                                          for s in stored]
                                         + [(ch, f"self.{ch}.state()") for ch in child_cls]
@@ -458,6 +460,10 @@ class InitRewriter(cst.CSTTransformer):
                 comment = "# Batched now; BrainPy's setattr would write into the Variable, so rebind it in vars().\n"
                 rebind = f'vars({self.self_name})["{f}"] = _batched({self.self_name}.{f}, batch_size)\n'
                 body.append(cst.parse_statement((comment if i == 0 else "") + rebind))
+        if self.cls.reset_fields and not self.cls.init_resets:
+            body.append(cst.parse_statement(
+                f"# {self.cls.name} leaves its state to reset_state(), which its users call before running.\n"
+                f"{self.self_name}._create_state()\n"))
         return updated_node.with_changes(params=params, body=updated_node.body.with_changes(body=body))
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
@@ -641,7 +647,8 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
                     harnesses.append(h)
     extra = dict(HARNESS_IMPORTS) if harness is not None else {}
     library_classes = [{"name": n, "batched_name": f"{n}Batched", "params_name": f"{n}Params",
-                        "state_name": f"{n}State", "builtin": builtin} for n, builtin in ir.library_targets.items()]
+                        "state_name": f"{n}State", "builtin": builtin, "late": ir.library_late.get(n, ())}
+                       for n, builtin in ir.library_targets.items()]
     def uses(helper: str) -> bool:
         """Whether a rewritten method calls this helper of the module template."""
         return any(f"{helper}(" in m for c in classes for m in c["methods"])

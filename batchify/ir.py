@@ -62,8 +62,11 @@ class ModelClass:
     library_fields: tuple[str, ...] = ()  # own state Variables given to a built-in (``bm.LengthDelay(self.x)``)
     # Own attributes holding a stochastic integrator (``self.integral = bp.sdeint(...)``).
     noisy_integrators: tuple[str, ...] = ()
-    # Fields first created in reset_state, which __init__ calls (``self.reset_state(self.mode)``).
+    # Fields first created in reset_state (``self.h = bm.Variable(...)`` there).
     reset_fields: tuple[str, ...] = ()
+    # Whether __init__ calls reset_state (``self.reset_state(self.mode)``); if not, the user does
+    # before running, and the batched class creates those fields at the end of its constructor.
+    init_resets: bool = True
     stateful: set[str] = field(default_factory=set)  # own and inherited stateful methods
     readers: set[str] = field(default_factory=set)  # stateful methods that only read (no writes, no draws)
     random: bool = False  # it, a base or a child draws from BrainPy's global random stream
@@ -91,6 +94,8 @@ class ModuleIR:
     shared_args: frozenset[str] = frozenset()
     # Classes deriving from a BrainPy built-in, batched whole as library code: name -> the built-in.
     library_targets: Mapping[str, str] = field(default_factory=dict)
+    # Per library target: Variables that exist only once the model is reset (see analyse.late_state).
+    library_late: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Variables declared with --shared NAME[=mean|sum|example]: how each is batched.
     variable_modes: Mapping[str, str] = field(default_factory=dict)
     # First lines of the source statements the targets consist of (classes and support).

@@ -150,8 +150,11 @@ class Verifier:
 
     def build(self):
         bm.random.seed(self.drive.seed)
-        return self.original_cls(*map(resolve_init, self.drive.init_args),
-                                 **{k: resolve_init(v) for k, v in self.drive.init_kwargs.items()})
+        model = self.original_cls(*map(resolve_init, self.drive.init_args),
+                                  **{k: resolve_init(v) for k, v in self.drive.init_kwargs.items()})
+        if self.drive.reset_first:  # its state exists only once reset_state() has run
+            model.reset_state()
+        return model
 
     def run(self, speed: bool = True) -> ClassResult:
         d = self.drive
