@@ -97,6 +97,12 @@ def add_drive_flags(p: argparse.ArgumentParser, shared: bool) -> None:
     g.add_argument("--rtol", type=float, help="relative tolerance (default 1e-5; gradients 10x)")
     g.add_argument("--atol", type=float, help="absolute tolerance (default 1e-5; gradients 10x)")
     g.add_argument("--seed", type=int, help="seed for constructor draws, inputs and per-example random streams")
+    g.add_argument("--perturb", type=float, metavar="EPS",
+                   help="examples 1.. start from a seeded perturbation of example 0's float state, up to EPS "
+                        "of each Variable's mean magnitude (default 0.05; 0: every example starts alike)")
+    g.add_argument("--strict", action="store_true",
+                   help="a WEAK verdict (a check that could not have failed: no state moved, every example alike, "
+                        "no spike, every gradient zero) exits 1, as a FAIL does")
 
 
 
@@ -408,6 +414,8 @@ def build_verify_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json"), default="text", help="the report on stdout")
     p.add_argument("--no-speed", action="store_true",
                    help="skip the speed-up measurement (it compiles both models once more)")
+    p.add_argument("--no-triage", action="store_true",
+                   help="on a mismatch, skip the float64 rerun that tells round-off from a transformation bug")
     p.add_argument("--x64-probe", action="store_true", help=argparse.SUPPRESS)  # the float64 rerun's child
     return p
 
@@ -514,7 +522,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
 
     def rerun_argv(name: str) -> list[str]:
         argv = [str(src), str(generated), "--class", name, "--x64-probe"]
-        for flag in ("init", "method", "steps", "batch", "dt", "rtol", "atol", "seed"):
+        for flag in ("init", "method", "steps", "batch", "dt", "rtol", "atol", "seed", "perturb"):
             value = getattr(args, flag, None)
             if value is not None:
                 argv += [f"--{flag}", str(value)]
@@ -527,7 +535,8 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     fmt = getattr(args, "format", "text")
     try:
         results = engine.run_plans(plans, original, batched, stateful,
-                                   rerun_argv=None if args.x64_probe else rerun_argv, probe=args.x64_probe,
+                                   rerun_argv=None if args.x64_probe or getattr(args, "no_triage", False)
+                                   else rerun_argv, probe=args.x64_probe,
                                    speed=not (getattr(args, "no_speed", False) or args.x64_probe))
     except DriveError as exc:
         raise BatchifyError([Diagnostic(shown, 1, 1, "BFY302", f"cannot verify: {exc}")]) from None
@@ -546,7 +555,9 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(engine.to_json(results)) + "\n")
     else:
         sys.stdout.write(engine.format_table(results, shown, display_path(generated, root)))
-    return EXIT_OK if all(r.ok for r in results) else EXIT_FAIL
+    if not all(r.ok for r in results):
+        return EXIT_FAIL
+    return EXIT_FAIL if getattr(args, "strict", False) and any(r.weak for r in results) else EXIT_OK
 
 
 def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | int:
@@ -655,9 +666,11 @@ def hook(args: argparse.Namespace) -> int:
 
         for target in targets:
             verify_args = copy.copy(args)
-            for flag in ("init", "method", "input_shape", "shared", "steps", "batch", "dt", "rtol", "atol", "seed"):
+            for flag in ("init", "method", "input_shape", "shared", "steps", "batch", "dt", "rtol", "atol", "seed",
+                         "perturb"):
                 setattr(verify_args, flag, None)
-            verify_args.classes, verify_args.x64_probe = [], False
+            # A check that could not have failed (nothing moved, every example alike) fails the hook.
+            verify_args.classes, verify_args.x64_probe, verify_args.strict = [], False, True
             rel = display_path(target.source, config.root)
             if not any(key.split("::", 1)[0] == rel for key in config.verify):
                 sys.stderr.write(f"batchify: {rel}: no [tool.batchify.verify] table; not verified\n")

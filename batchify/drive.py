@@ -87,6 +87,9 @@ class Drive:
     rtol: float = 1e-5
     atol: float = 1e-5
     seed: int = 0
+    # Examples 1.. start from example 0's state moved by up to this fraction of each float state
+    # Variable's mean magnitude (at least 0.1): examples that differ, so that mixing shows. 0: off.
+    perturb: float = 0.05
     # Not a flag: set from the analysis when the class (or a child) creates its state in a
     # reset_state() that __init__ never calls; the original is reset once after construction,
     # as its users must before running it.
@@ -230,7 +233,7 @@ def parse_init(text: str) -> tuple[tuple, dict]:
 
 
 def from_toml(cls: str, table: dict) -> Drive:
-    known = {"init", "method", "inputs", "steps", "batch", "dt", "rtol", "atol", "seed"}
+    known = {"init", "method", "inputs", "steps", "batch", "dt", "rtol", "atol", "seed", "perturb"}
     unknown = set(table) - known
     if unknown:
         raise DriveError(f"{cls}: unknown keys {sorted(unknown)} in its verify table (known: {sorted(known)})")
@@ -244,7 +247,7 @@ def from_toml(cls: str, table: dict) -> Drive:
             drive = replace(drive, init_args=tuple(init), init_given=True)
     inputs = {name: Input.from_toml(name, value) for name, value in table.get("inputs", {}).items()}
     return replace(drive, method=table.get("method"), inputs=inputs,
-                   **{k: table[k] for k in ("steps", "batch", "dt", "rtol", "atol", "seed") if k in table})
+                   **{k: table[k] for k in ("steps", "batch", "dt", "rtol", "atol", "seed", "perturb") if k in table})
 
 
 def with_flags(drive: Drive, flags) -> Drive:
@@ -265,8 +268,8 @@ def with_flags(drive: Drive, flags) -> Drive:
         name, eq, spec = item.partition("=")
         inputs[name] = Input.parse_shared(spec if eq else "time")
     changes["inputs"] = inputs
-    for key in ("steps", "batch", "dt", "rtol", "atol", "seed"):
-        value = getattr(flags, key)
+    for key in ("steps", "batch", "dt", "rtol", "atol", "seed", "perturb"):
+        value = getattr(flags, key, None)
         if value is not None:
             changes[key] = value
     return replace(drive, **changes)

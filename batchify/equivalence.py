@@ -2,9 +2,11 @@
 
 The original runs example by example, each from the state it had right after
 construction (restored from a snapshot, not through ``reset_state``, which may
-re-randomise); the generated class runs ``from_model(original, B)`` on the stacked
-inputs. Outputs at every step and final states are compared: floats within
-``rtol``/``atol``, integers and booleans exactly.
+re-randomise), examples 1.. from a seeded perturbation of it (``perturbed_starts``), so that
+examples differ; the generated class runs ``from_model(original, B)`` on the stacked inputs,
+from the same starts. Outputs and every state Variable are compared at every step: floats
+within ``rtol``/``atol``, integers and booleans exactly. ``Strength`` says what the check
+covered: a check where nothing moved or every example was the same could not have failed.
 """
 
 from __future__ import annotations
@@ -60,11 +62,49 @@ def first_divergences(mismatches: list[Mismatch]) -> list[Mismatch]:
 
 
 @dataclass
+class Strength:
+    """What a check covered, measured on the original's run (each example alone)."""
+
+    state_leaves: int = 0  # state Variables of the original (children and built-ins included)
+    moved: int = 0  # of those, how many changed from their start at some step of some example
+    examples_differ: bool = False  # some output or state differs between two examples at some step
+    spikes: int | None = None  # true values seen in boolean state over the run; None without any
+    outputs: int = 0  # float output leaves per step
+    weights: int = 0
+    weights_with_gradient: int | None = None  # weights whose gradient is not exactly zero; None: not run
+
+    def weak_reasons(self, steps: int, batch: int) -> list[str]:
+        reasons = []
+        if self.state_leaves and not self.moved:
+            reasons.append(f"no state Variable changed in {steps} steps")
+        if not self.state_leaves and not self.outputs:
+            reasons.append("no state and no float output: nothing was compared")
+        if batch > 1 and not self.examples_differ:
+            reasons.append("every example of the batch ran the same (inputs and states): mixing examples "
+                           "could not show")
+        if self.spikes == 0:
+            reasons.append(f"no spike: boolean state never true in {steps} steps (scale the inputs up)")
+        if self.weights and self.weights_with_gradient == 0:
+            reasons.append("every weight's gradient is exactly zero")
+        return reasons
+
+    def summary(self) -> str:
+        parts = [f"state moved {self.moved}/{self.state_leaves}" if self.state_leaves else "no state",
+                 "examples differ" if self.examples_differ else "examples alike"]
+        if self.spikes is not None:
+            parts.append(f"{self.spikes} spikes")
+        if self.weights and self.weights_with_gradient is not None:
+            parts.append(f"gradient non-zero {self.weights_with_gradient}/{self.weights}")
+        return ", ".join(parts)
+
+
+@dataclass
 class Report:
     steps: int
     batch: int
     mismatches: list[Mismatch] = field(default_factory=list)
     max_abs: float = 0.0
+    strength: Strength = field(default_factory=Strength)
 
     @property
     def ok(self) -> bool:
@@ -207,49 +247,102 @@ def batch_of(batched_cls, model, batch: int, seed: int):
     return batched_cls.from_model(model, batch)
 
 
-def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int, initial: dict,
+def perturbed_starts(model, initial: dict, batch: int, seed: int, eps: float) -> list[dict]:
+    """Where each example starts: example 0 from ``initial``, examples 1.. from ``initial`` with every
+    float state Variable moved by ``eps * max(mean |value|, 0.1) * U(-1, 1)`` per element, drawn from
+    ``numpy.random.default_rng(seed + 2)``. Weights, integer and boolean state stay as they are."""
+    rng = np.random.default_rng(seed + 2)
+    names = sorted(k for k, v in state_vars(model).items() if np.issubdtype(np.asarray(v.value).dtype, np.floating))
+    starts = [initial]
+    for _ in range(1, batch):
+        start = dict(initial)
+        for name in names if eps else ():
+            value = np.asarray(initial[name])
+            scale = eps * max(float(np.abs(value).mean()) if value.size else 0.0, 0.1)
+            start[name] = (value + scale * rng.uniform(-1.0, 1.0, value.shape)).astype(value.dtype)
+        starts.append(start)
+    return starts
+
+
+def start_batch(batched, model, starts: list[dict]) -> None:
+    """Give the batched model the examples' starting states (what ``perturbed_starts`` chose)."""
+    if all(s is starts[0] for s in starts):
+        return
+    for name, variable in batched_state_vars(batched, model).items():
+        if name in starts[0] and variable.shape == (len(starts), *np.shape(starts[0][name])):
+            variable.value = bm.asarray(np.stack([s[name] for s in starts]))
+
+
+def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int, starts: list[dict],
                  dt: float | None = None, seed: int | None = None):
-    """Each example alone, from ``initial``: outputs[e][t] and the final state of each example.
+    """Each example alone, from its start: outputs[e][t] and states[e][t] (after step t).
 
     With ``seed``, BrainPy's global key is set to example ``e``'s key before it runs.
     """
     outputs, states = [], []
     for e in range(batch):
-        restore(model, initial)
+        restore(model, starts[e])
         if seed is not None:
-            seed_example(model, seed, e, initial)
+            seed_example(model, seed, e, starts[0])
         step = getattr(model, method)
-        per_step = []
+        per_step, per_state = [], []
+        variables_ = state_vars(model)
         for t in range(steps):
             tick(dt, t)
             per_step.append(to_numpy(step(*(a.example(e, t) for a in args))))
+            per_state.append({k: np.asarray(v.value) for k, v in variables_.items()})
         outputs.append(per_step)
-        states.append({k: np.asarray(v.value) for k, v in state_vars(model).items()})
-    restore(model, initial)
+        states.append(per_state)
+    restore(model, starts[0])
     return outputs, states
+
+
+def measure(starts: list[dict], outputs, states) -> Strength:
+    """What the original's run covered (see ``Strength``)."""
+    s = Strength()
+    names = sorted(states[0][0]) if states and states[0] else []
+    s.state_leaves = len(names)
+    s.moved = sum(any(not np.array_equal(step[name], starts[e][name]) for e in range(len(states))
+                      for step in states[e]) for name in names)
+    flat = [[[np.asarray(x) for x in jax.tree.leaves(out)] + [step[n] for n in names]
+             for out, step in zip(outputs[e], states[e])] for e in range(len(outputs))]
+    s.examples_differ = any(not np.array_equal(a, b) for e in range(1, len(flat))
+                            for step0, step in zip(flat[0], flat[e]) for a, b in zip(step0, step))
+    booleans = [n for n in names if np.asarray(states[0][0][n]).dtype == np.bool_]
+    if booleans:
+        s.spikes = int(sum(np.count_nonzero(step[n]) for run in states for step in run for n in booleans))
+    s.outputs = sum(np.issubdtype(np.asarray(x).dtype, np.floating) for x in jax.tree.leaves(outputs[0][0])) \
+        if outputs and outputs[0] else 0
+    return s
 
 
 def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, batch: int, steps: int,
                       rtol: float = 1e-5, atol: float = 1e-5, driver: str = "eager",
-                      dt: float | None = None, seed: int = 0) -> Report:
+                      dt: float | None = None, seed: int = 0, perturb: float = 0.05) -> Report:
     """Run ``model`` example by example and ``batched_cls.from_model(model, batch)`` on the batch.
 
-    ``driver`` is how the batched class is stepped: ``eager`` (a Python loop) or
-    ``for_loop`` (``bm.for_loop`` over the steps, compiled). With ``dt``, BrainPy's shared
-    clock (``bp.share``: ``i``, ``t``, ``dt``) is set before every step, as DSRunner does.
+    ``driver`` is how the batched class is stepped: ``eager`` (a Python loop; every state is
+    compared at every step) or ``for_loop`` (``bm.for_loop`` over the steps, compiled; the final
+    state). With ``dt``, BrainPy's shared clock (``bp.share``: ``i``, ``t``, ``dt``) is set before
+    every step, as DSRunner does. ``perturb``: see ``perturbed_starts`` (0: every example alike).
     """
     initial = snapshot(model)
+    starts = perturbed_starts(model, initial, batch, seed, perturb)
     random = draws_randomly(batched_cls)
     global_key = bm.random.DEFAULT.value
-    want_out, want_state = run_original(model, method, args, batch, steps, initial, dt, seed if random else None)
+    want_out, want_state = run_original(model, method, args, batch, steps, starts, dt, seed if random else None)
     bm.random.DEFAULT.value = global_key
     batched = batch_of(batched_cls, model, batch, seed)
+    start_batch(batched, model, starts)
+    got_vars = batched_state_vars(batched, model)
     step = getattr(batched, method)
+    got_state = None
     if driver == "eager":
-        got_out = []
+        got_out, got_state = [], []
         for t in range(steps):
             tick(dt, t)
             got_out.append(to_numpy(step(*(a.batch(t) for a in args))))
+            got_state.append({name: np.asarray(got_vars[name].value) for name in want_state[0][0]})
     elif driver == "for_loop":
         def body(t):
             tick(dt, t)
@@ -259,14 +352,15 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
         got_out = [jax.tree.map(lambda x, t=t: x[t], stacked) for t in range(steps)]
     else:
         raise ValueError(f"unknown driver {driver!r}")
-    report = Report(steps, batch)
+    report = Report(steps, batch, strength=measure(starts, want_out, want_state))
     for t in range(steps):
         want = jax.tree.map(lambda *xs: np.stack(xs), *[want_out[e][t] for e in range(batch)])
         compare(report, "output", t, want, got_out[t], rtol, atol)
-    got_state = batched_state_vars(batched, model)
-    for name in want_state[0]:  # the original's Variables; the batched rng_key has no counterpart
-        want = np.stack([s[name] for s in want_state])
-        compare(report, f"state {name}", None, want, np.asarray(got_state[name].value), rtol, atol)
+    for name in want_state[0][0]:  # the original's Variables; the batched rng_key has no counterpart
+        for t in range(steps) if got_state is not None else [steps - 1]:
+            want = np.stack([s[t][name] for s in want_state])
+            got = got_state[t][name] if got_state is not None else np.asarray(got_vars[name].value)
+            compare(report, f"state {name}", t, want, got, rtol, atol)
     return report
 
 

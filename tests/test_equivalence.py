@@ -68,7 +68,7 @@ def test_dsrunner_drives_the_batched_class(spec: Spec) -> None:
     xs = spec.inputs(BATCH)
     initial = snapshot(model)
     random = draws_randomly(batched_cls)
-    want, _ = run_original(model, "update", [Arg(per_example=xs)], BATCH, spec.steps, initial,
+    want, _ = run_original(model, "update", [Arg(per_example=xs)], BATCH, spec.steps, [initial] * BATCH,
                            seed=0 if random else None)
     batched = batch_of(batched_cls, model, BATCH, 0)
     runner = bp.DSRunner(batched, progress_bar=False)

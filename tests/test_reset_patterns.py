@@ -35,12 +35,12 @@ def generated(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("out,cls,init,flags", [
     ("late_reset_batched.py", "LateRNN", "4", ["--input-shape", "x=4"]),
     ("late_reset_batched.py", "Readout", "4, 3", ["--input-shape", "x=4"]),
-    ("hh_batched.py", "HHCell", "4", ["--dt", "0.05", "--input-shape", "x=4:float32:10.0"]),
+    ("hh_batched.py", "HHCell", "4", ["--dt", "0.1", "--steps", "40", "--input-shape", "x=4:float32:20.0"]),
 ])
 def test_late_state_verifies_against_the_reset_original(generated: Path, out: str, cls: str, init: str,
                                                         flags) -> None:
     result = run("verify", "late_reset.py", out, "--class", cls, "--init", init, "--steps", "8",
-                 "--no-speed", *flags, cwd=generated)
+                 "--no-speed", "--strict", *flags, cwd=generated)
     assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
 
 

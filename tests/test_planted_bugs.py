@@ -1,0 +1,144 @@
+"""Issue 12, must-show 1: a verification that could not have failed is no proof. Copies of the
+bundled examples' generated modules, each with one planted bug, must be caught by
+``batchify verify`` with the default driving flags (the examples' pyproject tables).
+
+Each bug is appended to the copy as a redefinition, so it is the same bug whatever the model:
+- ``scaled``: the stepping method's new state scaled by 1.01;
+- ``shared``: every example's state replaced by example 0's after each batched step;
+- ``reordered``: the examples' states reversed after each batched step;
+- ``stop_gradient``: a ``stop_gradient`` on the first weight the stepping method reads;
+- ``one_key``: every example drawing from the same random key.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from batchify.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+EXAMPLES = {  # stem: (class, stepping method, has weights, draws randomly)
+    "rate_rnn": ("RateRNN", "update", True, False),
+    "two_layer_net": ("TwoLayerNet", "update", True, False),
+    "spiking_classifier": ("SpikingClassifier", "step_run", True, False),
+    "lif_population": ("LIFPopulation", "update", False, False),
+    "noisy_lif": ("NoisyLIF", "update", True, True),
+}
+
+PLANTED = {
+    "scaled": '''
+_correct = {cls}Batched.{method}_pure
+def _planted(self, params, state, *args):
+    state, out = _correct(self, params, state, *args)
+    return jax.tree.map(lambda v: v * 1.01 if jnp.issubdtype(v.dtype, jnp.floating) else v, state), out
+{cls}Batched.{method}_pure = _planted
+''',
+    "shared": '''
+_correct = {cls}Batched.set_state
+{cls}Batched.set_state = lambda self, state: _correct(
+    self, jax.tree.map(lambda v: jnp.broadcast_to(v[:1], v.shape), state))
+''',
+    "reordered": '''
+_correct = {cls}Batched.set_state
+{cls}Batched.set_state = lambda self, state: _correct(self, jax.tree.map(lambda v: v[::-1], state))
+''',
+    "stop_gradient": '''
+_correct = {cls}Batched.{method}_pure
+def _planted(self, params, state, *args):
+    first = params._fields[0]
+    params = params._replace(**{{first: jax.lax.stop_gradient(getattr(params, first))}})
+    return _correct(self, params, state, *args)
+{cls}Batched.{method}_pure = _planted
+''',
+    "one_key": '''
+_correct = _example_keys
+def _example_keys(*args):
+    keys = _correct(*args)
+    return jnp.broadcast_to(keys[:1], keys.shape)
+''',
+}
+
+
+def cases():
+    for stem, (cls, method, weights, random) in EXAMPLES.items():
+        for bug in PLANTED:
+            if (bug == "stop_gradient" and not weights) or (bug == "one_key" and not random):
+                continue
+            yield pytest.param(stem, cls, method, bug, id=f"{stem}-{bug}")
+
+
+def verify(generated: Path, stem: str, capsys) -> tuple[int, dict]:
+    capsys.readouterr()
+    code = main(["verify", f"examples/{stem}.py", str(generated), "--no-speed", "--no-triage", "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("stem,cls,method,bug", list(cases()))
+def test_a_planted_bug_is_caught(stem, cls, method, bug, tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)  # the examples' verify tables are in the project's pyproject.toml
+    text = (ROOT / "examples" / f"{stem}_batched.py").read_text()
+    planted = tmp_path / f"{stem}_batched.py"
+    planted.write_text(text + PLANTED[bug].format(cls=cls, method=method))
+    code, report = verify(planted, stem, capsys)
+    assert code == 1 and report["classes"][0]["verdict"].startswith("FAIL"), report
+
+
+@pytest.mark.parametrize("stem", list(EXAMPLES))
+def test_the_unplanted_copies_pass_in_full(stem, tmp_path, capsys, monkeypatch) -> None:
+    """The same copies without a bug pass, and not weakly: the catches above are the bugs'."""
+    monkeypatch.chdir(ROOT)
+    copy = tmp_path / f"{stem}_batched.py"
+    copy.write_text((ROOT / "examples" / f"{stem}_batched.py").read_text())
+    code, report = verify(copy, stem, capsys)
+    result = report["classes"][0]
+    assert code == 0 and result["verdict"] == "PASS", result
+    strength = result["strength"]
+    assert strength["moved"] == strength["state_leaves"] > 0 and strength["examples_differ"], strength
+    assert strength["weights_with_gradient"] in (None, strength["weights"]), strength
+
+
+FREE_RUNNING = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Oscillators(bp.DynamicalSystem):
+    """Coupled FitzHugh-Nagumo units with no input: every example alike unless its start differs."""
+
+    def __init__(self, n, a=0.7, b=0.8, tau=12.5, g=0.3):
+        super().__init__()
+        self.a, self.b, self.tau, self.g = a, b, tau, g
+        self.V = bm.Variable(bm.linspace(-1.0, 1.0, n))
+        self.w = bm.Variable(bm.zeros(n))
+
+    def update(self):
+        coupling = self.g * (bm.mean(self.V) - self.V)
+        dV = self.V - self.V ** 3 / 3 - self.w + 0.5 + coupling
+        self.V.value = self.V + 0.1 * dV
+        self.w.value = self.w + 0.1 * (self.V + self.a - self.b * self.w) / self.tau
+        return self.V.value
+'''
+
+
+@pytest.mark.parametrize("bug", ["shared", "reordered"])
+def test_a_free_running_model_catches_mixed_examples_only_from_perturbed_starts(bug, tmp_path, capsys,
+                                                                               monkeypatch) -> None:
+    """Without per-example inputs every example runs the same trajectory, so sharing or reordering
+    examples cannot show: before this issue such a check was a PASS; now it is WEAK with every
+    example starting alike (--perturb 0) and a FAIL with the default perturbed starts."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "osc.py").write_text(FREE_RUNNING)
+    assert main(["osc.py", "-o", "osc_batched.py"]) == 0
+    planted = tmp_path / "osc_batched.py"
+    planted.write_text(planted.read_text() + PLANTED[bug].format(cls="Oscillators", method="update"))
+    flags = ["verify", "osc.py", "osc_batched.py", "--init", "5", "--steps", "10", "--no-speed", "--no-triage",
+             "--format", "json"]
+    capsys.readouterr()
+    assert main([*flags, "--perturb", "0", "--strict"]) == 1
+    alike = json.loads(capsys.readouterr().out)["classes"][0]
+    assert alike["verdict"] == "WEAK" and any("same" in r for r in alike["weak_reasons"]), alike
+    assert main(flags) == 1
+    assert json.loads(capsys.readouterr().out)["classes"][0]["verdict"].startswith("FAIL")
