@@ -151,10 +151,18 @@ class Normaliser:
         loops = self.list_loops(func, counts)
         self.items_loops = {n.target.value for n in self.nodes if isinstance(n, cst.For) and id(n) in loops}
         self.check_unknown_variables(func, aliases)
-        if not (aliases or loops or any(self.needs_inline(n) for n in self.nodes if isinstance(n, cst.Call))):
+        if not (aliases or loops or any(self.needs_inline(n) for n in self.nodes if isinstance(n, cst.Call))
+                or any(self.piped_module(n) for n in self.nodes if isinstance(n, cst.BinaryOperation))):
             return func  # nothing reached by another name: the method as it is
         new = func.visit(_Inline(self, aliases, removed, loops))
         return new if isinstance(new, cst.FunctionDef) else func
+
+    def piped_module(self, node: cst.BinaryOperation) -> bool:
+        """``x >> self.neu1``: BrainPy's pipe, which calls the model (``DynamicalSystem.__rrshift__``)."""
+        if not isinstance(node.operator, cst.RightShift):
+            return False
+        path = self_path(node.right, self.me)
+        return bool(path) and len(path) == 1 and (path[0] in self.known.children or path[0] in self.known.libraries)
 
     def needs_inline(self, call: cst.Call) -> bool:
         """A call the inlining pass rewrites or checks: getattr/setattr, an in-place method, a helper."""
@@ -442,6 +450,14 @@ class _Inline(cst.CSTTransformer):
         length = cst.Call(cst.Name("len"), [cst.Arg(original_node.iter)])
         return updated_node.with_changes(target=cst.Name(self.loops[id(original_node)]),
                                          iter=cst.Call(cst.Name("range"), [cst.Arg(length)]))
+
+    def leave_BinaryOperation(self, original_node: cst.BinaryOperation,
+                              updated_node: cst.BinaryOperation) -> cst.BaseExpression:
+        """``x >> self.neu1 >> self.syn1`` is ``self.syn1(self.neu1(x))``: child calls, as the rules know them."""
+        if not self.owner.piped_module(original_node):
+            return updated_node
+        return cst.Call(updated_node.right, [cst.Arg(updated_node.left)], lpar=updated_node.lpar,
+                        rpar=updated_node.rpar)
 
     def on_leave(self, original_node, updated_node):
         result = super().on_leave(original_node, updated_node)

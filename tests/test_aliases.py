@@ -81,6 +81,8 @@ FOLLOWED = {
     "AliasOfAlias": "v = self.V\nw = v\nw += x @ self.W\nreturn v * 1.0",
     "LoopReadsVariables": "total = 0.0\nfor v in (self.V, self.U):\n    total = total + v.sum()\n"
                           "self.V.value = x @ self.W + total\nreturn self.V.value",
+    # BrainPy's pipe calls the child (found in the wider corpus: `x >> self.neu1 >> self.syn1 >> ...`)
+    "PipeToChild": "self.V.value = bm.tanh(x @ self.W)\nreturn (self.V * 0.5 + x) >> self.child",
 }
 
 # Patterns batchify cannot follow: refused at the marked line with the code.

@@ -191,8 +191,8 @@ def test_verify_runs_built_ins_reading_the_clock_without_dt(tmp_path: Path) -> N
     """Item 6: no --dt on a model of bp.dyn built-ins that read bp.share: the source's dt, not BFY900."""
     out = tmp_path / "group_reset_batched.py"
     assert batchify(str(CASES / "group_reset.py"), "-o", str(out)).returncode == 0
-    result = batchify("verify", str(CASES / "group_reset.py"), str(out), "--input-shape", "x=6", "--steps", "8",
-                      "--no-speed")
+    result = batchify("verify", str(CASES / "group_reset.py"), str(out), "--input-shape", "x=6:float32:100.0",
+                      "--steps", "20", "--no-speed", "--strict")  # driven until the populations spike
     assert result.returncode == 0, result.stdout + result.stderr
     assert "BFY900" not in result.stderr and "PASS" in result.stdout, result.stdout
 
