@@ -91,6 +91,13 @@ def add_drive_flags(p: argparse.ArgumentParser, shared: bool) -> None:
     if shared:
         g.add_argument("--shared", metavar="NAME[=time|VALUE]", action="append",
                        help="an argument shared by the batch: the step index (time, the default) or a constant")
+    g.add_argument("--port", metavar="PATH=SHAPE", action="append",
+                   help="an input port: a Variable written before every step with per-example values "
+                        "(input=64, E.input=64:float32:5.0); repeatable")
+    g.add_argument("--bp-share", metavar="KEY=VALUE", action="append",
+                   help="a value of BrainPy's shared context for the run (fit=True); repeatable")
+    g.add_argument("--mode", choices=("nonbatching", "training", "batching"),
+                   help="build the original under bm.environment(mode=...) (a model reading the global mode)")
     g.add_argument("--steps", type=int, help="steps to run (default 20)")
     g.add_argument("--batch", type=int, help="examples in the batch (default 4)")
     g.add_argument("--dt", type=float, help="set bp.share's i, t and dt before every step, as DSRunner does")
@@ -522,12 +529,16 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
 
     def rerun_argv(name: str) -> list[str]:
         argv = [str(src), str(generated), "--class", name, "--x64-probe"]
-        for flag in ("init", "method", "steps", "batch", "dt", "rtol", "atol", "seed", "perturb"):
+        for flag in ("init", "method", "steps", "batch", "dt", "rtol", "atol", "seed", "perturb", "mode"):
             value = getattr(args, flag, None)
             if value is not None:
                 argv += [f"--{flag}", str(value)]
         for item in getattr(args, "input_shape", None) or []:
             argv += ["--input-shape", item]
+        for item in getattr(args, "port", None) or []:
+            argv += ["--port", item]
+        for item in getattr(args, "bp_share", None) or []:
+            argv += ["--bp-share", item]
         for item in getattr(args, "shared", None) or []:
             argv += ["--shared", item]
         return argv
@@ -667,7 +678,7 @@ def hook(args: argparse.Namespace) -> int:
         for target in targets:
             verify_args = copy.copy(args)
             for flag in ("init", "method", "input_shape", "shared", "steps", "batch", "dt", "rtol", "atol", "seed",
-                         "perturb"):
+                         "perturb", "port", "bp_share", "mode"):
                 setattr(verify_args, flag, None)
             # A check that could not have failed (nothing moved, every example alike) fails the hook.
             verify_args.classes, verify_args.x64_probe, verify_args.strict = [], False, True

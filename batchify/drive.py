@@ -22,6 +22,7 @@ class DriveError(Exception):
 
 
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "bool")
+MODES = ("nonbatching", "training", "batching")  # bm.nonbatching_mode, bm.training_mode, bm.batching_mode
 
 
 @dataclass(frozen=True)
@@ -37,14 +38,20 @@ class Input:
 
     @staticmethod
     def parse_shape(text: str) -> Input:
-        """``64``, ``8x8``, ``3,4``, ``64:float32:2.0``, ``:int32:5`` (a scalar per example)."""
+        """``64``, ``8x8``, ``3,4``, ``64:float32:2.0`` (shape:dtype:scale), ``64:float32:2.0:-1.0``
+        (uniform in [offset, offset + scale)), ``:int32:5`` (a scalar per example)."""
         dims, _, rest = text.partition(":")
-        dtype, _, scale = rest.partition(":")
+        dtype, _, rest = rest.partition(":")
+        scale, _, offset = rest.partition(":")
         try:
             shape = tuple(int(d) for d in dims.replace("x", ",").split(",") if d.strip())
-            return Input("example", shape, dtype or "float32", float(scale) if scale else 1.0)
+            if (dtype or "float32") not in DTYPES:
+                raise ValueError
+            return Input("example", shape, dtype or "float32", float(scale) if scale else 1.0,
+                         float(offset) if offset else 0.0)
         except ValueError:
-            raise DriveError(f"cannot read the input shape {text!r} (write e.g. 64, 8x8 or 64:float32:2.0)") from None
+            raise DriveError(f"cannot read the input shape {text!r} (write e.g. 64, 8x8, 64:float32:2.0 or "
+                             f"64:float32:2.0:-1.0 for shape:dtype:scale:offset; dtypes {', '.join(DTYPES)})") from None
 
     @staticmethod
     def parse_shared(text: str) -> Input:
@@ -81,6 +88,13 @@ class Drive:
     init_given: bool = False
     method: str | None = None
     inputs: dict[str, Input] = field(default_factory=dict)
+    # Input ports: Variables the caller writes before every step (``input`` of a neuron, ``E.input``),
+    # by attribute path; per-example random values like inputs.
+    ports: dict[str, Input] = field(default_factory=dict)
+    # Extra values of BrainPy's shared context for the run (``bp.share.save(fit=True)``).
+    share: dict = field(default_factory=dict)
+    # The computing mode the original is built under (``bm.environment(mode=...)``): "training", ...
+    mode: str | None = None
     steps: int = 20
     batch: int = 4
     dt: float | None = None
@@ -233,7 +247,8 @@ def parse_init(text: str) -> tuple[tuple, dict]:
 
 
 def from_toml(cls: str, table: dict) -> Drive:
-    known = {"init", "method", "inputs", "steps", "batch", "dt", "rtol", "atol", "seed", "perturb"}
+    known = {"init", "method", "inputs", "ports", "share", "mode", "steps", "batch", "dt", "rtol", "atol", "seed",
+             "perturb"}
     unknown = set(table) - known
     if unknown:
         raise DriveError(f"{cls}: unknown keys {sorted(unknown)} in its verify table (known: {sorted(known)})")
@@ -246,7 +261,14 @@ def from_toml(cls: str, table: dict) -> Drive:
         else:
             drive = replace(drive, init_args=tuple(init), init_given=True)
     inputs = {name: Input.from_toml(name, value) for name, value in table.get("inputs", {}).items()}
-    return replace(drive, method=table.get("method"), inputs=inputs,
+    ports = {name: Input.from_toml(name, value) for name, value in table.get("ports", {}).items()}
+    if any(p.kind != "example" for p in ports.values()):
+        raise DriveError(f"{cls}: a port takes per-example values: {{ shape = [...], scale = ..., offset = ... }}")
+    mode = table.get("mode")
+    if mode is not None and mode not in MODES:
+        raise DriveError(f"{cls}: unknown mode {mode!r} (one of {', '.join(MODES)})")
+    return replace(drive, method=table.get("method"), inputs=inputs, ports=ports, share=dict(table.get("share", {})),
+                   mode=mode,
                    **{k: table[k] for k in ("steps", "batch", "dt", "rtol", "atol", "seed", "perturb") if k in table})
 
 
@@ -268,6 +290,27 @@ def with_flags(drive: Drive, flags) -> Drive:
         name, eq, spec = item.partition("=")
         inputs[name] = Input.parse_shared(spec if eq else "time")
     changes["inputs"] = inputs
+    ports = dict(drive.ports)
+    for item in getattr(flags, "port", None) or []:
+        name, eq, spec = item.partition("=")
+        if not eq:
+            raise DriveError(f"--port {item!r}: write PATH=SHAPE, e.g. input=64 or E.input=64:float32:5.0")
+        ports[name] = Input.parse_shape(spec)
+    changes["ports"] = ports
+    share = dict(drive.share)
+    for item in getattr(flags, "bp_share", None) or []:
+        key, eq, text = item.partition("=")
+        if not eq:
+            raise DriveError(f"--bp-share {item!r}: write KEY=VALUE, e.g. fit=True")
+        try:
+            share[key] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            raise DriveError(f"--bp-share {item!r}: the value must be a Python literal") from None
+    changes["share"] = share
+    if getattr(flags, "mode", None):
+        if flags.mode not in MODES:
+            raise DriveError(f"--mode {flags.mode!r}: one of {', '.join(MODES)}")
+        changes["mode"] = flags.mode
     for key in ("steps", "batch", "dt", "rtol", "atol", "seed", "perturb"):
         value = getattr(flags, key, None)
         if value is not None:

@@ -26,6 +26,7 @@ class Arg:
 
     per_example: np.ndarray | None = None  # [B, T, ...]
     shared: Callable[[int], Any] | None = None  # step index -> value shared by the batch
+    keyword: str | None = None  # passed by name (an argument after one left to its default)
 
     # Inputs are jax arrays, as a BrainPy user's are: a numpy array would apply ``x >> layer`` elementwise.
     def example(self, e: int, t: int):
@@ -33,6 +34,43 @@ class Arg:
 
     def batch(self, t: int):
         return jax.numpy.asarray(self.per_example[:, t]) if self.per_example is not None else self.shared(t)
+
+
+def call(function, args: Sequence[Arg], values):
+    """``function`` called with ``values`` (one per ``Arg``), by position or by name as each Arg says."""
+    values = list(values)
+    return function(*(v for a, v in zip(args, values) if a.keyword is None),
+                    **{a.keyword: v for a, v in zip(args, values) if a.keyword is not None})
+
+
+@dataclass
+class Port:
+    """An input port: a Variable (by attribute path) the caller writes before every step."""
+
+    path: str
+    values: np.ndarray  # [B, T, ...]
+
+
+def resolve(obj, path: str):
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def set_in_state(state, path: str, value):
+    """``state`` (a generated ``FooState``) with the Variable at ``path`` replaced by ``value``."""
+    first, _, rest = path.partition(".")
+    fields = getattr(state, "_fields", ())
+    if first in fields or f"{first}_" in fields:
+        name = first if first in fields else f"{first}_"
+        inner = getattr(state, name)
+        return state._replace(**{name: set_in_state(inner, rest, value) if rest else value})
+    library = getattr(state, "library", None)
+    if isinstance(library, dict):  # a built-in's Variable, keyed by its path (a class batched whole: "model.")
+        for key in (path, f"model.{path}"):
+            if key in library:
+                return state._replace(library={**library, key: value})
+    raise KeyError(f"no state Variable at {path!r} to write the port into")
 
 
 @dataclass
@@ -274,7 +312,7 @@ def start_batch(batched, model, starts: list[dict]) -> None:
 
 
 def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int, starts: list[dict],
-                 dt: float | None = None, seed: int | None = None):
+                 dt: float | None = None, seed: int | None = None, ports: Sequence[Port] = ()):
     """Each example alone, from its start: outputs[e][t] and states[e][t] (after step t).
 
     With ``seed``, BrainPy's global key is set to example ``e``'s key before it runs.
@@ -289,7 +327,9 @@ def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int
         variables_ = state_vars(model)
         for t in range(steps):
             tick(dt, t)
-            per_step.append(to_numpy(step(*(a.example(e, t) for a in args))))
+            for port in ports:
+                resolve(model, port.path).value = bm.asarray(port.values[e, t])
+            per_step.append(to_numpy(call(step, args, (a.example(e, t) for a in args))))
             per_state.append({k: np.asarray(v.value) for k, v in variables_.items()})
         outputs.append(per_step)
         states.append(per_state)
@@ -318,7 +358,8 @@ def measure(starts: list[dict], outputs, states) -> Strength:
 
 def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, batch: int, steps: int,
                       rtol: float = 1e-5, atol: float = 1e-5, driver: str = "eager",
-                      dt: float | None = None, seed: int = 0, perturb: float = 0.05) -> Report:
+                      dt: float | None = None, seed: int = 0, perturb: float = 0.05,
+                      ports: Sequence[Port] = ()) -> Report:
     """Run ``model`` example by example and ``batched_cls.from_model(model, batch)`` on the batch.
 
     ``driver`` is how the batched class is stepped: ``eager`` (a Python loop; every state is
@@ -330,7 +371,8 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
     starts = perturbed_starts(model, initial, batch, seed, perturb)
     random = draws_randomly(batched_cls)
     global_key = bm.random.DEFAULT.value
-    want_out, want_state = run_original(model, method, args, batch, steps, starts, dt, seed if random else None)
+    want_out, want_state = run_original(model, method, args, batch, steps, starts, dt, seed if random else None,
+                                        ports)
     bm.random.DEFAULT.value = global_key
     batched = batch_of(batched_cls, model, batch, seed)
     start_batch(batched, model, starts)
@@ -341,12 +383,14 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
         got_out, got_state = [], []
         for t in range(steps):
             tick(dt, t)
-            got_out.append(to_numpy(step(*(a.batch(t) for a in args))))
+            for port in ports:
+                got_vars[port.path].value = bm.asarray(port.values[:, t])
+            got_out.append(to_numpy(call(step, args, (a.batch(t) for a in args))))
             got_state.append({name: np.asarray(got_vars[name].value) for name in want_state[0][0]})
-    elif driver == "for_loop":
+    elif driver == "for_loop" and not ports:
         def body(t):
             tick(dt, t)
-            return step(*(_traced(a, t) for a in args))
+            return call(step, args, (_traced(a, t) for a in args))
 
         stacked = to_numpy(bm.for_loop(body, np.arange(steps)))
         got_out = [jax.tree.map(lambda x, t=t: x[t], stacked) for t in range(steps)]

@@ -14,6 +14,7 @@ transformation bug. This module imports jax and brainpy; the transform path neve
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import json
 import os
@@ -36,15 +37,19 @@ import numpy as np  # noqa: E402
 from batchify.equivalence import (  # noqa: E402
     Arg,
     Mismatch,
+    Port,
     Report,
     Strength,
     batch_of,
+    call,
     compare,
     draws_randomly,
     first_divergences,
     perturbed_starts,
+    resolve,
     restore,
     seed_example,
+    set_in_state,
     snapshot,
     start_batch,
     variables,
@@ -113,16 +118,19 @@ def make_args(drive: Drive, signature_names: list[str]) -> list[Arg]:
                          f"parameters are {', '.join(signature_names) or 'none'}")
     rng = np.random.default_rng(drive.seed)
     args = []
+    gap = False  # an argument left to its default: those after it are passed by name
     for name in signature_names:
         spec = drive.inputs.get(name)
         if spec is None:
-            break  # the rest take their defaults
+            gap = True
+            continue
+        keyword = name if gap else None
         if spec.kind == "time":
-            args.append(Arg(shared=lambda t: t))
+            args.append(Arg(shared=lambda t: t, keyword=keyword))
         elif spec.kind == "value":
-            args.append(Arg(shared=lambda t, v=spec.value: v))
+            args.append(Arg(shared=lambda t, v=spec.value: v, keyword=keyword))
         else:
-            args.append(Arg(per_example=random_input(rng, spec, drive.batch, drive.steps)))
+            args.append(Arg(per_example=random_input(rng, spec, drive.batch, drive.steps), keyword=keyword))
     return args
 
 
@@ -161,12 +169,24 @@ class Verifier:
         self.method = method
         names = [p.name for p in stepping_parameters(original_cls, method)]
         self.args = make_args(drive, names)
+        port_rng = np.random.default_rng(drive.seed + 3)  # its own stream: the inputs' draws stay as they were
+        self.ports = [Port(path, random_input(port_rng, spec, drive.batch, drive.steps))
+                      for path, spec in sorted(drive.ports.items())]
         self.random = draws_randomly(batched_cls)
 
     def build(self):
+        import brainpy as bp
+
         bm.random.seed(self.drive.seed)
-        model = self.original_cls(*map(resolve_init, self.drive.init_args),
-                                  **{k: resolve_init(v) for k, v in self.drive.init_kwargs.items()})
+        if self.drive.share:
+            bp.share.save(**self.drive.share)
+        args = [resolve_init(a) for a in self.drive.init_args]
+        kwargs = {k: resolve_init(v) for k, v in self.drive.init_kwargs.items()}
+        if self.drive.mode:  # a model that reads the global computing mode
+            with bm.environment(mode=getattr(bm, f"{self.drive.mode}_mode")):
+                model = self.original_cls(*args, **kwargs)
+        else:
+            model = self.original_cls(*args, **kwargs)
         if self.drive.reset_first:  # its state exists only once reset_state() has run
             # `reset_state(self, batch_size)` without a default: one example is batch_size=None.
             required = [p for p in inspect.signature(model.reset_state).parameters.values()
@@ -180,7 +200,8 @@ class Verifier:
         from batchify.equivalence import check_equivalence
 
         report = check_equivalence(model, self.batched_cls, self.method, self.args, batch=d.batch, steps=d.steps,
-                                   rtol=d.rtol, atol=d.atol, dt=d.dt, seed=d.seed, perturb=d.perturb)
+                                   rtol=d.rtol, atol=d.atol, dt=d.dt, seed=d.seed, perturb=d.perturb,
+                                   ports=self.ports)
         sections = [section_from(report, "forward", lambda q: q.startswith("output")),
                     section_from(report, "state", lambda q: q.startswith("state"))]
         strength = report.strength
@@ -222,7 +243,9 @@ class Verifier:
                 outs = []
                 for t in range(d.steps):
                     tick(d.dt, t)
-                    out = getattr(model, self.method)(*(a.example(e, t) for a in self.args))
+                    for port in self.ports:
+                        resolve(model, port.path).value = bm.asarray(port.values[e, t])
+                    out = call(getattr(model, self.method), self.args, (a.example(e, t) for a in self.args))
                     # The value now, not the object: an update returning its own Variable would
                     # otherwise be read at the end, every step seeing the last value.
                     outs.append(jax.tree.map(lambda x: x.value if isinstance(x, bm.Array) else x, out,
@@ -242,15 +265,19 @@ class Verifier:
         params, state0 = batched.params(), batched.state()
         order = params_paths(params)
         per_example_inputs = [a.per_example for a in self.args if a.per_example is not None]
+        per_example_inputs += [port.values for port in self.ports]
 
         def example_loss(p, state, *xs):
             xs = iter(xs)
             picked = [next(xs) if a.per_example is not None else None for a in self.args]
+            ports = [(port.path, next(xs)) for port in self.ports]
             outs = []
             for t in range(d.steps):
                 tick(d.dt, t)
+                for path, values in ports:
+                    state = set_in_state(state, path, values[t])
                 call_args = [x[t] if x is not None else a.shared(t) for a, x in zip(self.args, picked)]
-                state, out = pure(p, state, *call_args)
+                state, out = call(functools.partial(pure, p, state), self.args, call_args)
                 outs.append(out)
             return loss_of(outs)
 
@@ -280,7 +307,9 @@ class Verifier:
         shapes = []
         for t in range(self.drive.steps):
             tick(self.drive.dt, t)
-            out = getattr(model, self.method)(*(a.example(0, t) for a in self.args))
+            for port in self.ports:
+                resolve(model, port.path).value = bm.asarray(port.values[0, t])
+            out = call(getattr(model, self.method), self.args, (a.example(0, t) for a in self.args))
             shapes.append([np.shape(leaf) for leaf in float_leaves(out)])
         restore(model, initial)
         bm.random.DEFAULT.value = key
@@ -298,7 +327,8 @@ class Verifier:
             def original_run(*xs):
                 def body(t):
                     tick(d.dt, t)
-                    return step(*(x[t] if x is not None else a.shared(t) for a, x in zip(self.args, xs)))
+                    return call(step, self.args, (x[t] if x is not None else a.shared(t)
+                                                  for a, x in zip(self.args, xs)))
                 return bm.for_loop(body, jnp.arange(d.steps))
 
             batched = batch_of(self.batched_cls, model, d.batch, d.seed)
@@ -307,7 +337,8 @@ class Verifier:
             def batched_run(*xs):
                 def body(t):
                     tick(d.dt, t)
-                    return bstep(*(x[:, t] if x is not None else a.shared(t) for a, x in zip(self.args, xs)))
+                    return call(bstep, self.args, (x[:, t] if x is not None else a.shared(t)
+                                                   for a, x in zip(self.args, xs)))
                 return bm.for_loop(body, jnp.arange(d.steps))
 
             f_orig, f_batch = bm.jit(original_run), bm.jit(batched_run)
