@@ -27,7 +27,7 @@ from batchify.diagnostics import (
 )
 from batchify.harness import HarnessOptions
 from batchify.names import VARIABLE_MODES
-from batchify.pipeline import transform
+from batchify.provenance import up_to_date
 
 STDIO = "-"
 
@@ -306,6 +306,8 @@ def make_job(src: Path | None, out: Path | None, *, classes=(), shared=(), stdin
 
 
 def generate(job: Job, source: bytes) -> str:
+    from batchify.pipeline import transform  # LibCST and Jinja: not needed when the header says up to date
+
     return transform(source, job.src_report, header_path=job.src_shown, classes=job.classes,
                      shared=job.shared, command=job.command, harness=job.harness).text
 
@@ -317,14 +319,23 @@ def current_output(path: Path) -> str | None:
         return None
 
 
-def stale_reason(current: str | None, source: bytes) -> str:
-    """Why a committed output differs: a missing file, a changed source, or a changed generator."""
+def stale_reason(current: str | None, source: bytes, command: str) -> str:
+    """Why a committed output differs: a missing file, a changed source, other options, a changed
+    generator, or a hand edit (its header records each of them, see provenance.py)."""
+    from batchify.provenance import REGENERATE, STAMP_PATTERN, generator_fingerprint
+
     if current is None:
         return "is missing"
-    match = re.search(r"\(sha256 ([0-9a-f]{64})\)", current.split("\n", 1)[0])
+    lines = current.split("\n", 3) + ["", "", ""]
+    match = re.search(r"\(sha256 ([0-9a-f]{64})\)", lines[0])
     if match is None or match.group(1) != hashlib.sha256(source).hexdigest():
         return "is stale: its source changed since it was generated"
-    return "is stale: this batchify version or these options generate different code"
+    if lines[1] != REGENERATE + command:
+        return "is stale: it was generated with other options"
+    recorded = STAMP_PATTERN.fullmatch(lines[2])
+    if recorded and recorded.group(1) == generator_fingerprint():
+        return "is stale: it was edited since it was generated"
+    return "is stale: another batchify version (or a changed template) generates different code"
 
 
 def configured_target(src: Path, out: Path):
@@ -364,6 +375,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--check and --diff need an output file (-o OUT)")
 
     source = read_source(args.src, job.src_report)
+    if args.check and up_to_date(current_output(job.out), source, job.command):
+        return EXIT_OK  # its header records this source, these options and this generator
     text = generate(job, source)
 
     if args.check or args.diff:
@@ -375,7 +388,8 @@ def run(args: argparse.Namespace) -> int:
                 fromfile=job.out_shown, tofile=f"{job.out_shown} (regenerated)"))
         if args.check and stale:
             report([Diagnostic(job.out_report, 1, 1, "BFY008",
-                               f"{stale_reason(current, source)}; regenerate with: {job.command}")], args.format)
+                               f"{stale_reason(current, source, job.command)}; regenerate with: {job.command}")],
+                   args.format)
             return EXIT_FAIL
         return EXIT_OK
     if job.out is None:
@@ -645,20 +659,23 @@ def hook(args: argparse.Namespace) -> int:
     for target in targets:
         job = make_job(target.source, target.output, classes=target.classes, shared=target.shared,
                        absolute=args.absolute_paths, harness=target.harness)
+        current = current_output(target.output)
         try:
             source = read_source(str(target.source), job.src_report)
+            if up_to_date(current, source, job.command):
+                continue  # its header records this source, these options and this generator: no transform
             text = generate(job, source)
         except BatchifyError as exc:
             diagnostics.extend(exc.diagnostics)
             status = max(status, exit_code_for(exc.diagnostics))
             continue
-        current = current_output(target.output)
         if current == text:
             continue
         status = max(status, EXIT_FAIL)
         if args.check:
             diagnostics.append(Diagnostic(job.out_report, 1, 1, "BFY008",
-                                          f"{stale_reason(current, source)}; regenerate with: {job.command}"))
+                                          f"{stale_reason(current, source, job.command)}; regenerate with: "
+                                          f"{job.command}"))
             continue
         refusal = unsafe_output(target.output, sources, current)
         if refusal:

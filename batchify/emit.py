@@ -16,6 +16,7 @@ import jinja2
 import libcst as cst
 
 from batchify import __version__
+from batchify.provenance import stamp, template_dir
 from batchify.analyse import RESERVED, is_super_call, self_name_of
 from batchify.cstwalk import self_path, walk
 from batchify.diagnostics import BatchifyError, Diagnostic
@@ -48,15 +49,6 @@ HELPERS = (
     "_stateless", "_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key",
     "_param_items", "_params_from", "_class_label", "_padded", "_nll_of_rates"
 )
-
-
-def template_dir() -> Path:
-    """``templates/`` inside the installed package, or at the top of a source checkout."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "templates", here.parent / "templates"):
-        if (candidate / "module.py.jinja").is_file():
-            return candidate
-    raise FileNotFoundError("batchify's templates are missing from this installation")
 
 
 def indent_lines(text: str, width: int = 4, first: bool = False, blank: bool = False) -> str:
@@ -681,4 +673,4 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
         harnesses=harnesses,
     )
     # One newline convention: a CRLF line copied from the source would make every later --check stale.
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    return stamp(text.replace("\r\n", "\n").replace("\r", "\n"))

@@ -5,9 +5,12 @@ are written. The layout is ``templates/harness.py.jinja``; this module only deci
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from batchify.diagnostics import Diagnostic
-from batchify.ir import ModelClass, ModuleIR
+
+if TYPE_CHECKING:  # the CLI imports this module on every run; LibCST only when it transforms
+    from batchify.ir import ModelClass, ModuleIR
 
 INPUT_MODES = ("sequence", "constant")
 READOUTS = ("sum", "mean", "last")

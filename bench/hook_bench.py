@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -29,6 +30,14 @@ def timed(cmd: list[str], cwd: Path, env=None) -> tuple[float, int]:
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, env=env)
     return time.perf_counter() - start, proc.returncode
+
+
+def cpu(cmd: list[str], cwd: Path) -> float:
+    """CPU seconds (user + system) of one whole process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, cwd=cwd, capture_output=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def git(repo: Path, *args: str) -> None:
@@ -61,6 +70,12 @@ def main() -> None:
         print(f"{N_FILES} model files, {len(SOURCES)} distinct examples, median of {args.repeat} runs")
         print(f"  batchify hook (creates 20 outputs):   {t_create:6.2f} s  ({t_create / N_FILES * 1e3:5.0f} ms a file)")
         print(f"  batchify hook --check (up to date):   {t_check:6.2f} s  ({t_check / N_FILES * 1e3:5.0f} ms a file)")
+        # CPU above the process start-up (`batchify --version` loads the same CLI and exits).
+        start_up = statistics.median(cpu([sys.executable, "-m", "batchify", "--version"], repo)
+                                     for _ in range(args.repeat))
+        check_cpu = statistics.median(cpu([*batchify, "--check"], repo) for _ in range(args.repeat))
+        print(f"  hook --check CPU above start-up:      {(check_cpu - start_up) / N_FILES * 1e3:6.1f} ms a file "
+              f"(start-up {start_up * 1e3:.0f} ms, check {check_cpu * 1e3:.0f} ms)")
         if args.no_pre_commit:
             return
         hooks = Path(tmp) / "hooks"

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from batchify import transform
+from batchify.provenance import without_stamp
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -32,7 +33,9 @@ def test_golden(source: Path) -> None:
     text = transform(source.read_bytes(), rel, command=command, shared=shared).text
     if os.environ.get("BATCHIFY_UPDATE_GOLDENS"):
         golden.write_text(text)
-    assert text == golden.read_text()
+    # Line 3 fingerprints batchify itself (tests/test_provenance.py): it changes with any change to
+    # batchify, the code below it only with a change to what is generated for this model.
+    assert without_stamp(text) == without_stamp(golden.read_text())
     # Idempotent and stable: transforming again gives the same bytes.
     assert transform(source.read_bytes(), rel, command=command, shared=shared).text == text
 

@@ -1,0 +1,78 @@
+"""What a generated module was made from, recorded in its header, so that an up-to-date output
+is known without transforming its source (``batchify hook --check``, ``batchify SRC --check``).
+
+Line 1 of a generated module names the source's sha256, line 2 the exact command (which holds
+every option), line 3 the generator's fingerprint (a hash of batchify's own code and templates
+and of the LibCST and Jinja versions that render them) and a hash of the rest of the file, so
+that a hand edit of the output still counts as stale. This module imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from importlib import metadata
+from pathlib import Path
+
+STAMP = "# Inputs: generator {generator}, output {output}"
+STAMP_PATTERN = re.compile(r"# Inputs: generator ([0-9a-f]{16}), output ([0-9a-f]{16})")
+SOURCE_PATTERN = re.compile(r"\(sha256 ([0-9a-f]{64})\)")
+REGENERATE = "# Regenerate: "
+
+
+def template_dir() -> Path:
+    """``templates/`` inside the installed package, or at the top of a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "templates", here.parent / "templates"):
+        if (candidate / "module.py.jinja").is_file():
+            return candidate
+    raise FileNotFoundError("batchify's templates are missing from this installation")
+
+
+@functools.cache
+def generator_fingerprint() -> str:
+    """A hash of everything that decides the generated text besides the source and the options."""
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    for path in [*sorted(package.glob("*.py")), *sorted(template_dir().glob("*.jinja"))]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for dependency in ("libcst", "jinja2"):
+        try:
+            digest.update(f"{dependency}=={metadata.version(dependency)}\0".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{dependency}: not installed\0".encode())
+    return digest.hexdigest()[:16]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def stamp(text: str) -> str:
+    """``text`` (a rendered module, two header lines first) with its line 3 stamp."""
+    first, second, rest = text.split("\n", 2)
+    stamp_line = STAMP.format(generator=generator_fingerprint(), output=_digest(text))
+    return f"{first}\n{second}\n{stamp_line}\n{rest}"
+
+
+def without_stamp(text: str) -> str:
+    lines = text.split("\n", 3)
+    if len(lines) == 4 and STAMP_PATTERN.fullmatch(lines[2]):
+        return "\n".join([lines[0], lines[1], lines[3]])
+    return text
+
+
+def up_to_date(current: str | None, source: bytes, command: str) -> bool:
+    """Whether ``current`` is what batchify would generate now from ``source`` with ``command``,
+    known from its header alone (False means: transform and compare, not necessarily stale)."""
+    if current is None:
+        return False
+    lines = current.split("\n", 3)
+    if len(lines) < 4:
+        return False
+    match = SOURCE_PATTERN.search(lines[0])
+    recorded = STAMP_PATTERN.fullmatch(lines[2])
+    return bool(match and recorded and match.group(1) == hashlib.sha256(source).hexdigest()
+                and lines[1] == REGENERATE + command and recorded.group(1) == generator_fingerprint()
+                and recorded.group(2) == _digest(without_stamp(current)))
