@@ -609,6 +609,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                                                        set(ir.all_libraries(cls)),
                                                        {n for c in ir.chain(cls) for n in c.noisy_integrators})
         mark_stateful(ir, cls)
+        check_escaping_methods(a, cls, scan)
         plain = plain_attribute_test(ir, cls)
         for method in cls.methods.values():
             if method.name in cls.stateful and method.kind == "method":
@@ -668,10 +669,22 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
 
 def environment_setting(a: Analysis, stmt: cst.CSTNode) -> bool:
     """``bm.set_dt(0.5)``, ``jax.config.update("jax_enable_x64", True)``: a module-level call setting
-    what the model's numbers depend on."""
-    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+    what the model's numbers depend on, from literals and BrainPy/JAX/NumPy names only. One that
+    reads the script's own data (``bm.set(mode=bm.TrainingMode(args.batch_size))`` after
+    ``args = parser.parse_args()``) is the script's business: copying it would drag argument
+    parsing into the generated module."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
             and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)
-            and bool(a.qualified_names(stmt.body[0].value.func) & names.ENVIRONMENT_SETTERS))
+            and a.qualified_names(stmt.body[0].value.func) & names.ENVIRONMENT_SETTERS):
+        return False
+    call = stmt.body[0].value
+    nodes = [n for arg in call.args for n in walk(arg.value)]
+    not_roots = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
+    for node in nodes:
+        if isinstance(node, cst.Name) and id(node) not in not_roots and node.value not in ("True", "False", "None"):
+            if not any(q.split(".")[0] in ("brainpy", "jax", "numpy") for q in a.qualified_names(node)):
+                return False
+    return True
 
 
 def check_shared_names(a: Analysis, ir: ModuleIR, shared: Iterable[str]) -> None:
@@ -745,6 +758,27 @@ def check_learned_online(a: Analysis, ir: ModuleIR, cls: ModelClass, modes: Mapp
                  f"outside update(): declare how the batch learns it with --shared {name}=mean (one copy, "
                  f"updated by the mean of the examples' updates), {name}=sum, or {name}=example (each example "
                  "learns its own copy, as running the original example by example does)")
+
+
+def check_escaping_methods(a: Analysis, cls: ModelClass, scan) -> None:
+    """``bp.odeint(bp.JointEq(self.dV, ...))`` in __init__ with a ``dV`` that reads state: the
+    integrator keeps the batched ``dV`` and would call it from inside one example's step, where
+    it steps the whole batch (silently wrong when the neuron count equals the batch size): BFY208."""
+    init = scan.init
+    if init is None:
+        return
+    me = self_name_of(init) or "self"
+    called = {id(n.func) for n in walk(init.body) if isinstance(n, cst.Call)}
+    for node in walk(init.body):
+        if isinstance(node, cst.Attribute) and id(node) not in called:
+            path = self_path(node, me)
+            if path and len(path) == 1 and path[0] in cls.stateful and path[0] in cls.methods:
+                method = cls.methods[path[0]]
+                read = sorted(method.reads | method.writes)
+                what = f"reads self.{read[0]}, a Variable" if read else "touches state"
+                a.report(node, "BFY208", f"self.{path[0]} is handed over in __init__ (to an integrator or a custom_vjp) and {what}: "
+                         "the object holding it would run the batched method inside one example's step; read the "
+                         "Variable in the stepping method and pass its value to the derivative as an argument")
 
 
 def mark_stateful(ir: ModuleIR, cls: ModelClass) -> None:

@@ -108,13 +108,14 @@ class Strength:
     examples_differ: bool = False  # some output or state differs between two examples at some step
     spikes: int | None = None  # true values seen in boolean state over the run; None without any
     outputs: int = 0  # float output leaves per step
+    outputs_vary: bool = False  # some float output differs between two steps or two examples
     weights: int = 0
     weights_with_gradient: int | None = None  # weights whose gradient is not exactly zero; None: not run
 
     def weak_reasons(self, steps: int, batch: int) -> list[str]:
         reasons = []
-        if self.state_leaves and not self.moved:
-            reasons.append(f"no state Variable changed in {steps} steps")
+        if self.state_leaves and not self.moved and not self.outputs_vary:
+            reasons.append(f"no state Variable changed and no output varied in {steps} steps")
         if not self.state_leaves and not self.outputs:
             reasons.append("no state and no float output: nothing was compared")
         if batch > 1 and not self.examples_differ:
@@ -353,6 +354,10 @@ def measure(starts: list[dict], outputs, states) -> Strength:
         s.spikes = int(sum(np.count_nonzero(step[n]) for run in states for step in run for n in booleans))
     s.outputs = sum(np.issubdtype(np.asarray(x).dtype, np.floating) for x in jax.tree.leaves(outputs[0][0])) \
         if outputs and outputs[0] else 0
+    # A stateless step (an already functional `step(x, h) -> h_next`) is covered by its outputs.
+    first = [np.asarray(x) for x in jax.tree.leaves(outputs[0][0])] if outputs and outputs[0] else []
+    s.outputs_vary = any(not np.array_equal(a, np.asarray(b)) for run in outputs for out in run
+                         for a, b in zip(first, jax.tree.leaves(out)))
     return s
 
 

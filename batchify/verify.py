@@ -188,16 +188,25 @@ class Verifier:
         else:
             model = self.original_cls(*args, **kwargs)
         if self.drive.reset_first:  # its state exists only once reset_state() has run
-            # `reset_state(self, batch_size)` without a default: one example is batch_size=None.
-            required = [p for p in inspect.signature(model.reset_state).parameters.values()
+            # BrainPy wraps the bound method: read the class's own signature. A `batch_size` without a
+            # default means the model is always batched, so one example is a batch of 1; others get None.
+            params = list(inspect.signature(type(model).reset_state).parameters.values())[1:]
+            required = [p for p in params
                         if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-            model.reset_state(*[None] * len(required))
+            model.reset_state(*[1 if p.name == "batch_size" else None for p in required])
         return model
 
     def run(self, speed: bool = True) -> ClassResult:
         d = self.drive
         model = self.build()
         from batchify.equivalence import check_equivalence
+
+        for port in self.ports:  # a port's values take its Variable's dtype (BrainPy refuses another)
+            try:
+                dtype = np.asarray(resolve(model, port.path).value).dtype
+            except AttributeError:
+                raise DriveError(f"{d.cls}: --port {port.path}: the model has no Variable at that path") from None
+            port.values = port.values.astype(dtype)
 
         report = check_equivalence(model, self.batched_cls, self.method, self.args, batch=d.batch, steps=d.steps,
                                    rtol=d.rtol, atol=d.atol, dt=d.dt, seed=d.seed, perturb=d.perturb,

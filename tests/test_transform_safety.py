@@ -124,3 +124,73 @@ def test_annotated_state_and_a_loop_writing_varlist_items_verify(tmp_path: Path,
     batched = cls(3, batch_size=4)
     assert all(leaf.shape[0] == 4 for leaf in __import__("jax").tree.leaves(batched.state()))
     batched.update(__import__("jax").numpy.ones((4, 3)))
+
+
+DERIVATIVE_READS_STATE = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Cell(bp.dyn.NeuDyn):
+    def __init__(self, size):
+        super().__init__(size)
+        self.V = bm.Variable(bm.zeros(self.num))
+        self.input = bm.Variable(bm.zeros(self.num))
+        self.integral = bp.odeint(self.dV, method="exp_euler")
+
+    def dV(self, V, t):
+        return (-V + self.input) / 10.0
+
+    def update(self, x=None):
+        self.V.value = self.integral(self.V.value, bp.share["t"], bp.share["dt"])
+        self.input.value = bm.zeros_like(self.input)
+'''
+
+
+def test_a_derivative_reading_state_handed_to_an_integrator_is_refused(tmp_path: Path) -> None:
+    """Found in the wider corpus once examples started from different states (PituitaryCell): the
+    integrator built in __init__ holds the batched dV, which inside one example's step vmapped the
+    whole batch's stored input over the neuron axis; with 3 neurons and a batch of 3 nothing raised
+    and verification FAILed (float64 too). Before: exit 0 and that output."""
+    src = tmp_path / "cell.py"
+    src.write_text(DERIVATIVE_READS_STATE)
+    result = batchify(str(src), "-o", str(tmp_path / "cell_batched.py"), cwd=tmp_path)
+    assert result.returncode == 1 and "cell.py:10:35: BFY208 self.dV is handed over in __init__ (to an integrator or a custom_vjp)" in result.stderr, \
+        result.stderr
+    assert "reads self.input" in result.stderr and not (tmp_path / "cell_batched.py").exists()
+
+
+SCRIPT_SETTINGS = '''import argparse
+
+import brainpy as bp
+import brainpy.math as bm
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch_size", type=int, default=512)
+args = parser.parse_args()
+bm.set(mode=bm.TrainingMode(args.batch_size))
+bm.set_dt(0.5)
+
+
+class Net(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.h = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.h.value = 0.5 * self.h + x
+        return self.h.value
+'''
+
+
+def test_a_setting_that_reads_the_scripts_arguments_is_not_copied(tmp_path: Path) -> None:
+    """Found in the wider corpus (spiking_FPTT): `bm.set(mode=bm.TrainingMode(args.batch_size))` was
+    copied with the argparse lines it needs, so importing the generated module (and verify) parsed
+    batchify's own command line: "error: unrecognized arguments: verify ...". Literal settings stay."""
+    src = tmp_path / "script.py"
+    src.write_text(SCRIPT_SETTINGS)
+    out = tmp_path / "script_batched.py"
+    assert batchify(str(src), "-o", str(out), cwd=tmp_path).returncode == 0
+    text = out.read_text()
+    assert "parse_args" not in text and "argparse" not in text and "bm.set_dt(0.5)" in text
+    checked = verify(src, out, 3)
+    assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
