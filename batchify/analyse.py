@@ -760,25 +760,69 @@ def check_learned_online(a: Analysis, ir: ModuleIR, cls: ModelClass, modes: Mapp
                  "learns its own copy, as running the original example by example does)")
 
 
+INTEGRATOR_FACTORIES = ("brainpy.odeint", "brainpy.sdeint", "brainpy.fdeint", "brainpy.JointEq", "brainpy.integrators.",
+                        "brainpy.ode.", "brainpy.sde.", "brainpy.fde.")
+
+
 def check_escaping_methods(a: Analysis, cls: ModelClass, scan) -> None:
-    """``bp.odeint(bp.JointEq(self.dV, ...))`` in __init__ with a ``dV`` that reads state: the
-    integrator keeps the batched ``dV`` and would call it from inside one example's step, where
-    it steps the whole batch (silently wrong when the neuron count equals the batch size): BFY208."""
+    """A stateful method or property handed over in __init__ (``bp.odeint(bp.JointEq(self.dV, ...))``,
+    ``bp.odeint(f=self.derivative)``): the object holding it calls it later, from inside one
+    example's step, where the batched method would step the whole batch (silently wrong when the
+    neuron count equals the batch size). Handed to an integrator stored on self and only reading
+    state, it reads that example's state instead (``context_*``); anything else is BFY208."""
     init = scan.init
     if init is None:
         return
     me = self_name_of(init) or "self"
     called = {id(n.func) for n in walk(init.body) if isinstance(n, cst.Call)}
-    for node in walk(init.body):
-        if isinstance(node, cst.Attribute) and id(node) not in called:
-            path = self_path(node, me)
-            if path and len(path) == 1 and path[0] in cls.stateful and path[0] in cls.methods:
-                method = cls.methods[path[0]]
+    methods, properties, holders, values = set(), set(), set(), {}
+    p = init.params
+    own_names = {q.name.value for q in (*p.posonly_params, *p.params, *p.kwonly_params)} | {
+        q.name.value for q in (p.star_arg, p.star_kwarg) if isinstance(q, cst.Param)} | {
+        t.value for n in walk(init.body) for t in assigned(n) if isinstance(t, cst.Name)}
+    for stmt in walk(init.body):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            nodes = list(walk(small))
+            refs = [n for n in nodes if isinstance(n, cst.Attribute) and id(n) not in called
+                    and (p := self_path(n, me)) and len(p) == 1 and p[0] in cls.stateful and p[0] in cls.methods]
+            if not refs:
+                continue
+            target = self_path(small.targets[0].target, me) if isinstance(small, cst.Assign) and len(
+                small.targets) == 1 else None
+            integrator = isinstance(small, cst.Assign) and any(
+                isinstance(n, cst.Call) and any(q.startswith(INTEGRATOR_FACTORIES) for q in a.qualified_names(n.func))
+                for n in nodes)
+            for node in refs:
+                name = node.attr.value
+                method = cls.methods[name]
+                reader = not (method.writes or method.draws or method.self_calls or method.child_calls)
+                not_reads = {id(x.keyword) for x in nodes if isinstance(x, cst.Arg) and x.keyword} | {
+                    id(x.attr) for x in nodes if isinstance(x, cst.Attribute)} | {
+                    id(t) for t in assigned(small)}
+                local = sorted({n.value for n in nodes if isinstance(n, cst.Name) and id(n) not in not_reads
+                                and n.value in own_names and n.value != me})
+                if target and len(target) == 1 and integrator and reader and method.kind in ("method", "property"):
+                    if local:
+                        a.report(node, "BFY208", f"self.{target[0]} is an integrator of derivatives that read state, "
+                                 f"built from __init__'s own names ({', '.join(local)}): from_model rebuilds it around "
+                                 "the batch's derivatives and needs it built from constants, module-level names and "
+                                 "self attributes (store the value on self first)")
+                        continue
+                    (properties if method.kind == "property" else methods).add(name)
+                    holders.add(target[0])
+                    values[target[0]] = small.value
+                    continue
                 read = sorted(method.reads | method.writes)
                 what = f"reads self.{read[0]}, a Variable" if read else "touches state"
-                a.report(node, "BFY208", f"self.{path[0]} is handed over in __init__ (to an integrator or a custom_vjp) and {what}: "
-                         "the object holding it would run the batched method inside one example's step; read the "
-                         "Variable in the stepping method and pass its value to the derivative as an argument")
+                why = ("it changes state or calls other stateful code" if not reader else
+                       "it is not handed to an integrator stored on self")
+                a.report(node, "BFY208", f"self.{name} is handed over in __init__ and {what}, and {why}: the "
+                         "object holding it would run the batched method inside one example's step; read the "
+                         "Variable in the stepping method and pass its value as an argument")
+    cls.context_methods, cls.context_properties, cls.holders = frozenset(methods), frozenset(properties), frozenset(holders)
+    cls.holder_values = values
 
 
 def mark_stateful(ir: ModuleIR, cls: ModelClass) -> None:

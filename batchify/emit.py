@@ -18,14 +18,22 @@ import libcst as cst
 from batchify import __version__
 from batchify.provenance import stamp, template_dir
 from batchify.analyse import RESERVED, is_super_call, self_name_of
-from batchify.cstwalk import self_path, walk
+from batchify.cstwalk import assigned, self_path, walk
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.harness import HarnessOptions, harness_classes
 from batchify.harness import context as harness_context
 from batchify.ir import ModelClass, ModuleIR
 from batchify.names import (SHARED_CLOCK_PARAMS, SHARED_DICT_PARAMS, STATE_FACTORIES, STATE_VARIABLES,
                             VARIABLE_CONTAINERS)
-from batchify.rewrite import Namespace, drop_unused_star_params, keyword_arg, pure_name, rewrite_method
+from batchify.rewrite import (
+    Namespace,
+    drop_unused_star_params,
+    keyword_arg,
+    pure_name,
+    rewrite_context_property,
+    rewrite_method,
+    with_example_for_holders,
+)
 
 LINE_LENGTH = 100
 
@@ -75,6 +83,10 @@ def environment() -> jinja2.Environment:
     )
     env.filters["indent"] = indent_lines
     return env
+
+
+def dict_literal(mapping: dict[str, str]) -> str:
+    return "{" + ", ".join(f'"{k}": "{v}"' for k, v in sorted(mapping.items())) + "}"
 
 
 def code(node: cst.CSTNode) -> str:
@@ -134,11 +146,21 @@ class ClassEmitter:
         self.ir = ir
         self.cls = cls
         self.diagnostics: list[Diagnostic] = []
-        self.renamer = ModelNameRenamer({n: ir.classes[n].batched_name for n in ir.targets})
+        # A plain attribute named like a member of the batched class (`self.params = params`, a
+        # configuration object) would hide that member: it is `self.params_` on the batched class.
+        init = next((s for s in cls.node.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
+                    None)
+        me = (self_name_of(init) or "self") if init is not None else "self"
+        own = {f.name for f in ir.all_fields(cls)}
+        self.plain_renamed = {t[0]: t[0] + "_" for n in (walk(init.body) if init is not None else ())
+                              for target in assigned(n) for t in [self_path(target, me)]
+                              if t and len(t) == 1 and t[0] in RESERVED and t[0] not in own}
+        self.renamer = ModelNameRenamer({n: ir.classes[n].batched_name for n in ir.targets}, self.plain_renamed)
 
     def renamed(self, node: cst.CSTNode) -> cst.CSTNode:
         # A walk is much cheaper than a transform: most methods never name a model class.
-        if not any(isinstance(n, cst.Name) and n.value in self.renamer.names for n in walk(node)):
+        if not any(isinstance(n, cst.Name) and (n.value in self.renamer.names or n.value in self.plain_renamed)
+                   for n in walk(node)):
             return node
         return node.visit(self.renamer)
 
@@ -238,6 +260,9 @@ class ClassEmitter:
             "reset_fields": [{"name": f, "attr": a(f), "optional": f in optional} for f in cls.reset_fields],
             # reset_state creates these and __init__ does not call it: a model not reset yet lacks them.
             "late_fields": [] if cls.init_resets else list(cls.reset_fields),
+            "plain_renamed": dict_literal(self.plain_renamed) if self.plain_renamed else "",
+            "rebuilt_holders": [f"batched.{h} = {code(self.renamed(v).visit(_SelfTo('batched', self.init_self())))}"
+                                for h, v in cls.holder_values.items()],
             "empty_state": keyword_call(cls.state_name, [(s, "None" if s in cls.reset_fields else read(s))
                                                          for s in stored]
                                         + [(ch, f"self.{ch}.state()") for ch in child_cls]
@@ -260,7 +285,15 @@ class ClassEmitter:
         body = list(self.cls.node.body.body)
         if body and _is_docstring(body[0]):
             body = body[1:]
-        return [statement_code(self.renamed(s)) for s in body if not isinstance(s, cst.FunctionDef)]
+        out = [statement_code(self.renamed(s)) for s in body if not isinstance(s, cst.FunctionDef)]
+        if self.cls.holders:  # set by _OneExample while an integrator runs for one example
+            out.append("_example = None  # (params, state) of the example an integrator is called for")
+        return out
+
+    def init_self(self) -> str:
+        init = next((s for s in self.cls.node.body.body
+                     if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+        return (self_name_of(init) or "self") if init is not None else "self"
 
     def init(self) -> str:
         init = next((s for s in self.cls.node.body.body
@@ -287,9 +320,14 @@ class ClassEmitter:
             if method.name not in self.cls.stateful:
                 out.append(statement_code(self.renamed(method.node)))
                 continue
+            if method.name in self.cls.context_properties:  # an integrator's derivatives: no pure twin
+                prop, diagnostics = rewrite_context_property(self.ir, self.cls, method)
+                self.diagnostics.extend(diagnostics)
+                out.append(statement_code(self.renamed(prop)))
+                continue
             pure, diagnostics = rewrite_method(self.ir, self.cls, method)
             self.diagnostics.extend(diagnostics)
-            out.append(statement_code(self.renamed(pure)))
+            out.append(statement_code(self.renamed(with_example_for_holders(pure, self.cls))))
             if method.name == "reset_state":
                 continue  # the batched reset_state is part of the template
             if not method.name.startswith("_"):
@@ -340,6 +378,10 @@ class ClassEmitter:
         lines[-1] += '"""' if not (per_example or shared) else ""
         if per_example or shared:
             lines.append('    """')
+        if func.name.value in self.cls.context_methods:  # an integrator's derivative, inside one example's step
+            passed = ", ".join([*args] + ([f"*{star_name}"] if star_name else []))
+            lines.append(f"    if {self_name}._example is not None:  # called by an integrator for one example")
+            lines.append(f"        return {self_name}.{pure_name(func.name.value)}(*{self_name}._example, {passed})[1]")
         call_args = ", ".join([f"{self_name}.params()", f"{self_name}.state()", *args]
                               + ([f"*{star_name}"] if star_name else []))
         in_axes = f"({axes})"
@@ -365,20 +407,50 @@ class ClassEmitter:
         self.diagnostics.append(Diagnostic(self.ir.path, line, col, code_, message))
 
 
+class _SelfTo(cst.CSTTransformer):
+    """An expression of ``__init__`` with its ``self`` renamed (``batched`` in ``from_model``)."""
+
+    def __init__(self, new: str, old: str):
+        super().__init__()
+        self.new, self.old = new, old
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        return True
+
+    def leave_Attribute(self, original_node, updated_node):
+        return updated_node.with_changes(attr=original_node.attr)
+
+    def leave_Arg(self, original_node, updated_node):
+        return updated_node.with_changes(keyword=original_node.keyword)
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        return cst.Name(self.new) if original_node.value == self.old else updated_node
+
+
 class ModelNameRenamer(cst.CSTTransformer):
     """References to a model class of the file (``super(Foo, self)``, ``isinstance(x, Foo)``,
     ``Foo.helper(...)``) name its batched class: the generated module defines no ``Foo``."""
 
-    def __init__(self, names: dict[str, str]):
+    def __init__(self, names: dict[str, str], attributes: dict[str, str] | None = None):
         super().__init__()
         self.names = names
+        self.attributes = attributes or {}  # `self.params` -> `self.params_` (see ClassEmitter)
+        self.self_names: list[str] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.self_names.append(self_name_of(node) or "")
+        return True
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
         return updated_node.with_changes(value=self.names.get(updated_node.value, updated_node.value))
 
     # Names that are not references keep their spelling.
     def leave_Attribute(self, original_node, updated_node):
-        return updated_node.with_changes(attr=original_node.attr)
+        attribute = original_node.attr
+        if (self.self_names and isinstance(original_node.value, cst.Name)
+                and original_node.value.value == self.self_names[-1] and attribute.value in self.attributes):
+            attribute = cst.Name(self.attributes[attribute.value])
+        return updated_node.with_changes(attr=attribute)
 
     def leave_Arg(self, original_node, updated_node):
         return updated_node.with_changes(keyword=original_node.keyword)
@@ -387,6 +459,7 @@ class ModelNameRenamer(cst.CSTTransformer):
         return updated_node.with_changes(name=original_node.name)
 
     def leave_FunctionDef(self, original_node, updated_node):
+        self.self_names.pop()
         return updated_node.with_changes(name=original_node.name)
 
 
@@ -664,6 +737,7 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
         library=any(c["has_library"] for c in classes) or bool(library_classes),
         library_classes=library_classes,
         with_rng=with_rng,
+        one_example=uses("_OneExample"),
         replace_item=uses("_replace_item"),
         for_loop=uses("_for_loop"),
         cond=uses("_cond"),

@@ -67,6 +67,15 @@ class ModelClass:
     # Whether __init__ calls reset_state (``self.reset_state(self.mode)``); if not, the user does
     # before running, and the batched class creates those fields at the end of its constructor.
     init_resets: bool = True
+    # Derivatives that read state, handed to an integrator in __init__ (``bp.odeint(self.dV)``,
+    # ``bp.odeint(f=self.derivative)`` of a property returning lambdas): called by the integrator
+    # from inside one example's step, they read that example's state (``_OneExample``).
+    context_methods: frozenset[str] = frozenset()  # reader methods: their batched wrapper defers
+    context_properties: frozenset[str] = frozenset()  # properties: their reads go to the example
+    holders: frozenset[str] = frozenset()  # attributes holding such an integrator (``self.integral``)
+    # Each holder's constructor expression in __init__: from_model rebuilds it around the batch's
+    # derivatives (the model's own integrator would read the model's single-example Variables).
+    holder_values: dict[str, cst.BaseExpression] = field(default_factory=dict)
     stateful: set[str] = field(default_factory=set)  # own and inherited stateful methods
     readers: set[str] = field(default_factory=set)  # stateful methods that only read (no writes, no draws)
     random: bool = False  # it, a base or a child draws from BrainPy's global random stream

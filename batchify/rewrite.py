@@ -975,3 +975,91 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
         leading_lines=[],
     )
     return pure, ctx.diagnostics
+
+
+class _ExampleReads(cst.CSTTransformer):
+    """In a derivative property handed to an integrator: ``self.v`` (a state Variable, ``.value``
+    dropped) reads ``self._example.state.v``, ``self.w`` (a weight) ``self._example.params.w``."""
+
+    def __init__(self, ctx: Context):
+        super().__init__()
+        self.ctx = ctx
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        path = self_path(original_node, self.ctx.self_name)
+        if not path:
+            return updated_node
+        ref = self.ctx.resolve(path)
+        if not isinstance(ref, FieldRef) or ref.rest:
+            return updated_node  # `self.v.value`: its inner `self.v` is rewritten, then `.value` dropped below
+        root = "state" if ref.kind == "state" else "params"
+        return attr(name(self.ctx.self_name), "_example", root, *ref.children, ref.name)
+
+
+def rewrite_context_property(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.FunctionDef, list[Diagnostic]]:
+    """A property that builds an integrator's derivatives (lambdas reading state): the same property,
+    its state and weight reads taken from the example the integrator is called for (``_OneExample``)."""
+    func = method.node
+    self_name = self_name_of(func) or "self"
+    ctx = Context(ir, cls, method, self_name, "params", "state", Namespace(func))
+    built_ins = [n for n in walk(func.body) if isinstance(n, cst.Attribute)
+                 and (p := self_path(n, self_name)) and isinstance(ctx.resolve(p), LibraryRef)]
+    if built_ins:
+        ctx.report(built_ins[0], "BFY208", f"{method.name} reads a built-in's Variable in a derivative handed to an "
+                   "integrator; read it in the stepping method and pass it as an argument")
+    body = func.body.visit(_DropValue(self_name, ctx)).visit(_ExampleReads(ctx))
+    return func.with_changes(body=body), ctx.diagnostics
+
+
+class _DropValue(cst.CSTTransformer):
+    """``self.v.value`` -> ``self.v`` for a field, so that ``_ExampleReads`` sees one form."""
+
+    def __init__(self, self_name: str, ctx: Context):
+        super().__init__()
+        self.self_name, self.ctx = self_name, ctx
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        if original_node.attr.value == "value":
+            path = self_path(original_node.value, self.self_name)
+            if path and isinstance(self.ctx.resolve(path), FieldRef):
+                return updated_node.value
+        return updated_node
+
+
+class _HolderCalls(cst.CSTTransformer):
+    """In a pure method: a statement calling an integrator that holds state-reading derivatives
+    (``V = self.integral(...)``) runs ``with _OneExample(self, params, state):``."""
+
+    def __init__(self, self_name: str, holders: frozenset[str], params: str, state: str):
+        super().__init__()
+        self.self_name, self.holders, self.params, self.state = self_name, holders, params, state
+        self.depth = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.depth += 1
+        return self.depth == 1  # nested functions (loop bodies) keep their own state names
+
+    def leave_FunctionDef(self, original_node, updated_node):
+        self.depth -= 1
+        return updated_node
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
+                                  updated_node: cst.SimpleStatementLine):
+        if not any(isinstance(n, cst.Call) and (p := self_path(n.func, self.self_name)) and p[0] in self.holders
+                   for n in walk(original_node)):
+            return updated_node
+        item = cst.WithItem(cst.Call(name("_OneExample"), [cst.Arg(name(v)) for v in
+                                                           (self.self_name, self.params, self.state)]))
+        return cst.With([item], cst.IndentedBlock([updated_node.with_changes(leading_lines=[])]),
+                        leading_lines=updated_node.leading_lines)
+
+
+def with_example_for_holders(pure: cst.FunctionDef, cls: ModelClass) -> cst.FunctionDef:
+    """``pure`` (a ``*_pure`` method) with its integrator calls given the example they run for."""
+    if not cls.holders:
+        return pure
+    params = pure.params.params
+    return pure.visit(_HolderCalls(params[0].name.value, cls.holders, params[1].name.value, params[2].name.value))

@@ -131,32 +131,86 @@ import brainpy.math as bm
 
 
 class Cell(bp.dyn.NeuDyn):
+    """A derivative method reading an input port, handed to the integrator in __init__."""
+
     def __init__(self, size):
         super().__init__(size)
         self.V = bm.Variable(bm.zeros(self.num))
+        self.w = bm.Variable(bm.zeros(self.num))
         self.input = bm.Variable(bm.zeros(self.num))
-        self.integral = bp.odeint(self.dV, method="exp_euler")
+        self.integral = bp.odeint(bp.JointEq(self.dV, self.dw), method="exp_euler")
 
-    def dV(self, V, t):
-        return (-V + self.input) / 10.0
+    def dV(self, V, t, w):
+        return (-V - w + self.input) / 10.0
+
+    def dw(self, w, t, V):
+        return (V - 0.5 * w) / 30.0
 
     def update(self, x=None):
-        self.V.value = self.integral(self.V.value, bp.share["t"], bp.share["dt"])
+        V, w = self.integral(self.V.value, self.w.value, bp.share["t"], bp.share["dt"])
+        self.V.value = V
+        self.w.value = w
         self.input.value = bm.zeros_like(self.input)
+
+
+class Ring(bp.DynamicalSystem):
+    """A derivative property returning lambdas that read state (a common CANN style)."""
+
+    def __init__(self, num, tau=1.0, tau_v=5.0, m=0.3):
+        super().__init__()
+        self.tau, self.tau_v, self.m = tau, tau_v, m
+        self.u = bm.Variable(bm.zeros(num))
+        self.v = bm.Variable(bm.zeros(num))
+        self.integral = bp.odeint(method="exp_euler", f=self.derivative)
+
+    @property
+    def derivative(self):
+        du = lambda u, t, Irec: (-u + Irec - self.v) / self.tau
+        dv = lambda v, t: (-v + self.m * self.u) / self.tau_v
+        return bp.JointEq([du, dv])
+
+    def update(self, x):
+        u, v = self.integral(self.u, self.v, bp.share["t"], x, bp.share["dt"])
+        self.u.value = bm.maximum(u, 0.0)
+        self.v.value = v
+        return self.u.value
 '''
 
 
-def test_a_derivative_reading_state_handed_to_an_integrator_is_refused(tmp_path: Path) -> None:
-    """Found in the wider corpus once examples started from different states (PituitaryCell): the
-    integrator built in __init__ holds the batched dV, which inside one example's step vmapped the
-    whole batch's stored input over the neuron axis; with 3 neurons and a batch of 3 nothing raised
-    and verification FAILed (float64 too). Before: exit 0 and that output."""
-    src = tmp_path / "cell.py"
+@pytest.mark.parametrize("cls,flags", [
+    ("Cell", ["--port", "input=3:float32:20.0"]),
+    ("Ring", ["--input-shape", "x=3:float32:2.0"]),
+])
+def test_a_derivative_reading_state_handed_to_an_integrator_reads_its_example(tmp_path: Path, cls, flags) -> None:
+    """Found in the wider corpus once examples started from different states (PituitaryCell, the
+    ZilongJi sweep models): the integrator built in __init__ held the batched dV, which inside one
+    example's step vmapped the whole batch's stored input over the neuron axis; with 3 neurons and
+    a batch of 3 nothing raised (verification FAILed, float64 too), and a derivative property read
+    the batch's Variables. Now the integrator runs with the example's state (_OneExample), and
+    from_model rebuilds it around the batch's derivatives."""
+    src = tmp_path / "cells.py"
     src.write_text(DERIVATIVE_READS_STATE)
-    result = batchify(str(src), "-o", str(tmp_path / "cell_batched.py"), cwd=tmp_path)
-    assert result.returncode == 1 and "cell.py:10:35: BFY208 self.dV is handed over in __init__ (to an integrator or a custom_vjp)" in result.stderr, \
-        result.stderr
-    assert "reads self.input" in result.stderr and not (tmp_path / "cell_batched.py").exists()
+    out = tmp_path / "cells_batched.py"
+    assert batchify(str(src), "-o", str(out), cwd=tmp_path).returncode == 0
+    result = batchify("verify", str(src), str(out), "--class", cls, "--init", "3", "--dt", "0.5", "--steps", "12",
+                      "--batch", "3", "--no-speed", "--strict", *flags, cwd=tmp_path)
+    assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
+    assert "with _OneExample(self, params, state):" in out.read_text()
+
+
+@pytest.mark.parametrize("init_line,message", [
+    ('self.integral = bp.odeint(bp.JointEq(self.dV, self.dw), method=method)',
+     "built from __init__'s own names (method)"),
+    ('self.fns = [self.dV, self.dw]', "it is not handed to an integrator stored on self"),
+])
+def test_a_derivative_that_cannot_be_rebuilt_is_refused(tmp_path: Path, init_line, message) -> None:
+    text = DERIVATIVE_READS_STATE.replace("def __init__(self, size):", "def __init__(self, size, method='exp_euler'):")
+    text = text.replace('self.integral = bp.odeint(bp.JointEq(self.dV, self.dw), method="exp_euler")', init_line)
+    src = tmp_path / "cells.py"
+    src.write_text(text)
+    result = batchify(str(src), "-o", str(tmp_path / "cells_batched.py"), "--class", "Cell", cwd=tmp_path)
+    assert result.returncode == 1 and "BFY208" in result.stderr and message in result.stderr, result.stderr
+    assert not (tmp_path / "cells_batched.py").exists()
 
 
 SCRIPT_SETTINGS = '''import argparse
@@ -192,5 +246,40 @@ def test_a_setting_that_reads_the_scripts_arguments_is_not_copied(tmp_path: Path
     assert batchify(str(src), "-o", str(out), cwd=tmp_path).returncode == 0
     text = out.read_text()
     assert "parse_args" not in text and "argparse" not in text and "bm.set_dt(0.5)" in text
+    checked = verify(src, out, 3)
+    assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
+
+
+CONFIG_NAMED_PARAMS = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class NetConfig:
+    """The model's own configuration object, stored as self.params (found in the wider corpus)."""
+
+    def __init__(self, tau=4.0):
+        self.tau = tau
+
+
+class Net(bp.DynamicalSystem):
+    def __init__(self, n, params: NetConfig = NetConfig()):
+        super().__init__()
+        self.params = params
+        self.h = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.h.value = self.h + (-self.h + x) / self.params.tau
+        return self.h.value
+'''
+
+
+def test_a_plain_attribute_named_like_a_batched_member_is_renamed(tmp_path: Path) -> None:
+    """`self.params = params` hid the batched class's params(): "TypeError: 'DCParams' object is not
+    callable" at the first step (ThetaSweepModelling's DCNet). It is `self.params_` there now."""
+    src = tmp_path / "net.py"
+    src.write_text(CONFIG_NAMED_PARAMS)
+    out = tmp_path / "net_batched.py"
+    assert batchify(str(src), "-o", str(out), cwd=tmp_path).returncode == 0
+    assert "self.params_ = params" in out.read_text() and "self.params_.tau" in out.read_text()
     checked = verify(src, out, 3)
     assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
