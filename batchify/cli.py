@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import hashlib
 import json
@@ -521,9 +522,12 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     from batchify import verify as engine  # imports jax and brainpy
     from batchify.loader import load_generated, load_models
 
-    original = load_models(src, only=requested)
+    # The model's own prints (a seed it reports) go to stderr: stdout holds the report alone.
+    with contextlib.redirect_stdout(sys.stderr):
+        original = load_models(src, only=requested)
     try:
-        batched = load_generated(generated)
+        with contextlib.redirect_stdout(sys.stderr):
+            batched = load_generated(generated)
     except Exception as exc:  # noqa: BLE001 - the user's generated file: report, do not crash
         raise BatchifyError([Diagnostic(str(generated), 1, 1, "BFY302",
                                         f"the generated module does not load: {type(exc).__name__}: {exc}")]) from None
@@ -559,10 +563,11 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
 
     fmt = getattr(args, "format", "text")
     try:
-        results = engine.run_plans(plans, original, batched, stateful,
-                                   rerun_argv=None if args.x64_probe or getattr(args, "no_triage", False)
-                                   else rerun_argv, probe=args.x64_probe,
-                                   speed=not (getattr(args, "no_speed", False) or args.x64_probe))
+        with contextlib.redirect_stdout(sys.stderr):
+            results = engine.run_plans(plans, original, batched, stateful,
+                                       rerun_argv=None if args.x64_probe or getattr(args, "no_triage", False)
+                                       else rerun_argv, probe=args.x64_probe,
+                                       speed=not (getattr(args, "no_speed", False) or args.x64_probe))
     except DriveError as exc:
         raise BatchifyError([Diagnostic(shown, 1, 1, "BFY302", f"cannot verify: {exc}")]) from None
     except RuntimeError as exc:  # the generated code refused to run (a built-in learning its weights online)

@@ -62,3 +62,20 @@ def test_offsets_and_bad_port_specs_are_read(folder, capsys, monkeypatch) -> Non
     assert (spec.shape, spec.scale, spec.offset) == ((4,), 2.0, -1.0)
     with pytest.raises(DriveError, match="shape:dtype:scale:offset"):
         Input.parse_shape("4:floaty")
+
+
+def test_the_models_own_prints_do_not_break_the_json_report(tmp_path, capsys, monkeypatch) -> None:
+    """Found in the wider corpus (JITReservoir prints its seeds in __init__): the JSON report on stdout
+    was preceded by the model's print and could not be read. The model's output goes to stderr."""
+    monkeypatch.chdir(tmp_path)
+    text = CASE.read_text().replace('        self.tau = tau\n        self.w = bm.TrainVar(bm.ones(n) * 0.5)',
+                                    '        self.tau = tau\n        print("seed: 1234")\n'
+                                    '        self.w = bm.TrainVar(bm.ones(n) * 0.5)', 1)
+    (tmp_path / "printing.py").write_text(text)
+    assert main(["printing.py", "-o", "printing_batched.py", "--class", "PortNeuron"]) == 0
+    capsys.readouterr()
+    code = main(["verify", "printing.py", "printing_batched.py", "--class", "PortNeuron", "--init", "4", "--port",
+                 "input=4:float32:5.0", "--steps", "5", "--no-speed", "--format", "json"])
+    captured = capsys.readouterr()
+    assert code == 0 and json.loads(captured.out)["classes"][0]["verdict"] == "PASS"
+    assert "seed: 1234" in captured.err
