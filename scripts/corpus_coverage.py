@@ -79,7 +79,8 @@ def main() -> int:
             drive = drives.get(key, {})
             entry = {"key": key, "class": row["class"], "list": row["list"], "transformed": False, "verified": None,
                      "verdict": "", "strength": None, "weak": [], "code": "", "message": "",
-                     "runnable": drive.get("runnable", True), "reason": drive.get("reason", "")}
+                     "runnable": drive.get("runnable", True), "reason": drive.get("reason", ""),
+                     "notes": drive.get("notes", "")}
             if text is None:
                 entry.update(code="-", message="source not found under --sources")
                 results.append(entry)
@@ -194,7 +195,10 @@ def write_report(out: Path, results: list[dict]) -> None:
     ]
     for r in results:
         verified_cell = "-" if r["verified"] is None else (r["verdict"] or ("yes" if r["verified"] else "NO"))
-        diag = f"{r['code']} {r['message']}".strip().replace("|", "\\|")
+        diag = f"{r['code']} {r['message']}".strip()
+        if r["runnable"] and r["verdict"] != "PASS" and not diag:  # not verified: our notes say why
+            diag = r.get("notes", "")
+        diag = diag.replace("|", "\\|")
         runs = "yes" if r["runnable"] else f"no: {r['reason']}".replace("|", "\\|")
         lines.append(f"| {r['list']} | `{r['key']}` | {runs} | {'yes' if r['transformed'] else 'no'} | "
                      f"{verified_cell} | {covered(r['strength'])} | {diag} |")
