@@ -43,13 +43,15 @@ STANDARD_IMPORT_LINES = ("from typing import NamedTuple", "import brainpy.math a
 # What the training harness adds: binding -> what it is bound to, and the import line.
 HARNESS_IMPORTS = {"brainstate": "brainstate", "brainpy_env": "brainpy.math.defaults.env",
                    "np": "numpy", "optax": "optax", "Mesh": "jax.sharding.Mesh",
-                   "NamedSharding": "jax.sharding.NamedSharding", "PartitionSpec": "jax.sharding.PartitionSpec"}
+                   "NamedSharding": "jax.sharding.NamedSharding", "PartitionSpec": "jax.sharding.PartitionSpec",
+                   "tqdm": "tqdm"}
 HARNESS_IMPORT_LINES = {"brainstate": "import brainstate", "bp": "import brainpy as bp",
                         "brainpy_env": "from brainpy.math.defaults import env as brainpy_env",
                         "np": "import numpy as np", "optax": "import optax",
                         "Mesh": "from jax.sharding import Mesh, NamedSharding, PartitionSpec",
                         "NamedSharding": "from jax.sharding import Mesh, NamedSharding, PartitionSpec",
-                        "PartitionSpec": "from jax.sharding import Mesh, NamedSharding, PartitionSpec"}
+                        "PartitionSpec": "from jax.sharding import Mesh, NamedSharding, PartitionSpec",
+                        "tqdm": "import tqdm"}
 # What the built-ins' library helper adds (it names BrainPy `bp`, whatever the source calls it).
 LIBRARY_IMPORTS = {"brainstate": "brainstate", "bp": "brainpy"}
 HELPERS = (
