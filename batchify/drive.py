@@ -272,6 +272,15 @@ def from_toml(cls: str, table: dict) -> Drive:
                    **{k: table[k] for k in ("steps", "batch", "dt", "rtol", "atol", "seed", "perturb") if k in table})
 
 
+def _named(items, flag: str, example: str):
+    """``NAME=VALUE`` flag values as pairs; one without ``=`` is a DriveError naming the flag."""
+    for item in items or []:
+        name, eq, value = item.partition("=")
+        if not eq:
+            raise DriveError(f"{flag} {item!r}: write {example}")
+        yield name, value
+
+
 def with_flags(drive: Drive, flags) -> Drive:
     """Flags override the pyproject table, field by field."""
     changes: dict = {}
@@ -281,31 +290,23 @@ def with_flags(drive: Drive, flags) -> Drive:
     if flags.method:
         changes["method"] = flags.method
     inputs = dict(drive.inputs)
-    for item in flags.input_shape or []:
-        name, eq, spec = item.partition("=")
-        if not eq:
-            raise DriveError(f"--input-shape {item!r}: write NAME=SHAPE, e.g. x=64")
+    for name, spec in _named(flags.input_shape, "--input-shape", "NAME=SHAPE, e.g. x=64"):
         inputs[name] = Input.parse_shape(spec)
     for item in flags.shared or []:
         name, eq, spec = item.partition("=")
         inputs[name] = Input.parse_shared(spec if eq else "time")
     changes["inputs"] = inputs
     ports = dict(drive.ports)
-    for item in getattr(flags, "port", None) or []:
-        name, eq, spec = item.partition("=")
-        if not eq:
-            raise DriveError(f"--port {item!r}: write PATH=SHAPE, e.g. input=64 or E.input=64:float32:5.0")
+    for name, spec in _named(getattr(flags, "port", None), "--port",
+                             "PATH=SHAPE, e.g. input=64 or E.input=64:float32:5.0"):
         ports[name] = Input.parse_shape(spec)
     changes["ports"] = ports
     share = dict(drive.share)
-    for item in getattr(flags, "bp_share", None) or []:
-        key, eq, text = item.partition("=")
-        if not eq:
-            raise DriveError(f"--bp-share {item!r}: write KEY=VALUE, e.g. fit=True")
+    for key, text in _named(getattr(flags, "bp_share", None), "--bp-share", "KEY=VALUE, e.g. fit=True"):
         try:
             share[key] = ast.literal_eval(text)
         except (ValueError, SyntaxError):
-            raise DriveError(f"--bp-share {item!r}: the value must be a Python literal") from None
+            raise DriveError(f"--bp-share {key}={text!r}: the value must be a Python literal") from None
     changes["share"] = share
     if getattr(flags, "mode", None):
         if flags.mode not in MODES:

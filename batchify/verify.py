@@ -62,7 +62,7 @@ if os.environ.get(X64_ENV):
 
 @dataclass
 class Section:
-    """One compared quantity group: forward outputs, final state, gradients."""
+    """One compared quantity group: forward outputs, state at every step, gradients."""
 
     name: str
     ok: bool = True
