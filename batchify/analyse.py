@@ -776,9 +776,9 @@ def check_escaping_methods(a: Analysis, cls: ModelClass, scan) -> None:
     me = self_name_of(init) or "self"
     called = {id(n.func) for n in walk(init.body) if isinstance(n, cst.Call)}
     methods, properties, holders, values = set(), set(), set(), {}
-    p = init.params
-    own_names = {q.name.value for q in (*p.posonly_params, *p.params, *p.kwonly_params)} | {
-        q.name.value for q in (p.star_arg, p.star_kwarg) if isinstance(q, cst.Param)} | {
+    params = init.params
+    own_names = {q.name.value for q in (*params.posonly_params, *params.params, *params.kwonly_params)} | {
+        q.name.value for q in (params.star_arg, params.star_kwarg) if isinstance(q, cst.Param)} | {
         t.value for n in walk(init.body) for t in assigned(n) if isinstance(t, cst.Name)}
     for stmt in walk(init.body):
         if not isinstance(stmt, cst.SimpleStatementLine):
@@ -794,15 +794,15 @@ def check_escaping_methods(a: Analysis, cls: ModelClass, scan) -> None:
             integrator = isinstance(small, cst.Assign) and any(
                 isinstance(n, cst.Call) and any(q.startswith(INTEGRATOR_FACTORIES) for q in a.qualified_names(n.func))
                 for n in nodes)
+            # __init__'s parameters and locals the statement reads: from_model could not rebuild it.
+            not_reads = {id(x.keyword) for x in nodes if isinstance(x, cst.Arg) and x.keyword} | {
+                id(x.attr) for x in nodes if isinstance(x, cst.Attribute)} | {id(t) for t in assigned(small)}
+            local = sorted({n.value for n in nodes if isinstance(n, cst.Name) and id(n) not in not_reads
+                            and n.value in own_names and n.value != me})
             for node in refs:
                 name = node.attr.value
                 method = cls.methods[name]
                 reader = not (method.writes or method.draws or method.self_calls or method.child_calls)
-                not_reads = {id(x.keyword) for x in nodes if isinstance(x, cst.Arg) and x.keyword} | {
-                    id(x.attr) for x in nodes if isinstance(x, cst.Attribute)} | {
-                    id(t) for t in assigned(small)}
-                local = sorted({n.value for n in nodes if isinstance(n, cst.Name) and id(n) not in not_reads
-                                and n.value in own_names and n.value != me})
                 if target and len(target) == 1 and integrator and reader and method.kind in ("method", "property"):
                     if local:
                         a.report(node, "BFY208", f"self.{target[0]} is an integrator of derivatives that read state, "

@@ -323,12 +323,12 @@ def current_output(path: Path) -> str | None:
 def stale_reason(current: str | None, source: bytes, command: str) -> str:
     """Why a committed output differs: a missing file, a changed source, other options, a changed
     generator, or a hand edit (its header records each of them, see provenance.py)."""
-    from batchify.provenance import REGENERATE, STAMP_PATTERN, generator_fingerprint
+    from batchify.provenance import REGENERATE, SOURCE_PATTERN, STAMP_PATTERN, generator_fingerprint
 
     if current is None:
         return "is missing"
     lines = current.split("\n", 3) + ["", "", ""]
-    match = re.search(r"\(sha256 ([0-9a-f]{64})\)", lines[0])
+    match = SOURCE_PATTERN.search(lines[0])
     if match is None or match.group(1) != hashlib.sha256(source).hexdigest():
         return "is stale: its source changed since it was generated"
     if lines[1] != REGENERATE + command:
@@ -514,7 +514,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
         if cls is None:
             return bool(ir.library_late.get(name))
         return (any(c.reset_fields and not c.init_resets for c in ir.chain(cls))
-                              or any(resets_late(ch.class_name) for ch in ir.all_children(cls)))
+                or any(resets_late(ch.class_name) for ch in ir.all_children(cls)))
 
     for plan in plans:
         plan.drive = replace(plan.drive, reset_first=resets_late(plan.cls))

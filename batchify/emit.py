@@ -150,12 +150,12 @@ class ClassEmitter:
         self.diagnostics: list[Diagnostic] = []
         # A plain attribute named like a member of the batched class (`self.params = params`, a
         # configuration object) would hide that member: it is `self.params_` on the batched class.
-        init = next((s for s in cls.node.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
-                    None)
-        me = (self_name_of(init) or "self") if init is not None else "self"
+        init = self.init_node = next((s for s in cls.node.body.body
+                                      if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+        self.init_self = (self_name_of(init) or "self") if init is not None else "self"
         own = {f.name for f in ir.all_fields(cls)}
         self.plain_renamed = {t[0]: t[0] + "_" for n in (walk(init.body) if init is not None else ())
-                              for target in assigned(n) for t in [self_path(target, me)]
+                              for target in assigned(n) for t in [self_path(target, self.init_self)]
                               if t and len(t) == 1 and t[0] in RESERVED and t[0] not in own}
         self.renamer = ModelNameRenamer({n: ir.classes[n].batched_name for n in ir.targets}, self.plain_renamed)
 
@@ -184,6 +184,7 @@ class ClassEmitter:
             return attribute_name(name) if name in own else name
 
         optional = {f.name for f in fields if f.optional}  # created on some paths only: None when absent
+        holder_renamer = ModelNameRenamer({**self.renamer.names, self.init_self: "batched"})
 
         containers = {f.name: f.container for f in fields if f.container}  # bm.VarList / bm.VarDict
 
@@ -263,8 +264,8 @@ class ClassEmitter:
             # reset_state creates these and __init__ does not call it: a model not reset yet lacks them.
             "late_fields": [] if cls.init_resets else list(cls.reset_fields),
             "plain_renamed": dict_literal(self.plain_renamed) if self.plain_renamed else "",
-            "rebuilt_holders": [f"batched.{h} = {code(self.renamed(v).visit(_SelfTo('batched', self.init_self())))}"
-                                for h, v in cls.holder_values.items()],
+            # __init__'s `self` is `batched` there; model classes of the file are their batched classes.
+            "rebuilt_holders": [f"batched.{h} = {code(v.visit(holder_renamer))}" for h, v in cls.holder_values.items()],
             "empty_state": keyword_call(cls.state_name, [(s, "None" if s in cls.reset_fields else read(s))
                                                          for s in stored]
                                         + [(ch, f"self.{ch}.state()") for ch in child_cls]
@@ -292,14 +293,8 @@ class ClassEmitter:
             out.append("_example = None  # (params, state) of the example an integrator is called for")
         return out
 
-    def init_self(self) -> str:
-        init = next((s for s in self.cls.node.body.body
-                     if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
-        return (self_name_of(init) or "self") if init is not None else "self"
-
     def init(self) -> str:
-        init = next((s for s in self.cls.node.body.body
-                     if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+        init = self.init_node
         if init is None:  # the class relies on its base's constructor
             if self.cls.model_base:
                 return ("def __init__(self, *args, batch_size, **kwargs):\n"
@@ -407,26 +402,6 @@ class ClassEmitter:
         pos = self.ir.positions.get(node)
         line, col = (pos.start.line, pos.start.column + 1) if pos else (1, 1)
         self.diagnostics.append(Diagnostic(self.ir.path, line, col, code_, message))
-
-
-class _SelfTo(cst.CSTTransformer):
-    """An expression of ``__init__`` with its ``self`` renamed (``batched`` in ``from_model``)."""
-
-    def __init__(self, new: str, old: str):
-        super().__init__()
-        self.new, self.old = new, old
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        return True
-
-    def leave_Attribute(self, original_node, updated_node):
-        return updated_node.with_changes(attr=original_node.attr)
-
-    def leave_Arg(self, original_node, updated_node):
-        return updated_node.with_changes(keyword=original_node.keyword)
-
-    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
-        return cst.Name(self.new) if original_node.value == self.old else updated_node
 
 
 class ModelNameRenamer(cst.CSTTransformer):

@@ -57,14 +57,17 @@ def resolve(obj, path: str):
     return obj
 
 
+def write_ports(model, ports: Sequence[Port], example: int, t: int) -> None:
+    """Before step ``t`` of ``example`` on the original: each port's value for it."""
+    for port in ports:
+        resolve(model, port.path).value = bm.asarray(port.values[example, t])
+
+
 def set_in_state(state, path: str, value):
     """``state`` (a generated ``FooState``) with the Variable at ``path`` replaced by ``value``."""
     first, _, rest = path.partition(".")
-    fields = getattr(state, "_fields", ())
-    if first in fields or f"{first}_" in fields:
-        name = first if first in fields else f"{first}_"
-        inner = getattr(state, name)
-        return state._replace(**{name: set_in_state(inner, rest, value) if rest else value})
+    if first in getattr(state, "_fields", ()):  # a State field keeps the Variable's own name
+        return state._replace(**{first: set_in_state(getattr(state, first), rest, value) if rest else value})
     library = getattr(state, "library", None)
     if isinstance(library, dict):  # a built-in's Variable, keyed by its path (a class batched whole: "model.")
         for key in (path, f"model.{path}"):
@@ -328,8 +331,7 @@ def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int
         variables_ = state_vars(model)
         for t in range(steps):
             tick(dt, t)
-            for port in ports:
-                resolve(model, port.path).value = bm.asarray(port.values[e, t])
+            write_ports(model, ports, e, t)
             per_step.append(to_numpy(call(step, args, (a.example(e, t) for a in args))))
             per_state.append({k: np.asarray(v.value) for k, v in variables_.items()})
         outputs.append(per_step)
@@ -352,10 +354,9 @@ def measure(starts: list[dict], outputs, states) -> Strength:
     booleans = [n for n in names if np.asarray(states[0][0][n]).dtype == np.bool_]
     if booleans:
         s.spikes = int(sum(np.count_nonzero(step[n]) for run in states for step in run for n in booleans))
-    s.outputs = sum(np.issubdtype(np.asarray(x).dtype, np.floating) for x in jax.tree.leaves(outputs[0][0])) \
-        if outputs and outputs[0] else 0
-    # A stateless step (an already functional `step(x, h) -> h_next`) is covered by its outputs.
     first = [np.asarray(x) for x in jax.tree.leaves(outputs[0][0])] if outputs and outputs[0] else []
+    s.outputs = sum(np.issubdtype(x.dtype, np.floating) for x in first)
+    # A stateless step (an already functional `step(x, h) -> h_next`) is covered by its outputs.
     s.outputs_vary = any(not np.array_equal(a, np.asarray(b)) for run in outputs for out in run
                          for a, b in zip(first, jax.tree.leaves(out)))
     return s

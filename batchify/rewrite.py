@@ -991,7 +991,7 @@ class _ExampleReads(cst.CSTTransformer):
             return updated_node
         ref = self.ctx.resolve(path)
         if not isinstance(ref, FieldRef) or ref.rest:
-            return updated_node  # `self.v.value`: its inner `self.v` is rewritten, then `.value` dropped below
+            return updated_node  # `self.v.shape`: its inner `self.v` was rewritten already
         root = "state" if ref.kind == "state" else "params"
         return attr(name(self.ctx.self_name), "_example", root, *ref.children, ref.name)
 
@@ -1042,9 +1042,6 @@ class _HolderCalls(cst.CSTTransformer):
     def leave_FunctionDef(self, original_node, updated_node):
         self.depth -= 1
         return updated_node
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
                                   updated_node: cst.SimpleStatementLine):

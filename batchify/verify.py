@@ -29,6 +29,7 @@ X64_ENV = "BATCHIFY_X64"
 if os.environ.get(X64_ENV):  # the float64 rerun: before jax is imported anywhere
     os.environ["JAX_ENABLE_X64"] = "1"
 
+import brainpy as bp  # noqa: E402
 import brainpy.math as bm  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -52,6 +53,7 @@ from batchify.equivalence import (  # noqa: E402
     set_in_state,
     snapshot,
     start_batch,
+    write_ports,
     variables,
     tick,
 )
@@ -175,8 +177,6 @@ class Verifier:
         self.random = draws_randomly(batched_cls)
 
     def build(self):
-        import brainpy as bp
-
         bm.random.seed(self.drive.seed)
         if self.drive.share:
             bp.share.save(**self.drive.share)
@@ -252,8 +252,7 @@ class Verifier:
                 outs = []
                 for t in range(d.steps):
                     tick(d.dt, t)
-                    for port in self.ports:
-                        resolve(model, port.path).value = bm.asarray(port.values[e, t])
+                    write_ports(model, self.ports, e, t)
                     out = call(getattr(model, self.method), self.args, (a.example(e, t) for a in self.args))
                     # The value now, not the object: an update returning its own Variable would
                     # otherwise be read at the end, every step seeing the last value.
@@ -316,8 +315,7 @@ class Verifier:
         shapes = []
         for t in range(self.drive.steps):
             tick(self.drive.dt, t)
-            for port in self.ports:
-                resolve(model, port.path).value = bm.asarray(port.values[0, t])
+            write_ports(model, self.ports, 0, t)
             out = call(getattr(model, self.method), self.args, (a.example(0, t) for a in self.args))
             shapes.append([np.shape(leaf) for leaf in float_leaves(out)])
         restore(model, initial)
