@@ -31,10 +31,7 @@ from batchify.ir import Child, Field, Method, ModelClass, ModuleIR
 
 # Attributes and methods the generated batched class defines: a model's Variable of such a name is
 # renamed on the batched class (`self.state_`), a method of such a name is refused (BFY010).
-RESERVED = frozenset(
-    {"batch_size", "params", "state", "set_params", "set_state", "from_model", "set_batch_size", "rng_key",
-     "library"}
-)
+RESERVED = names.RESERVED
 
 
 # Fields of the generated State besides the model's own: a Variable may not take these names.

@@ -7,10 +7,9 @@ Python decides the content (LibCST renders every piece of code); the templates i
 from __future__ import annotations
 
 import functools
+import re
 import sys
-import textwrap
 from dataclasses import dataclass
-from pathlib import Path
 
 import jinja2
 import libcst as cst
@@ -23,11 +22,10 @@ from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.harness import HarnessOptions, harness_classes
 from batchify.harness import context as harness_context
 from batchify.ir import ModelClass, ModuleIR
-from batchify.names import (SHARED_CLOCK_PARAMS, SHARED_DICT_PARAMS, STATE_FACTORIES, STATE_VARIABLES,
+from batchify.harness import class_header
+from batchify.names import (RUNTIME, RUNTIME_CONTRACT, SHARED_CLOCK_PARAMS, SHARED_DICT_PARAMS, STATE_FACTORIES, STATE_VARIABLES,
                             VARIABLE_CONTAINERS)
 from batchify.rewrite import (
-    Namespace,
-    drop_unused_star_params,
     keyword_arg,
     pure_name,
     rewrite_context_property,
@@ -37,28 +35,17 @@ from batchify.rewrite import (
 
 LINE_LENGTH = 100
 
-# What the generated support code itself imports: binding -> what it is bound to.
-STANDARD_IMPORTS = {"NamedTuple": "typing.NamedTuple", "bm": "brainpy.math", "jax": "jax", "jnp": "jax.numpy"}
-STANDARD_IMPORT_LINES = ("from typing import NamedTuple", "import brainpy.math as bm", "import jax", "import jax.numpy as jnp")
-# What the training harness adds: binding -> what it is bound to, and the import line.
-HARNESS_IMPORTS = {"brainstate": "brainstate", "brainpy_env": "brainpy.math.defaults.env",
-                   "np": "numpy", "optax": "optax", "Mesh": "jax.sharding.Mesh",
-                   "NamedSharding": "jax.sharding.NamedSharding", "PartitionSpec": "jax.sharding.PartitionSpec",
-                   "tqdm": "tqdm"}
-HARNESS_IMPORT_LINES = {"brainstate": "import brainstate", "bp": "import brainpy as bp",
-                        "brainpy_env": "from brainpy.math.defaults import env as brainpy_env",
-                        "np": "import numpy as np", "optax": "import optax",
-                        "Mesh": "from jax.sharding import Mesh, NamedSharding, PartitionSpec",
-                        "NamedSharding": "from jax.sharding import Mesh, NamedSharding, PartitionSpec",
-                        "PartitionSpec": "from jax.sharding import Mesh, NamedSharding, PartitionSpec",
-                        "tqdm": "import tqdm"}
-# What the built-ins' library helper adds (it names BrainPy `bp`, whatever the source calls it).
-LIBRARY_IMPORTS = {"brainstate": "brainstate", "bp": "brainpy"}
-HELPERS = (
-    "_Library", "_Nodes", "_replace_item", "_with_rng", "_for_loop", "_cond", "_while_loop", "_ifelse",
-    "_stateless", "_stack", "_batched", "_unwrap", "_example_axis", "_example_keys", "_next_key",
-    "_param_items", "_params_from", "_class_label", "_padded", "_nll_of_rates"
-)
+# What every generated module imports: binding -> what it is bound to, and the import line.
+# The runtime is imported under its contract: ``from batchify.runtime import v1 as bfy``.
+STANDARD_IMPORTS = {"NamedTuple": "typing.NamedTuple", "jax": "jax", RUNTIME: f"batchify.runtime.v{RUNTIME_CONTRACT}"}
+STANDARD_IMPORT_LINES = ("from typing import NamedTuple", "import jax",
+                         f"from batchify.runtime import v{RUNTIME_CONTRACT} as {RUNTIME}")
+# What a training harness adds (optax only for its built-in cross-entropy).
+HARNESS_IMPORTS = {"jnp": "jax.numpy", "optax": "optax", "bm": "brainpy.math"}
+HARNESS_IMPORT_LINES = {"jnp": "import jax.numpy as jnp", "optax": "import optax", "bm": "import brainpy.math as bm"}
+# Names the rewritten methods may use (``jnp.full_like`` for ``self.V.fill_(x)``, ``bm.NonBatchingMode()``
+# for ``self.mode``): imported when they do, as the source spells them or else as here.
+REWRITE_NAMES = {"jnp": "jax.numpy", "bm": "brainpy.math"}
 
 
 def indent_lines(text: str, width: int = 4, first: bool = False, blank: bool = False) -> str:
@@ -108,24 +95,6 @@ def tuple_literal(items: list[str]) -> str:
     return "(" + ", ".join(f'"{i}"' for i in items) + ")"
 
 
-def keyword_call(func: str, kwargs: list[tuple[str, str]], indent: int, prefix: str = "") -> str:
-    """``Foo(a=x, b=y)``, wrapped one argument a line when it would pass LINE_LENGTH."""
-    flat = f"{func}({', '.join(f'{k}={v}' for k, v in kwargs)})"
-    if indent + len(prefix) + len(flat) <= LINE_LENGTH or not kwargs:
-        return flat
-    pad = " " * (indent + 4)
-    inner = "".join(f"\n{pad}{k}={v}," for k, v in kwargs)
-    return f"{func}({inner}\n{' ' * indent})"
-
-
-def library_call(ir: ModuleIR, cls: ModelClass, owner: str) -> str:
-    """``_Library(owner, ("N", "fc"), batch_size)``, naming the own Variables the built-ins were given."""
-    names = tuple_literal(list(ir.all_libraries(cls)))
-    fields = [f for c in ir.chain(cls) for f in c.library_fields]
-    given = f", fields={tuple_literal(fields)}" if fields else ""
-    return f"_Library({owner}, {names}, batch_size{given})"
-
-
 def attribute_name(field_name: str) -> str:
     """The batched class's attribute for a field: a Variable named like a member the batched class
     defines (``self.state``) gets a trailing underscore (``self.state_``); its State field keeps the name."""
@@ -169,129 +138,77 @@ class ClassEmitter:
     def context(self) -> dict:
         ir, cls = self.ir, self.cls
         fields = ir.all_fields(cls)
-        children = ir.all_children(cls)
-        child_cls = {ch.name: ir.classes[ch.class_name] for ch in children}
-        params = [f.name for f in fields if f.kind == "param"]
-        state = [f.name for f in fields if f.kind == "state"]
-        shared = {f.name: f.shared for f in fields if f.shared}  # one copy for the batch (--shared w=mean)
-        batched_state = [f for f in state if f not in shared]
-        stored = state + ["rng_key"] if cls.random else state  # what state() holds besides children
+        child_cls = {ch.name: ir.classes[ch.class_name] for ch in ir.all_children(cls)}
         libraries = ir.all_libraries(cls)
-        lib = ["library"] if libraries else []  # one _Library holds the built-ins' weights and states
-        own = {f.name for f in fields}
+        lib = ["library"] if libraries else []  # one bfy.Library holds the built-ins' weights and states
+        containers = {"list": "list[jax.Array]", "dict": "dict[str, jax.Array]"}
 
-        def a(name: str) -> str:  # the model's Variables may be renamed; rng_key is ours
-            return attribute_name(name) if name in own else name
+        def annotation(f) -> str:
+            plain = containers.get(f.container, "jax.Array")
+            return f"{plain} | None" if f.optional else plain
 
-        optional = {f.name for f in fields if f.optional}  # created on some paths only: None when absent
-        holder_renamer = ModelNameRenamer({**self.renamer.names, self.init_self: "batched"})
-
-        containers = {f.name: f.container for f in fields if f.container}  # bm.VarList / bm.VarDict
-
-        def read(name: str) -> str:
-            if containers.get(name) == "list":
-                value = f"[variable.value for variable in self.{a(name)}]"
-            elif containers.get(name) == "dict":
-                value = f"{{key: variable.value for key, variable in self.{a(name)}.items()}}"
-            else:
-                value = f"self.{a(name)}.value"
-            return f'{value} if hasattr(self, "{a(name)}") else None' if name in optional else value
-
-        def write(name: str, tree: str) -> str:
-            if containers.get(name) == "list":
-                line = f"for variable, value in zip(self.{a(name)}, {tree}.{name}):\n    variable.value = value"
-            elif containers.get(name) == "dict":
-                line = f"for key, variable in self.{a(name)}.items():\n    variable.value = {tree}.{name}[key]"
-            else:
-                line = f"self.{a(name)}.value = {tree}.{name}"
-            return f"if {tree}.{name} is not None:\n" + textwrap.indent(line, "    ") if name in optional else line
-
+        state = [FieldLine(f.name, annotation(f)) for f in fields if f.kind == "state"]
+        if cls.random:
+            state.append(FieldLine("rng_key", "jax.Array"))
         return {
-            "has_library": bool(libraries),
             "name": cls.name,
-            "batched_name": cls.batched_name,
             "params_name": cls.params_name,
             "state_name": cls.state_name,
-            "bases": self.bases(),
-            "params": [FieldLine(p, "jax.Array") for p in params]
-            + [FieldLine(ch, child_cls[ch].params_name) for ch in child_cls]
+            "header": class_header(cls.batched_name, self.bases() + self.declarations()),
+            "params": [FieldLine(f.name, annotation(f)) for f in fields if f.kind == "param"]
+            + [FieldLine(ch, c.params_name) for ch, c in child_cls.items()]
             + [FieldLine(name, "dict[str, jax.Array]") for name in lib],
-            "state": [FieldLine(s, {"list": "list[jax.Array]", "dict": "dict[str, jax.Array]"}.get(
-                containers.get(s), "jax.Array")) for s in stored]
-            + [FieldLine(ch, child_cls[ch].state_name) for ch in child_cls]
+            "state": state + [FieldLine(ch, c.state_name) for ch, c in child_cls.items()]
             + [FieldLine(name, "dict[str, jax.Array]") for name in lib],
-            "library_from_model": library_call(ir, cls, "model") if libraries else "",
-            "state_summary": ", ".join(f"``{s}``" for s in batched_state) or "none",
-            "shared_summary": ", ".join(f"``{s}`` ({m})" for s, m in shared.items()),
-            "params_summary": ", ".join(f"``{p}``" for p in params) or "none",
             "class_body": self.class_body(),
-            "init": self.init(),
-            "replaced": tuple_literal([*batched_state, *child_cls, *lib]),
-            "own_state": [{"name": f, "attr": a(f), "optional": f in optional, "container": containers.get(f),
-                           "late": not cls.init_resets and f in cls.reset_fields} for f in batched_state],
-            "shares_state": ir.shares_state(cls),
-            "state_axes": keyword_call(cls.state_name, [(s, "None" if s in shared else "0") for s in stored]
-                                       + [(ch, f"self.{ch}.state_axes()" if ir.shares_state(c) else "0")
-                                          for ch, c in child_cls.items()]
-                                       + [(n, "0") for n in lib], 8, "return "),
-            "reduced": keyword_call("state._replace",
-                                    [(s, f"state.{s}.mean(0)" if m == "mean"
-                                      else f"self.{a(s)}.value + (state.{s} - self.{a(s)}.value).sum(0)")
-                                     for s, m in shared.items()]
-                                    + [(ch, f"self.{ch}.reduced(state.{ch})") for ch, c in child_cls.items()
-                                       if ir.shares_state(c)], 8, "return "),
-            # A child's full reset (bp.reset_state): its own reset unless it holds children or built-ins.
-            "children": [{"name": ch, "batched_name": c.batched_name,
-                          "reset_all": "reset_all_example" if ir.all_children(c) or ir.all_libraries(c)
-                          else "reset_example"} for ch, c in child_cls.items()],
-            "resets_tree": bool(children) or bool(libraries),
-            "params_value": keyword_call(cls.params_name, [(p, read(p)) for p in params]
-                                         + [(ch, f"self.{ch}.params()") for ch in child_cls]
-                                         + [(n, f"self.{n}.params()") for n in lib], 8, "return "),
-            "state_value": keyword_call(cls.state_name, [(s, read(s)) for s in stored]
-                                        + [(ch, f"self.{ch}.state()") for ch in child_cls]
-                                        + [(n, f"self.{n}.state()") for n in lib], 8, "return "),
-            "set_params": [write(p, "params") for p in params]
-            + [f"self.{ch}.set_params(params.{ch})" for ch in child_cls]
-            + [f"self.{n}.set_params(params.{n})" for n in lib] or ["pass"],
-            "set_state": [write(s, "state") for s in stored]
-            + [f"self.{ch}.set_state(state.{ch})" for ch in child_cls]
-            + [f"self.{n}.set_state(state.{n})" for n in lib] or ["pass"],
-            "reset_pure": "reset_state" in cls.stateful,
-            "defines_reset": "reset_state" in ir.all_methods(cls),
-            "resets": "reset_state" in cls.stateful or bool(children) or bool(libraries),
-            "reset_fields": [{"name": f, "attr": a(f), "optional": f in optional} for f in cls.reset_fields],
-            # reset_state creates these and __init__ does not call it: a model not reset yet lacks them.
-            "late_fields": [] if cls.init_resets else list(cls.reset_fields),
-            "plain_renamed": dict_literal(self.plain_renamed) if self.plain_renamed else "",
-            # __init__'s `self` is `batched` there; model classes of the file are their batched classes.
-            "rebuilt_holders": [f"batched.{h} = {code(v.visit(holder_renamer))}" for h, v in cls.holder_values.items()],
-            "empty_state": keyword_call(cls.state_name, [(s, "None" if s in cls.reset_fields else read(s))
-                                                         for s in stored]
-                                        + [(ch, f"self.{ch}.state()") for ch in child_cls]
-                                        + [(n, f"self.{n}.state()") for n in lib], 8, "empty = "),
+            "methods": [self.init(), *self.methods()],
             "random": cls.random,
-            "methods": self.methods(),
         }
 
-    def bases(self) -> str:
-        parts = []
+    def declarations(self) -> list[str]:
+        """What the runtime's ``Batched`` reads besides the fields: ``params=FooParams, state=FooState, ...``."""
+        ir, cls = self.ir, self.cls
+        out = [f"params={cls.params_name}", f"state={cls.state_name}"]
+        shared = {f.name: f.shared for f in ir.all_fields(cls) if f.shared}
+        if shared:  # Variables learned online, one copy for the batch (--shared w=mean)
+            out.append("shared=" + dict_literal(shared))
+        libraries = ir.all_libraries(cls)
+        if libraries:
+            out.append(f"builtins={tuple_literal(list(libraries))}")
+            given = [f for c in ir.chain(cls) for f in c.library_fields]
+            if given:
+                out.append(f"builtin_fields={tuple_literal(given)}")
+        if self.plain_renamed:
+            out.append("renamed=" + dict_literal(self.plain_renamed))
+        if cls.reset_fields:
+            out.append(f"created_by_reset={tuple_literal(list(cls.reset_fields))}")
+            if not cls.init_resets:  # reset_state() creates them and __init__ does not call it
+                out.append("late=True")
+        return out
+
+    def source_comment(self, node: cst.CSTNode) -> str:
+        """``# from examples/rate_rnn.py:27-30``: where a generated method came from."""
+        pos = self.ir.positions.get(node)
+        if pos is None:
+            return ""
+        lines = f"{pos.start.line}-{pos.end.line}" if pos.end.line > pos.start.line else f"{pos.start.line}"
+        return f"# from {self.ir.path}:{lines}\n"
+
+    def bases(self) -> list[str]:
+        parts = [] if self.cls.model_base else [f"{RUNTIME}.Batched"]
         for base in self.cls.node.bases:
             if isinstance(base.value, cst.Name) and base.value.value == self.cls.model_base:
                 parts.append(self.ir.classes[self.cls.model_base].batched_name)
             else:
                 parts.append(code(base.with_changes(comma=cst.MaybeSentinel.DEFAULT)))
-        return ", ".join(parts)
+        return parts
 
     def class_body(self) -> list[str]:
         """Class-level statements other than methods and the docstring (class attributes)."""
         body = list(self.cls.node.body.body)
         if body and _is_docstring(body[0]):
             body = body[1:]
-        out = [statement_code(self.renamed(s)) for s in body if not isinstance(s, cst.FunctionDef)]
-        if self.cls.holders:  # set by _OneExample while an integrator runs for one example
-            out.append("_example = None  # (params, state) of the example an integrator is called for")
-        return out
+        return [statement_code(self.renamed(s)) for s in body if not isinstance(s, cst.FunctionDef)]
 
     def init(self) -> str:
         init = self.init_node
@@ -309,30 +226,39 @@ class ClassEmitter:
                 self.report(p, "BFY010", f"__init__ already has a parameter named '{p.name.value}', "
                             "which the batched constructor adds; rename it")
         rewritten = init.visit(InitRewriter(self.ir, self.cls, self_name_of(init) or "self", seed_name))
-        return statement_code(self.renamed(rewritten))
+        return self.source_comment(init) + statement_code(self.renamed(rewritten))
 
     def methods(self) -> list[str]:
         out = []
         for method in self.cls.methods.values():
+            comment = self.source_comment(method.node)
             if method.name not in self.cls.stateful:
-                out.append(statement_code(self.renamed(method.node)))
+                out.append(comment + statement_code(self.renamed(method.node)))
                 continue
             if method.name in self.cls.context_properties:  # an integrator's derivatives: no pure twin
                 prop, diagnostics = rewrite_context_property(self.ir, self.cls, method)
                 self.diagnostics.extend(diagnostics)
-                out.append(statement_code(self.renamed(prop)))
+                out.append(comment + statement_code(self.renamed(prop)))
                 continue
             pure, diagnostics = rewrite_method(self.ir, self.cls, method)
             self.diagnostics.extend(diagnostics)
-            out.append(statement_code(self.renamed(with_example_for_holders(pure, self.cls))))
-            if method.name == "reset_state":
-                continue  # the batched reset_state is part of the template
-            if not method.name.startswith("_"):
-                out.append(self.wrapper(self.renamed(method.node)))
+            block = comment + statement_code(self.renamed(with_example_for_holders(pure, self.cls)))
+            if method.name != "reset_state" and not method.name.startswith("_"):  # bfy.Batched has reset_state
+                block += "\n\n" + self.wrapper(method.node)
+            out.append(block)
         if self.group_of_builtins():
-            out.append(GROUP_UPDATE)
-            out.append(self.wrapper(cst.parse_statement("def update(self, *args):\n    return args\n")))
+            out.append(GROUP_UPDATE + "\n\n" + 'update = bfy.batched_method("update_pure")')
+        if self.cls.holder_values:
+            out.append(self.rebuilt_holders())
         return out
+
+    def rebuilt_holders(self) -> str:
+        """``from_model`` calls this: the model's integrators hold derivatives reading its own Variables."""
+        renamer = ModelNameRenamer({**self.renamer.names, self.init_self: "self"})
+        lines = [f"self.{h} = {code(v.visit(renamer))}" for h, v in self.cls.holder_values.items()]
+        return ("def _rebuild_integrators(self):\n"
+                '    """The integrators built in ``__init__``, around this batch\'s derivatives (``from_model``)."""\n'
+                + "".join(f"    {line}\n" for line in lines)).rstrip("\n")
 
     def group_of_builtins(self) -> bool:
         """A group of BrainPy built-ins without an update of its own: BrainPy's group update runs them."""
@@ -340,63 +266,16 @@ class ClassEmitter:
         return bool(ir.all_libraries(cls)) and not ir.all_children(cls) and "update" not in ir.all_methods(cls)
 
     def wrapper(self, func: cst.FunctionDef) -> str:
-        """The batched drop-in: vmap the pure function over the state and per-example arguments."""
+        """The batched drop-in, one line: ``update = bfy.batched_method("update_pure", shared=("i",))``."""
         args = [p.name.value for p in func.params.params[1:]]
         shared_args = set(self.ir.shared_args)
         if func.name.value == "update" and args[:1] and args[0] in SHARED_DICT_PARAMS:
             shared_args.add(args[0])
         shared_args |= set(args) & set(SHARED_CLOCK_PARAMS)
-        self_name = self_name_of(func) or "self"
-        ns = Namespace(func.params)
-        state, out = ns.fresh("state"), ns.fresh("out")
-        state_axis = f"{self_name_of(func) or 'self'}.state_axes()" if self.ir.shares_state(self.cls) else "0"
-        star = drop_unused_star_params(func).params.star_arg  # `*args` the body reads: each per example
-        star_name = star.name.value if isinstance(star, cst.Param) else None
-        # A per-example argument's axis is checked against the batch (a forgotten --shared says so).
-        axes = ", ".join(["None", state_axis] + ["None" if a in shared_args
-                                                 else f'_example_axis({a}, "{a}", {self_name}.batch_size)'
-                                                 for a in args]
-                         + ([f"*map(_example_axis, {star_name})"] if star_name else []))
-        header = code(func.with_changes(body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])]),
-                                        leading_lines=[])).strip("\n").rsplit("\n", 1)[0]
         shared = [a for a in args if a in shared_args]
-        per_example = [a for a in args if a not in shared_args] + ([f"*{star_name}"] if star_name else [])
-        doc = f"Batched ``{func.name.value}``: runs ``{pure_name(func.name.value)}`` on every example."
-        lines = [header, f'    """{doc}']
-        if per_example or shared:
-            lines.append("")
-        if per_example:
-            listed = ", ".join(f"``{a}``" for a in per_example)
-            verb = "carries" if len(per_example) == 1 else "carry"
-            lines.append(f"    {listed} {verb} a leading batch axis (a Python scalar is used for every example).")
-        if shared:
-            listed = ", ".join(f"``{a}``" for a in shared)
-            lines.append(f"    {listed} {'is' if len(shared) == 1 else 'are'} shared by every example.")
-        lines[-1] += '"""' if not (per_example or shared) else ""
-        if per_example or shared:
-            lines.append('    """')
-        if func.name.value in self.cls.context_methods:  # an integrator's derivative, inside one example's step
-            passed = ", ".join([*args] + ([f"*{star_name}"] if star_name else []))
-            lines.append(f"    if {self_name}._example is not None:  # called by an integrator for one example")
-            lines.append(f"        return {self_name}.{pure_name(func.name.value)}(*{self_name}._example, {passed})[1]")
-        call_args = ", ".join([f"{self_name}.params()", f"{self_name}.state()", *args]
-                              + ([f"*{star_name}"] if star_name else []))
-        in_axes = f"({axes})"
-        stmt = ""
-        if "_example_axis" in axes:  # computed per call: a statement of its own
-            in_axes = ns.fresh("in_axes")
-            stmt = f"    {in_axes} = ({axes})\n"
-            if len(stmt) > LINE_LENGTH:
-                stmt = f"    {in_axes} = (\n        {axes}\n    )\n"
-        vmap = f"jax.vmap({self_name}.{pure_name(func.name.value)}, in_axes={in_axes})"
-        call = f"    {state}, {out} = {vmap}({call_args})"
-        if len(call) > LINE_LENGTH:
-            call = f"    {state}, {out} = {vmap}(\n        {call_args}\n    )"
-        stmt += call
-        if self.ir.shares_state(self.cls):  # the Variables the batch shares take the reduced updates
-            stmt += f"\n    {state} = {self_name}.reduced({state})"
-        lines += [stmt, f"    {self_name}.set_state({state})", f"    return {out}"]
-        return "\n".join(lines)
+        extra = ", shared=" + tuple_literal(shared) if shared else ""
+        method = func.name.value
+        return f'{method} = {RUNTIME}.batched_method("{pure_name(method)}"{extra})'
 
     def report(self, node: cst.CSTNode, code_: str, message: str) -> None:
         pos = self.ir.positions.get(node)
@@ -486,7 +365,7 @@ class InitRewriter(cst.CSTTransformer):
         set_batch = cst.parse_statement(f"{self.self_name}.batch_size = batch_size\n")
         body.insert(first, set_batch)
         make_key = cst.parse_statement(
-            f"{self.self_name}.rng_key = bm.Variable(_example_keys({self.seed_name}, batch_size), batch_axis=0)\n")
+            f"{self.self_name}.rng_key = {RUNTIME}.key_variable({self.seed_name}, batch_size)\n")
         creates = [i for i, stmt in enumerate(body) if self.is_reset_call(stmt)]
         if creates:  # reset_state creates Variables: each example's, drawn from its own key
             body[creates[0]] = cst.parse_statement(f"{self.self_name}._create_state()\n").with_changes(
@@ -496,12 +375,7 @@ class InitRewriter(cst.CSTTransformer):
         elif self.creates_key:  # one key per example, after the weights are drawn as the original draws them
             body.append(make_key)
         if self.cls.libraries:  # the built-ins' batch of states, next to their single-example Variables
-            library = library_call(self.ir, self.cls, self.self_name)
-            body.append(cst.parse_statement(f"{self.self_name}.library = {library}\n"))
-            for i, f in enumerate(self.cls.library_fields):  # given to a built-in as one example's Variable
-                comment = "# Batched now; BrainPy's setattr would write into the Variable, so rebind it in vars().\n"
-                rebind = f'vars({self.self_name})["{f}"] = _batched({self.self_name}.{f}, batch_size)\n'
-                body.append(cst.parse_statement((comment if i == 0 else "") + rebind))
+            body.append(cst.parse_statement(f"{RUNTIME}.attach_library({self.self_name}, batch_size)\n"))
         if self.cls.reset_fields and not self.cls.init_resets:
             body.append(cst.parse_statement(
                 f"# {self.cls.name} leaves its state to reset_state(), which its users call before running.\n"
@@ -530,7 +404,7 @@ class InitRewriter(cst.CSTTransformer):
             return updated
         if path[0] in self.state and {q.name for q in self.ir.qualified.get(value.func, ())} & (
                 STATE_VARIABLES | STATE_FACTORIES | set(VARIABLE_CONTAINERS)):
-            return cst.Call(cst.Name("_batched"), [cst.Arg(updated, comma=cst.Comma(
+            return cst.Call(cst.Attribute(cst.Name(RUNTIME), cst.Name("batched")), [cst.Arg(updated, comma=cst.Comma(
                 whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(cst.Name("batch_size"))])
         if path[0] in self.children and isinstance(value.func, cst.Name):
             args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated.args]
@@ -589,7 +463,7 @@ def import_bindings(stmt: cst.CSTNode) -> list[tuple[str, str, cst.ImportAlias]]
 def support_code(ir: ModuleIR, diagnostics: list[Diagnostic], extra_imports: dict[str, str]) -> tuple[str, str]:
     """The import block and the copied module-level code, laid out as PEP 8 asks."""
     standard = {**STANDARD_IMPORTS, **extra_imports}
-    reserved = set(standard) | set(HELPERS)
+    reserved = set(standard)
     for c in ir.targets:
         cls = ir.classes[c]
         reserved |= {cls.params_name, cls.state_name, cls.batched_name}
@@ -636,7 +510,7 @@ def support_code(ir: ModuleIR, diagnostics: list[Diagnostic], extra_imports: dic
             blocks.append("\n" if simple and previous_simple else "\n\n\n")
         blocks.append(text)
         previous_simple = simple
-    extra_lines = [HARNESS_IMPORT_LINES.get(name, f"import {name}") for name in extra_imports]
+    extra_lines = [HARNESS_IMPORT_LINES[name] for name in extra_imports]
     return sort_imports([*STANDARD_IMPORT_LINES, *dict.fromkeys(extra_lines), *imports]), "".join(blocks)
 
 
@@ -687,40 +561,31 @@ def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
                 h = harness_context(ir, ir.classes[name], harness, diagnostics)
                 if h is not None:
                     harnesses.append(h)
-    extra = dict(HARNESS_IMPORTS) if harness is not None else {}
-    library_classes = [{"name": n, "batched_name": f"{n}Batched", "params_name": f"{n}Params",
-                        "state_name": f"{n}State", "builtin": builtin, "late": ir.library_late.get(n, ())}
+    extra = {}
+    for binding, module in REWRITE_NAMES.items():
+        if any(re.search(rf"(?<![\w.]){binding}\.", block) for c in classes for block in c["methods"]):
+            extra[binding] = module
+    if harnesses:
+        extra["jnp"] = HARNESS_IMPORTS["jnp"]
+        if any("optax." in h["loss_expr"] for h in harnesses):
+            extra["optax"] = HARNESS_IMPORTS["optax"]
+    library_classes = [{"name": n, "batched_name": f"{n}Batched", "builtin": builtin,
+                        "late": f", late={tuple_literal(list(late))}" if (late := ir.library_late.get(n)) else ""}
                        for n, builtin in ir.library_targets.items()]
-    def uses(helper: str) -> bool:
-        """Whether a rewritten method calls this helper of the module template."""
-        return any(f"{helper}(" in m for c in classes for m in c["methods"])
-
-    with_rng = uses("_with_rng")
-    if with_rng or library_classes or any(c["has_library"] for c in classes):  # these bind BrainPy's global key
-        extra.update(LIBRARY_IMPORTS)
     imports, support = support_code(ir, diagnostics, extra)
     if diagnostics:
         unique = sorted(set(diagnostics), key=lambda d: (d.line, d.column, d.code, d.message))
         raise BatchifyError(unique)
     text = environment().get_template("module.py.jinja").render(
         version=__version__,
+        contract=RUNTIME_CONTRACT,
         source_path=source_path,
         source_sha256=source_sha256,
         command=command,
         imports=imports,
         support=support,
         classes=classes,
-        random=any(c["random"] for c in classes) or bool(library_classes),
-        library=any(c["has_library"] for c in classes) or bool(library_classes),
         library_classes=library_classes,
-        with_rng=with_rng,
-        one_example=uses("_OneExample"),
-        replace_item=uses("_replace_item"),
-        for_loop=uses("_for_loop"),
-        cond=uses("_cond"),
-        while_loop=uses("_while_loop"),
-        ifelse=uses("_ifelse"),
-        containers=any(f.container for c in ir.targets for f in ir.all_fields(ir.classes[c])),
         harnesses=harnesses,
     )
     # One newline convention: a CRLF line copied from the source would make every later --check stale.

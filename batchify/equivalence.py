@@ -178,12 +178,12 @@ def state_vars(obj) -> dict[str, bm.Variable]:
 
 def batched_state_vars(batched, original=None) -> dict[str, bm.Variable]:
     """``state_vars`` of a generated class, where a built-in's single-example Variable (shared with
-    the original) stands for its batch of values, which its ``_Library`` keeps. With ``original``,
-    also every Variable of the original that a ``_Library`` batches, under the original's name."""
+    the original) stands for its batch of values, which its ``bfy.Library`` keeps. With ``original``,
+    also every Variable of the original that a ``bfy.Library`` batches, under the original's name."""
     stand_ins, own = {}, set()
     nodes = batched.nodes(method="relative")
     for path, node in nodes.items():
-        if type(node).__name__ == "_Library":
+        if type(node).__name__ == "Library":
             owner = nodes[path.rpartition(".")[0]]
             stand_ins.update({id(v): node.batched[k] for k, v in node.variables.items()})
             stand_ins.update({id(v): getattr(owner, name) for name, v in node.fields.items()})

@@ -52,6 +52,17 @@ class HarnessOptions:
         return out
 
 
+def class_header(name: str, bases: list[str], limit: int = 100) -> str:
+    """``class Name(base, ..., key=value):``, split as black splits it when it would pass ``limit``."""
+    flat = f"class {name}({', '.join(bases)}):"
+    if len(flat) <= limit:
+        return flat
+    inner = f"    {', '.join(bases)}"
+    if len(inner) <= limit:
+        return f"class {name}(\n{inner}\n):"
+    return f"class {name}(\n" + "".join(f"    {b},\n" for b in bases) + "):"
+
+
 def harness_classes(ir: ModuleIR) -> list[str]:
     """The classes a harness is emitted for: the targets no other target uses as a child or base."""
     used = {ch.class_name for c in ir.classes.values() for ch in c.children}
@@ -80,7 +91,7 @@ def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics:
             args.append("t")
         elif param.default is None:
             per_example += 1
-            args.append("self.step_input(t, x)")
+            args.append("STEP_INPUT")
         else:
             break  # the rest take their defaults
     if per_example != 1:
@@ -88,6 +99,8 @@ def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics:
              f"--shared, e.g. a time index); it takes {per_example}")
         return None
     input_expr = {"sequence": "x[t]", "constant": "x"}.get(options.input) or f"{options.input[len(FUNCTION):]}(t, x)"
+    args = [input_expr if a == "STEP_INPUT" else a for a in args]
+    classifies = options.loss in ("cross_entropy", "nll_rate")
     first = "jax.tree.leaves(outputs)[0]"
     readout_expr = {
         "sum": f"jnp.sum({first}, axis=0)",
@@ -95,9 +108,9 @@ def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics:
         "last": f"{first}[-1]",
     }.get(options.readout) or f"{options.readout[len(FUNCTION):]}(outputs)"
     loss_expr = {
-        "cross_entropy": "optax.softmax_cross_entropy_with_integer_labels(pred, y)",
+        "cross_entropy": "optax.softmax_cross_entropy_with_integer_labels(pred, bfy.class_label(y))",
         "mse": "jnp.mean((pred - y) ** 2)",
-        "nll_rate": "_nll_of_rates(pred, y)",
+        "nll_rate": "bfy.nll_of_rates(pred, bfy.class_label(y))",
     }.get(options.loss) or f"{options.loss[len(FUNCTION):]}(pred, y)"
     docs = {
         "sequence": "``x[t]``, a sequence ``[T, ...]`` per example (T steps)",
@@ -117,21 +130,25 @@ def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics:
                     "loss": f"``{name}(pred, y)``"}[kind]
         return docs[value]
 
+    # What the runtime's Harness needs to know, declared in the class statement.
+    declared = [f"model={cls.batched_name}"]
+    if options.steps is not None and options.input != "sequence":
+        declared.append(f"steps={options.steps}")
+    if options.input == "sequence":
+        declared.append("sequence=True")  # T steps, from the input's leading axis
+    if classifies:  # integer class labels (shaped [B] or [B, 1]) and an accuracy
+        declared.append("classifies=True")
+    if cls.random:
+        declared.append("random=True")
     return {
         "name": cls.name,
+        "header": class_header(f"{cls.name}Harness", ["bfy.Harness", *declared]),
         "batched": cls.batched_name,
-        "params_name": cls.params_name,
         "method": method,
         "random": cls.random,
         "call_args": ", ".join(args),
-        "steps": str(options.steps if options.steps is not None else 25),
-        "steps_expr": "x.shape[0]" if options.input == "sequence" else "self.steps",
-        "input_expr": input_expr,
         "readout_expr": readout_expr,
         "loss_expr": loss_expr,
-        # Integer class labels (shaped [B] or [B, 1]) and an accuracy: the built-in classification losses.
-        "classifies": options.loss in ("cross_entropy", "nll_rate"),
-        "shares_state": ir.shares_state(cls),
         "input_doc": doc(options.input, "input"),
         "readout_doc": doc(options.readout, "readout"),
         "loss_doc": doc(options.loss, "loss"),

@@ -69,7 +69,7 @@ class ModelClass:
     init_resets: bool = True
     # Derivatives that read state, handed to an integrator in __init__ (``bp.odeint(self.dV)``,
     # ``bp.odeint(f=self.derivative)`` of a property returning lambdas): called by the integrator
-    # from inside one example's step, they read that example's state (``_OneExample``).
+    # from inside one example's step, they read that example's state (``bfy.one_example``).
     context_methods: frozenset[str] = frozenset()  # reader methods: their batched wrapper defers
     context_properties: frozenset[str] = frozenset()  # properties: their reads go to the example
     holders: frozenset[str] = frozenset()  # attributes holding such an integrator (``self.integral``)

@@ -7,6 +7,27 @@ tables are consulted, so each entry is written once, in its canonical spelling.
 
 from __future__ import annotations
 
+# What a generated module binds ``batchify.runtime`` to: ``from batchify import runtime as bfy``.
+RUNTIME = "bfy"
+# The runtime contract generated modules are written against (``batchify.runtime.CONTRACT``).
+RUNTIME_CONTRACT = 1
+
+# What generated code may call of the runtime (``bfy.NAME``); validate refuses any other name, and
+# tests/test_runtime.py checks that the runtime has each.
+RUNTIME_API = frozenset({
+    "Batched", "BuiltinBatched", "Harness", "batched_method", "batched", "unwrap", "key_variable",
+    "attach_library", "one_example", "for_loop", "cond", "while_loop", "ifelse", "stateless", "with_rng",
+    "next_key", "replace_item", "class_label", "nll_of_rates", "fold_keys", "stack", "example_keys",
+    "example_axis", "param_items", "params_from", "padded", "Library",
+})
+
+# Members of every batched class (``batchify.runtime.Batched``): a Variable named like one is the
+# attribute ``NAME_`` there (``self.state`` -> ``self.state_``); a method named like one is refused.
+RESERVED = frozenset(
+    {"batch_size", "params", "state", "set_params", "set_state", "from_model", "set_batch_size", "rng_key",
+     "library"}
+)
+
 # Variables that get a leading batch axis.
 STATE_VARIABLES = frozenset({"brainpy.math.Variable"})
 

@@ -48,6 +48,11 @@ def name(value: str) -> cst.Name:
     return cst.Name(value)
 
 
+def runtime(member: str) -> cst.Attribute:
+    """``bfy.member``: a helper of ``batchify.runtime``, which every generated module imports as ``bfy``."""
+    return cst.Attribute(cst.Name(names.RUNTIME), cst.Name(member))
+
+
 def attr(base: cst.BaseExpression, *parts: str) -> cst.BaseExpression:
     for part in parts:
         base = cst.Attribute(base, cst.Name(part))
@@ -370,10 +375,10 @@ class ExprRewriter(cst.CSTTransformer):
 
     def control_flow(self, original_node: cst.Call, updated_node: cst.Call, kind: str) -> cst.BaseExpression | None:
         """BrainPy control flow whose closures change state, in carry-passing form:
-        ``bm.for_loop(body, xs)`` -> ``state, ys = _for_loop(body, state, xs)``,
-        ``bm.cond(p, f, g, x)`` -> ``state, y = _cond(p, f, g, state, x)``,
-        ``bm.while_loop(body, cond, x)`` -> ``state, x = _while_loop(body, cond, state, x)``,
-        ``bm.ifelse(conds, [f, g, h], x)`` -> ``state, y = _ifelse(conds, [f, g, h], state, x)``."""
+        ``bm.for_loop(body, xs)`` -> ``state, ys = bfy.for_loop(body, state, xs)``,
+        ``bm.cond(p, f, g, x)`` -> ``state, y = bfy.cond(p, f, g, state, x)``,
+        ``bm.while_loop(body, cond, x)`` -> ``state, x = bfy.while_loop(body, cond, state, x)``,
+        ``bm.ifelse(conds, [f, g, h], x)`` -> ``state, y = bfy.ifelse(conds, [f, g, h], state, x)``."""
         ctx = self.ctx
         signature = {"loop": ("body_fun", "operands"), "cond": ("pred", "true_fun", "false_fun", "operands"),
                      "while": ("body_fun", "cond_fun", "operands"),
@@ -406,22 +411,22 @@ class ExprRewriter(cst.CSTTransformer):
             ctx.report(original_node, "BFY204", f"bm control flow with these arguments ({', '.join(sorted(given))}) "
                        "cannot carry the state; pass the bodies and the operands")
             return None
-        functions = [c or cst.Call(name("_stateless"), [cst.Arg(new)]) for c, (_, new) in zip(carried, bodies)]
+        functions = [c or cst.Call(runtime("stateless"), [cst.Arg(new)]) for c, (_, new) in zip(carried, bodies)]
         operands = given["operands"].value if "operands" in given else cst.Tuple([])
         state = cst.Arg(name(ctx.state))
         if kind == "loop":
             args = [cst.Arg(functions[0]), state, cst.Arg(operands),
                     *[keyword_arg(k, given[k].value) for k in ("reverse", "unroll") if k in given]]
-            return self.carried_call(original_node, name("_for_loop"), args, "loop_out")
+            return self.carried_call(original_node, runtime("for_loop"), args, "loop_out")
         if kind == "cond":
             args = [cst.Arg(given["pred"].value), *map(cst.Arg, functions), state, cst.Arg(operands)]
-            return self.carried_call(original_node, name("_cond"), args, "branch_out")
+            return self.carried_call(original_node, runtime("cond"), args, "branch_out")
         if kind == "while":
             args = [*map(cst.Arg, functions), state, cst.Arg(operands)]
-            return self.carried_call(original_node, name("_while_loop"), args, "loop_out")
+            return self.carried_call(original_node, runtime("while_loop"), args, "loop_out")
         branches = cst.List([cst.Element(f) for f in functions])
         args = [cst.Arg(given["conditions"].value), cst.Arg(branches), state, cst.Arg(operands)]
-        return self.carried_call(original_node, name("_ifelse"), args, "branch_out")
+        return self.carried_call(original_node, runtime("ifelse"), args, "branch_out")
 
     def carried_call(self, original_node: cst.CSTNode, func: cst.BaseExpression, args: list[cst.Arg], out: str,
                      what: str = "this call changes state") -> cst.BaseExpression:
@@ -444,14 +449,14 @@ class ExprRewriter(cst.CSTTransformer):
 
     def rng_call(self, original_node: cst.Call, func: cst.BaseExpression, args: list[cst.Arg],
                  what: str) -> cst.BaseExpression:
-        """``f(x)`` that draws from BrainPy's global stream -> ``state, drawn = _with_rng(state, f, x)``,
+        """``f(x)`` that draws from BrainPy's global stream -> ``state, drawn = bfy.with_rng(state, f, x)``,
         moved in front: it draws from this example's key, advanced exactly as the global one."""
-        return self.carried_call(original_node, name("_with_rng"),
+        return self.carried_call(original_node, runtime("with_rng"),
                                  [cst.Arg(name(self.ctx.state)), cst.Arg(func), *args], "drawn",
                                  f"this {what} draws random numbers")
 
     def keyed_draw(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        """``bm.random.normal(...)`` -> ``bm.random.normal(..., key=key)`` with ``state, key = _next_key(state)``
+        """``bm.random.normal(...)`` -> ``bm.random.normal(..., key=key)`` with ``state, key = bfy.next_key(state)``
         in front: the draw comes from this example's stream, advanced as BrainPy advances its global one."""
         ctx = self.ctx
         if self.blocked:
@@ -460,7 +465,7 @@ class ExprRewriter(cst.CSTTransformer):
                        "draw into a variable in a statement of its own first")
             return updated_node
         key = ctx.ns.fresh("key")
-        self.pre.append(assign([ctx.state, key], cst.Call(name("_next_key"), [cst.Arg(name(ctx.state))])))
+        self.pre.append(assign([ctx.state, key], cst.Call(runtime("next_key"), [cst.Arg(name(ctx.state))])))
         args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated_node.args]
         args.append(cst.Arg(name(key), keyword=name("key"),
                             equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
@@ -769,7 +774,7 @@ class MethodRewriter:
             if op is not None:
                 value = cst.BinaryOperation(cst.Subscript(current, [cst.SubscriptElement(cst.Index(key))]), op(),
                                             _paren(value, op))
-            return cst.Call(name("_replace_item"), [cst.Arg(current), cst.Arg(key), cst.Arg(value)])
+            return cst.Call(runtime("replace_item"), [cst.Arg(current), cst.Arg(key), cst.Arg(value)])
         if index is not None:
             idx_node = [self.expr(el, hoist=False)[1] for el in index]  # an index only reads
             if op is not None:
@@ -889,7 +894,7 @@ class MethodRewriter:
 
 def unwrapped(ctx: Context) -> cst.BaseExpression:
     """``_unwrap(state)``: bm functions return BrainPy Arrays; the state holds plain jax Arrays."""
-    return cst.Call(name("_unwrap"), [cst.Arg(name(ctx.state))])
+    return cst.Call(runtime("unwrap"), [cst.Arg(name(ctx.state))])
 
 
 def return_state(ctx: Context) -> cst.SimpleStatementLine:
@@ -998,7 +1003,7 @@ class _ExampleReads(cst.CSTTransformer):
 
 def rewrite_context_property(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.FunctionDef, list[Diagnostic]]:
     """A property that builds an integrator's derivatives (lambdas reading state): the same property,
-    its state and weight reads taken from the example the integrator is called for (``_OneExample``)."""
+    its state and weight reads taken from the example the integrator is called for (``bfy.one_example``)."""
     func = method.node
     self_name = self_name_of(func) or "self"
     ctx = Context(ir, cls, method, self_name, "params", "state", Namespace(func))
@@ -1028,7 +1033,7 @@ class _DropValue(cst.CSTTransformer):
 
 class _HolderCalls(cst.CSTTransformer):
     """In a pure method: a statement calling an integrator that holds state-reading derivatives
-    (``V = self.integral(...)``) runs ``with _OneExample(self, params, state):``."""
+    (``V = self.integral(...)``) runs ``with bfy.one_example(self, params, state):``."""
 
     def __init__(self, self_name: str, holders: frozenset[str], params: str, state: str):
         super().__init__()
@@ -1048,7 +1053,7 @@ class _HolderCalls(cst.CSTTransformer):
         if not any(isinstance(n, cst.Call) and (p := self_path(n.func, self.self_name)) and p[0] in self.holders
                    for n in walk(original_node)):
             return updated_node
-        item = cst.WithItem(cst.Call(name("_OneExample"), [cst.Arg(name(v)) for v in
+        item = cst.WithItem(cst.Call(runtime("one_example"), [cst.Arg(name(v)) for v in
                                                            (self.self_name, self.params, self.state)]))
         return cst.With([item], cst.IndentedBlock([updated_node.with_changes(leading_lines=[])]),
                         leading_lines=updated_node.leading_lines)

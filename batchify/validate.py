@@ -12,6 +12,7 @@ import re
 import symtable
 
 from batchify.diagnostics import BatchifyError, Diagnostic
+from batchify.names import RUNTIME, RUNTIME_API
 
 BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__loader__",
                                        "__package__", "__builtins__", "__path__"}
@@ -29,6 +30,11 @@ def validate(text: str, path: str, source: str | None = None) -> None:
             f"the generated module does not compile ({exc.msg} at generated line {exc.lineno}); "
             "this is a batchify bug: please report it with the source file",
         )]) from None
+    unknown = sorted(set(re.findall(rf"(?<![\w.]){RUNTIME}\.(\w+)", text)) - RUNTIME_API)
+    if unknown:  # a runtime helper the generator names but the runtime does not define
+        raise BatchifyError([Diagnostic(
+            path, 1, 1, "BFY900", f"the generated module calls {', '.join(f'{RUNTIME}.{n}' for n in unknown)}, "
+            "which batchify.runtime does not define; this is a batchify bug: please report it with the source file")])
     missing = sorted(unbound_names(table))
     if missing and source is not None:
         try:

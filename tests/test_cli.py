@@ -81,8 +81,8 @@ BAD_SOURCES = {
     "name-only-in-main": (model("\n    def scaled(self, x):\n        self.v.value = x * SCALE\n")
                           + "\n\nif __name__ == '__main__':\n    SCALE = 2.0\n", "BFY012"),
     "reserved-attribute": (model("", "        self.rng_key = bm.Variable(bm.zeros(n))\n"), "BFY010"),
-    "import-clash": (model("\n    def squash(self, x):\n        self.v.value = jnp.tanh(x)\n",
-                           header="import numpy as jnp\n"), "BFY011"),
+    "import-clash": (model("\n    def squash(self, x):\n        self.v.value = bfy.tanh(x)\n",
+                           header="import numpy as bfy\n"), "BFY011"),
     "batch-size-parameter": (GOOD.replace("def __init__(self, n)", "def __init__(self, n, batch_size=1)"), "BFY010"),
 }
 
@@ -210,7 +210,7 @@ def test_stdin_to_stdout(tmp_path: Path) -> None:
     result = batchify("-", stdin=GOOD.encode(), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     text = result.stdout.decode()
-    assert "class LeakyBatched(bp.DynamicalSystem):" in text
+    assert "class LeakyBatched(bfy.Batched, bp.DynamicalSystem, params=LeakyParams, state=LeakyState):" in text
     assert "# Regenerate: batchify -\n" in text
     compile(text, "<out>", "exec")
     bad = batchify("-", "--stdin-filename", "pkg/model.py", stdin=b"x = (", cwd=tmp_path)

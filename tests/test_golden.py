@@ -72,35 +72,35 @@ class M(bp.DynamicalSystem):
 
 # (method body, expected update_pure body)
 PAIRS = {
-    "read-value": ("return self.V.value", "return _unwrap(state), state.V"),
-    "read-bare": ("return self.V + self.W", "return _unwrap(state), state.V + params.W"),
-    "assign-value": ("self.V.value = x", "state = state._replace(V=x)\nreturn _unwrap(state), None"),
-    "rebind": ("self.V = x * 2", "state = state._replace(V=x * 2)\nreturn _unwrap(state), None"),
-    "augmented": ("self.V -= x - 1", "state = state._replace(V=state.V - (x - 1))\nreturn _unwrap(state), None"),
-    "augmented-tighter": ("self.V -= 2 * x", "state = state._replace(V=state.V - 2 * x)\nreturn _unwrap(state), None"),
-    "index": ("self.V[0] = x[1]", "state = state._replace(V=state.V.at[0].set(x[1]))\nreturn _unwrap(state), None"),
+    "read-value": ("return self.V.value", "return bfy.unwrap(state), state.V"),
+    "read-bare": ("return self.V + self.W", "return bfy.unwrap(state), state.V + params.W"),
+    "assign-value": ("self.V.value = x", "state = state._replace(V=x)\nreturn bfy.unwrap(state), None"),
+    "rebind": ("self.V = x * 2", "state = state._replace(V=x * 2)\nreturn bfy.unwrap(state), None"),
+    "augmented": ("self.V -= x - 1", "state = state._replace(V=state.V - (x - 1))\nreturn bfy.unwrap(state), None"),
+    "augmented-tighter": ("self.V -= 2 * x", "state = state._replace(V=state.V - 2 * x)\nreturn bfy.unwrap(state), None"),
+    "index": ("self.V[0] = x[1]", "state = state._replace(V=state.V.at[0].set(x[1]))\nreturn bfy.unwrap(state), None"),
     "index-augmented": ("self.V[1:] += x[1:]",
-                        "state = state._replace(V=state.V.at[1:].set(state.V[1:] + x[1:]))\nreturn _unwrap(state), None"),
-    "update-method": ("self.V.update(x)", "state = state._replace(V=x)\nreturn _unwrap(state), None"),
+                        "state = state._replace(V=state.V.at[1:].set(state.V[1:] + x[1:]))\nreturn bfy.unwrap(state), None"),
+    "update-method": ("self.V.update(x)", "state = state._replace(V=x)\nreturn bfy.unwrap(state), None"),
     "unpack": ("self.V.value, self.S.value = x, -x",
                "new_V, new_S = x, -x\nstate = state._replace(V=new_V)\nstate = state._replace(S=new_S)\n"
-               "return _unwrap(state), None"),
+               "return bfy.unwrap(state), None"),
     "chained": ("self.V.value = self.S.value = x",
                 "value = x\nnew_V = value\nnew_S = value\nstate = state._replace(V=new_V)\n"
-                "state = state._replace(S=new_S)\nreturn _unwrap(state), None"),
-    "own-call": ("y = self.helper(x)\nreturn y", "state, y = self.helper_pure(params, state, x)\nreturn _unwrap(state), y"),
+                "state = state._replace(S=new_S)\nreturn bfy.unwrap(state), None"),
+    "own-call": ("y = self.helper(x)\nreturn y", "state, y = self.helper_pure(params, state, x)\nreturn bfy.unwrap(state), y"),
     "own-call-nested": ("return self.helper(self.helper(x))",
                         "state, helper_out = self.helper_pure(params, state, x)\n"
                         "state, helper_out_2 = self.helper_pure(params, state, helper_out)\n"
-                        "return _unwrap(state), helper_out_2"),
+                        "return bfy.unwrap(state), helper_out_2"),
     "child-call": ("return self.child(x)",
                    "child_state, child_out = self.child.update_pure(params.child, state.child, x)\n"
-                   "state = state._replace(child=child_state)\nreturn _unwrap(state), child_out"),
+                   "state = state._replace(child=child_state)\nreturn bfy.unwrap(state), child_out"),
     "child-write": ("self.child.u += x",
                     "state = state._replace(child=state.child._replace(u=state.child.u + x))\n"
-                    "return _unwrap(state), None"),
-    "statement-call": ("self.helper(x)", "state, _ = self.helper_pure(params, state, x)\nreturn _unwrap(state), None"),
-    "tuple-return": ("return self.V, x", "return _unwrap(state), (state.V, x)"),
+                    "return bfy.unwrap(state), None"),
+    "statement-call": ("self.helper(x)", "state, _ = self.helper_pure(params, state, x)\nreturn bfy.unwrap(state), None"),
+    "tuple-return": ("return self.V, x", "return bfy.unwrap(state), (state.V, x)"),
 }
 
 
@@ -119,4 +119,4 @@ def test_generated_locals_never_shadow_user_names() -> None:
     text = transform(source.encode(), "m.py", command="batchify m.py").text
     assert "    def update_pure(self, params_2, state_2, x):\n" in text
     assert "        state = x\n        params = state * 2\n        state_2 = state_2._replace(V=params)\n" in text
-    assert "        return _unwrap(state_2), state\n" in text
+    assert "        return bfy.unwrap(state_2), state\n" in text

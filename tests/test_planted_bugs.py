@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+import jax.numpy as jnp
+
+from batchify import runtime
 from batchify.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,12 +57,7 @@ def _planted(self, params, state, *args):
     return _correct(self, params, state, *args)
 {cls}Batched.{method}_pure = _planted
 ''',
-    "one_key": '''
-_correct = _example_keys
-def _example_keys(*args):
-    keys = _correct(*args)
-    return jnp.broadcast_to(keys[:1], keys.shape)
-''',
+    "one_key": "",  # bfy.example_keys gives every example example 0's key (set in the test)
 }
 
 
@@ -82,7 +80,11 @@ def test_a_planted_bug_is_caught(stem, cls, method, bug, tmp_path, capsys, monke
     monkeypatch.chdir(ROOT)  # the examples' verify tables are in the project's pyproject.toml
     text = (ROOT / "examples" / f"{stem}_batched.py").read_text()
     planted = tmp_path / f"{stem}_batched.py"
-    planted.write_text(text + PLANTED[bug].format(cls=cls, method=method))
+    planted.write_text(text + "\nimport jax\nimport jax.numpy as jnp\n" + PLANTED[bug].format(cls=cls, method=method))
+    if bug == "one_key":  # in the runtime, for this test only (verify runs in this process)
+        correct = runtime.example_keys
+        monkeypatch.setattr(runtime, "example_keys", lambda *args: jnp.broadcast_to(
+            correct(*args)[:1], correct(*args).shape))
     code, report = verify(planted, stem, capsys)
     assert code == 1 and report["classes"][0]["verdict"].startswith("FAIL"), report
 
@@ -133,7 +135,8 @@ def test_a_free_running_model_catches_mixed_examples_only_from_perturbed_starts(
     (tmp_path / "osc.py").write_text(FREE_RUNNING)
     assert main(["osc.py", "-o", "osc_batched.py"]) == 0
     planted = tmp_path / "osc_batched.py"
-    planted.write_text(planted.read_text() + PLANTED[bug].format(cls="Oscillators", method="update"))
+    planted.write_text(planted.read_text() + "\nimport jax\nimport jax.numpy as jnp\n"
+                       + PLANTED[bug].format(cls="Oscillators", method="update"))
     flags = ["verify", "osc.py", "osc_batched.py", "--init", "5", "--steps", "10", "--no-speed", "--no-triage",
              "--format", "json"]
     capsys.readouterr()

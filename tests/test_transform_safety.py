@@ -186,7 +186,7 @@ def test_a_derivative_reading_state_handed_to_an_integrator_reads_its_example(tm
     ZilongJi sweep models): the integrator built in __init__ held the batched dV, which inside one
     example's step vmapped the whole batch's stored input over the neuron axis; with 3 neurons and
     a batch of 3 nothing raised (verification FAILed, float64 too), and a derivative property read
-    the batch's Variables. Now the integrator runs with the example's state (_OneExample), and
+    the batch's Variables. Now the integrator runs with the example's state (bfy.one_example), and
     from_model rebuilds it around the batch's derivatives."""
     src = tmp_path / "cells.py"
     src.write_text(DERIVATIVE_READS_STATE)
@@ -195,7 +195,7 @@ def test_a_derivative_reading_state_handed_to_an_integrator_reads_its_example(tm
     result = batchify("verify", str(src), str(out), "--class", cls, "--init", "3", "--dt", "0.5", "--steps", "12",
                       "--batch", "3", "--no-speed", "--strict", *flags, cwd=tmp_path)
     assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
-    assert "with _OneExample(self, params, state):" in out.read_text()
+    assert "with bfy.one_example(self, params, state):" in out.read_text()
 
 
 @pytest.mark.parametrize("init_line,message", [

@@ -51,6 +51,13 @@ def mutate(tmp_path: Path, stem: str, old: str, new: str, count: int = 1) -> Pat
     return out
 
 
+def planted(tmp_path: Path, stem: str, patch: str) -> Path:
+    """A copy of a generated example with ``patch`` appended (it rebinds what the module uses)."""
+    out = tmp_path / f"{stem}_batched.py"
+    out.write_text((EXAMPLES / f"{stem}_batched.py").read_text() + patch)
+    return out
+
+
 def test_scaled_state_update_is_caught(tmp_path: Path) -> None:
     broken = mutate(tmp_path, "rate_rnn", "state = state._replace(r=bm.tanh(state.h))",
                     "state = state._replace(r=bm.tanh(state.h) * 1.01)")
@@ -65,8 +72,12 @@ def test_scaled_state_update_is_caught(tmp_path: Path) -> None:
 
 
 def test_state_shared_across_the_batch_is_caught(tmp_path: Path) -> None:
-    broken = mutate(tmp_path, "spiking_classifier", "        self.v_hidden.value = state.v_hidden\n",
-                    "        self.v_hidden.value = _stack(state.v_hidden[0], self.batch_size)\n")
+    broken = planted(tmp_path, "spiking_classifier", """
+_set_state = SpikingClassifierBatched.set_state
+def _shared_v_hidden(self, state):
+    _set_state(self, state._replace(v_hidden=bfy.stack(state.v_hidden[0], self.batch_size)))
+SpikingClassifierBatched.set_state = _shared_v_hidden
+""")
     rc, payload = verify_json("examples/spiking_classifier.py", str(broken))
     assert rc == 1
     found = sections(payload)
@@ -87,7 +98,11 @@ def test_gradient_cut_is_caught(tmp_path: Path) -> None:
 
 
 def test_noise_reused_for_every_example_is_caught(tmp_path: Path) -> None:
-    broken = mutate(tmp_path, "noisy_lif", "jax.random.fold_in(base, i)", "jax.random.fold_in(base, 0)")
+    broken = planted(tmp_path, "noisy_lif", """
+import jax.numpy as _jnp
+_example_keys = bfy.example_keys
+bfy.example_keys = lambda seed, batch_size: _jnp.broadcast_to(_example_keys(seed, 1), (batch_size, 2))
+""")
     rc, payload = verify_json("examples/noisy_lif.py", str(broken))
     assert rc == 1
     found = sections(payload)

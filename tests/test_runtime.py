@@ -1,0 +1,173 @@
+"""The runtime every generated module imports (``batchify.runtime``): its contract, its helpers and the
+accessors ``Batched`` derives from a class's Params/State declarations. Fast: small models, no verify."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import brainpy.math as bm
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from batchify import names, runtime, transform
+from batchify.loader import load_generated
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SOURCE = textwrap.dedent('''
+    import brainpy as bp
+    import brainpy.math as bm
+
+
+    class Cell(bp.DynamicalSystem):
+        def __init__(self, n, gain=2.0, maybe=False):
+            super().__init__()
+            self.gain = gain
+            self.w = bm.TrainVar(bm.ones((n, n)) * 0.1)
+            self.v = bm.Variable(bm.zeros(n))
+            self.traces = bm.VarList([bm.Variable(bm.zeros(n)), bm.Variable(bm.ones(n))])
+            if maybe:
+                self.extra = bm.Variable(bm.zeros(n))
+
+        def reset_state(self, batch_size=None):
+            self.v.value = bm.ones_like(self.v) * 0.5
+
+        def update(self, i, x, scale=1.0, *rest):
+            self.v.value = self.v * 0.9 + scale * (x @ self.w) + i
+            for extra in rest:
+                self.v.value = self.v + extra
+            self.traces[0] = self.traces[0] + self.v
+            return self.v.value
+
+
+    class Pair(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.a = Cell(n)
+            self.b = Cell(n)
+
+        def update(self, i, x):
+            return self.b(i, self.a(i, x))
+''')
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runtime") / "cells_batched.py"
+    out.write_text(transform(SOURCE.encode(), "cells.py", command="batchify cells.py --shared i", shared=["i"]).text)
+    return load_generated(out, "batchify_runtime_cells")
+
+
+def test_an_incompatible_runtime_fails_at_import_in_one_sentence(tmp_path) -> None:
+    text = transform(SOURCE.encode(), "cells.py", command="batchify cells.py").text
+    assert f"from batchify.runtime import v{runtime.CONTRACT} as bfy\n" in text
+    future = tmp_path / "future_batched.py"
+    future.write_text(text.replace(f"import v{runtime.CONTRACT} as bfy", "import v99 as bfy"))
+    with pytest.raises(runtime.RuntimeMismatch) as caught:
+        load_generated(future, "batchify_runtime_future")
+    message = str(caught.value)
+    assert "\n" not in message and message.count(". ") == 0, message  # one sentence
+    assert "contract 99" in message and f"serves contract {runtime.CONTRACT}" in message
+    assert "regenerate" in message
+    # What a user sees running it: the sentence as the last line, no other error.
+    result = subprocess.run([sys.executable, str(future)], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == f"batchify.runtime.RuntimeMismatch: {message}"
+
+
+def test_the_contract_the_transform_writes_is_the_runtimes() -> None:
+    assert names.RUNTIME_CONTRACT == runtime.CONTRACT and runtime.CONTRACT in runtime.CONTRACTS
+    assert names.RESERVED is runtime.RESERVED
+
+
+def test_every_runtime_name_a_generated_file_uses_exists() -> None:
+    used = set()
+    for path in [*ROOT.glob("examples/*_batched.py"), *ROOT.glob("tests/golden/*_batched.py")]:
+        used |= set(re.findall(r"\bbfy\.(\w+)", path.read_text()))
+    assert used <= set(names.RUNTIME_API), used - set(names.RUNTIME_API)
+    assert all(hasattr(runtime, name) for name in names.RUNTIME_API)
+    assert {"Batched", "batched_method", "unwrap", "batched"} <= used
+
+
+def test_the_declarations_give_the_fields(generated) -> None:
+    spec = runtime.spec_of(generated.CellBatched)
+    kinds = {f.name: (f.kind, f.optional) for f in spec.state_fields}
+    assert kinds == {"v": ("array", False), "traces": ("list", False), "extra": ("array", True)}
+    pair = runtime.spec_of(generated.PairBatched)
+    assert [(f.name, f.child) for f in pair.children] == [("a", generated.CellBatched), ("b", generated.CellBatched)]
+
+
+def test_accessors_and_resizing(generated) -> None:
+    cell = generated.CellBatched(3, batch_size=4)
+    assert cell.v.batch_axis == 0 and cell.v.shape == (4, 3) and cell.w.shape == (3, 3)
+    assert not hasattr(cell, "extra") and cell.state().extra is None
+    assert [t.shape for t in cell.traces] == [(4, 3), (4, 3)]
+    state = cell.state()
+    cell.set_state(state._replace(v=state.v + 1.0))
+    np.testing.assert_allclose(cell.v.value, 1.0)
+    cell.set_params(cell.params()._replace(w=jnp.zeros((3, 3))))
+    np.testing.assert_allclose(cell.w.value, 0.0)
+    cell.reset_state(batch_size=2)
+    assert cell.v.shape == (2, 3) and cell.traces[1].shape == (2, 3)
+    np.testing.assert_allclose(cell.v.value, 0.5)  # the model's own reset, on every example
+    np.testing.assert_allclose(cell.traces[1].value, 1.0)
+    assert isinstance(cell.mode, bm.BatchingMode) and cell.mode.batch_size == 2
+
+
+def test_from_model_shares_the_weights_and_copies_the_state(generated) -> None:
+    namespace: dict = {}
+    exec(compile(SOURCE, "cells.py", "exec"), namespace)
+    model = namespace["Pair"](3)
+    model.a.v.value = jnp.arange(3.0)
+    batch = generated.PairBatched.from_model(model, 5)
+    assert batch.a.w is model.a.w  # the very TrainVar: training one trains the other
+    assert batch.a.v.shape == (5, 3) and np.allclose(batch.a.v.value, np.arange(3.0))
+    assert batch.params().a.w.shape == (3, 3) and batch.state().b.v.shape == (5, 3)
+
+
+def test_batched_method_has_the_methods_signature_and_maps_per_example_arguments(generated) -> None:
+    update = generated.CellBatched.update
+    assert str(inspect.signature(update)) == "(self, i, x, scale=1.0, *rest)"
+    assert "``i``" in update.__doc__ and "update_pure" in update.__doc__
+    cell = generated.CellBatched(3, batch_size=2)
+    x = jnp.stack([jnp.ones(3), 2 * jnp.ones(3)])
+    out = cell.update(0.0, x)  # i shared, x per example
+    np.testing.assert_allclose(out[:, 0], [0.3, 0.6], rtol=1e-6)
+    out = cell.update(jnp.asarray(1.0), x, 2.0, jnp.ones((2, 3)))  # a 0-d shared i, a per-example *rest
+    assert out.shape == (2, 3)
+    with pytest.raises(ValueError, match=r"argument 'x' is per example and needs a leading batch axis of size 2"):
+        cell.update(0.0, jnp.ones((3, 3)))
+
+
+def test_children_run_their_own_pure_methods(generated) -> None:
+    pair = generated.PairBatched(3, batch_size=2)
+    out = pair.update(0.0, jnp.ones((2, 3)))
+    assert out.shape == (2, 3) and pair.a.v.shape == (2, 3)
+    pair.reset()  # bp.reset_state's reset: every child's own reset_state
+    np.testing.assert_allclose(pair.a.v.value, 0.5)
+    np.testing.assert_allclose(pair.b.v.value, 0.5)
+
+
+def test_helpers() -> None:
+    v = bm.Variable(jnp.arange(3.0))
+    b = runtime.batched(v, 4)
+    assert b.shape == (4, 3) and b.batch_axis == 0
+    assert runtime.batched(b, 4) is b  # already this batch
+    one = bm.Variable(jnp.zeros((1, 3)), batch_axis=0)
+    assert runtime.batched(one, 4).shape == (4, 1, 3)  # a batch of another size is one example's value
+    assert runtime.example_axis(1.0) is None and runtime.example_axis(None) is None
+    assert runtime.example_axis(jnp.ones((4, 2)), "x", 4) == 0
+    assert runtime.replace_item([1, 2, 3], 1, 9) == [1, 9, 3] and runtime.replace_item({"a": 1}, "a", 2) == {"a": 2}
+    keys = runtime.example_keys(0, 3)
+    assert keys.shape == (3, 2) and len({tuple(k) for k in np.asarray(keys)}) == 3
+    state, ys = runtime.for_loop(lambda s, x: (s + x, s), jnp.asarray(0.0), jnp.arange(4.0))
+    assert float(state) == 6.0 and list(np.asarray(ys)) == [0.0, 0.0, 1.0, 3.0]
+    assert runtime.class_label(jnp.asarray([3])).shape == ()
+    with pytest.raises(ValueError, match="integer class indices"):
+        runtime.class_label(jnp.asarray([0.5]))
