@@ -1,51 +1,19 @@
-"""Stage 4: render the generated module from the IR with the Jinja templates.
-
-Python decides the content (LibCST renders every piece of code); the templates in
-``templates/`` hold the layout. One Environment, built in one place.
+"""Stage 4: emit. Lay out the code the rewrite stage decided (``ir.ModuleCode``) with the Jinja
+templates in ``templates/``: they hold layout, never decisions. One Environment, built in one place.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 import sys
-from dataclasses import dataclass
 
 import jinja2
-import libcst as cst
 
 from batchify import __version__
+from batchify.ir import ModuleCode
 from batchify.provenance import stamp, template_dir
-from batchify.analyse import RESERVED, is_super_call, self_name_of
-from batchify.cstwalk import assigned, self_path, walk
-from batchify.diagnostics import BatchifyError, Diagnostic
-from batchify.harness import HarnessOptions, harness_classes
-from batchify.harness import context as harness_context
-from batchify.ir import ModelClass, ModuleIR
-from batchify.harness import class_header
-from batchify.names import (RUNTIME, RUNTIME_CONTRACT, SHARED_CLOCK_PARAMS, SHARED_DICT_PARAMS, STATE_FACTORIES, STATE_VARIABLES,
-                            VARIABLE_CONTAINERS)
-from batchify.rewrite import (
-    keyword_arg,
-    pure_name,
-    rewrite_context_property,
-    rewrite_method,
-    with_example_for_holders,
-)
 
 LINE_LENGTH = 100
-
-# What every generated module imports: binding -> what it is bound to, and the import line.
-# The runtime is imported under its contract: ``from batchify.runtime import v1 as bfy``.
-STANDARD_IMPORTS = {"NamedTuple": "typing.NamedTuple", "jax": "jax", RUNTIME: f"batchify.runtime.v{RUNTIME_CONTRACT}"}
-STANDARD_IMPORT_LINES = ("from typing import NamedTuple", "import jax",
-                         f"from batchify.runtime import v{RUNTIME_CONTRACT} as {RUNTIME}")
-# What a training harness adds (optax only for its built-in cross-entropy).
-HARNESS_IMPORTS = {"jnp": "jax.numpy", "optax": "optax", "bm": "brainpy.math"}
-HARNESS_IMPORT_LINES = {"jnp": "import jax.numpy as jnp", "optax": "import optax", "bm": "import brainpy.math as bm"}
-# Names the rewritten methods may use (``jnp.full_like`` for ``self.V.fill_(x)``, ``bm.NonBatchingMode()``
-# for ``self.mode``): imported when they do, as the source spells them or else as here.
-REWRITE_NAMES = {"jnp": "jax.numpy", "bm": "brainpy.math"}
 
 
 def indent_lines(text: str, width: int = 4, first: bool = False, blank: bool = False) -> str:
@@ -71,447 +39,26 @@ def environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.filters["indent"] = indent_lines
+    env.filters["py_tuple"] = py_tuple
+    env.globals["class_header"] = class_header
     return env
 
 
-def dict_literal(mapping: dict[str, str]) -> str:
-    return "{" + ", ".join(f'"{k}": "{v}"' for k, v in sorted(mapping.items())) + "}"
+def py_tuple(items) -> str:
+    """A tuple of strings as Python writes it: ``("a",)``, ``("a", "b")``."""
+    items = list(items)
+    return f'("{items[0]}",)' if len(items) == 1 else "(" + ", ".join(f'"{i}"' for i in items) + ")"
 
 
-def code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
-
-
-def statement_code(node: cst.CSTNode) -> str:
-    """A statement's code without the blank lines and comments that led it in the source."""
-    if hasattr(node, "leading_lines"):
-        node = node.with_changes(leading_lines=[])
-    return code(node).strip("\n")
-
-
-def tuple_literal(items: list[str]) -> str:
-    if len(items) == 1:
-        return f'("{items[0]}",)'
-    return "(" + ", ".join(f'"{i}"' for i in items) + ")"
-
-
-def attribute_name(field_name: str) -> str:
-    """The batched class's attribute for a field: a Variable named like a member the batched class
-    defines (``self.state``) gets a trailing underscore (``self.state_``); its State field keeps the name."""
-    return f"{field_name}_" if field_name in RESERVED else field_name
-
-
-GROUP_UPDATE = '''def update_pure(self, params, state, *args):
-    """One example of BrainPy's own group update (projections, then dynamics, then the rest)."""
-    return self.library.call(params, state, super().update, *args)'''
-
-
-@dataclass
-class FieldLine:
-    name: str
-    annotation: str
-
-
-class ClassEmitter:
-    def __init__(self, ir: ModuleIR, cls: ModelClass):
-        self.ir = ir
-        self.cls = cls
-        self.diagnostics: list[Diagnostic] = []
-        # A plain attribute named like a member of the batched class (`self.params = params`, a
-        # configuration object) would hide that member: it is `self.params_` on the batched class.
-        init = self.init_node = next((s for s in cls.node.body.body
-                                      if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
-        self.init_self = (self_name_of(init) or "self") if init is not None else "self"
-        own = {f.name for f in ir.all_fields(cls)}
-        self.plain_renamed = {t[0]: t[0] + "_" for n in (walk(init.body) if init is not None else ())
-                              for target in assigned(n) for t in [self_path(target, self.init_self)]
-                              if t and len(t) == 1 and t[0] in RESERVED and t[0] not in own}
-        self.renamer = ModelNameRenamer({n: ir.classes[n].batched_name for n in ir.targets}, self.plain_renamed)
-
-    def renamed(self, node: cst.CSTNode) -> cst.CSTNode:
-        # A walk is much cheaper than a transform: most methods never name a model class.
-        if not any(isinstance(n, cst.Name) and (n.value in self.renamer.names or n.value in self.plain_renamed)
-                   for n in walk(node)):
-            return node
-        return node.visit(self.renamer)
-
-    def context(self) -> dict:
-        ir, cls = self.ir, self.cls
-        fields = ir.all_fields(cls)
-        child_cls = {ch.name: ir.classes[ch.class_name] for ch in ir.all_children(cls)}
-        libraries = ir.all_libraries(cls)
-        lib = ["library"] if libraries else []  # one bfy.Library holds the built-ins' weights and states
-        containers = {"list": "list[jax.Array]", "dict": "dict[str, jax.Array]"}
-
-        def annotation(f) -> str:
-            plain = containers.get(f.container, "jax.Array")
-            return f"{plain} | None" if f.optional else plain
-
-        state = [FieldLine(f.name, annotation(f)) for f in fields if f.kind == "state"]
-        if cls.random:
-            state.append(FieldLine("rng_key", "jax.Array"))
-        return {
-            "name": cls.name,
-            "params_name": cls.params_name,
-            "state_name": cls.state_name,
-            "header": class_header(cls.batched_name, self.bases() + self.declarations()),
-            "params": [FieldLine(f.name, annotation(f)) for f in fields if f.kind == "param"]
-            + [FieldLine(ch, c.params_name) for ch, c in child_cls.items()]
-            + [FieldLine(name, "dict[str, jax.Array]") for name in lib],
-            "state": state + [FieldLine(ch, c.state_name) for ch, c in child_cls.items()]
-            + [FieldLine(name, "dict[str, jax.Array]") for name in lib],
-            "class_body": self.class_body(),
-            "methods": [self.init(), *self.methods()],
-            "random": cls.random,
-        }
-
-    def declarations(self) -> list[str]:
-        """What the runtime's ``Batched`` reads besides the fields: ``params=FooParams, state=FooState, ...``."""
-        ir, cls = self.ir, self.cls
-        out = [f"params={cls.params_name}", f"state={cls.state_name}"]
-        shared = {f.name: f.shared for f in ir.all_fields(cls) if f.shared}
-        if shared:  # Variables learned online, one copy for the batch (--shared w=mean)
-            out.append("shared=" + dict_literal(shared))
-        libraries = ir.all_libraries(cls)
-        if libraries:
-            out.append(f"builtins={tuple_literal(list(libraries))}")
-            given = [f for c in ir.chain(cls) for f in c.library_fields]
-            if given:
-                out.append(f"builtin_fields={tuple_literal(given)}")
-        if self.plain_renamed:
-            out.append("renamed=" + dict_literal(self.plain_renamed))
-        if cls.reset_fields:
-            out.append(f"created_by_reset={tuple_literal(list(cls.reset_fields))}")
-            if not cls.init_resets:  # reset_state() creates them and __init__ does not call it
-                out.append("late=True")
-        return out
-
-    def source_comment(self, node: cst.CSTNode) -> str:
-        """``# from examples/rate_rnn.py:27-30``: where a generated method came from."""
-        pos = self.ir.positions.get(node)
-        if pos is None:
-            return ""
-        lines = f"{pos.start.line}-{pos.end.line}" if pos.end.line > pos.start.line else f"{pos.start.line}"
-        return f"# from {self.ir.path}:{lines}\n"
-
-    def bases(self) -> list[str]:
-        parts = [] if self.cls.model_base else [f"{RUNTIME}.Batched"]
-        for base in self.cls.node.bases:
-            if isinstance(base.value, cst.Name) and base.value.value == self.cls.model_base:
-                parts.append(self.ir.classes[self.cls.model_base].batched_name)
-            else:
-                parts.append(code(base.with_changes(comma=cst.MaybeSentinel.DEFAULT)))
-        return parts
-
-    def class_body(self) -> list[str]:
-        """Class-level statements other than methods and the docstring (class attributes)."""
-        body = list(self.cls.node.body.body)
-        if body and _is_docstring(body[0]):
-            body = body[1:]
-        return [statement_code(self.renamed(s)) for s in body if not isinstance(s, cst.FunctionDef)]
-
-    def init(self) -> str:
-        init = self.init_node
-        if init is None:  # the class relies on its base's constructor
-            if self.cls.model_base:
-                return ("def __init__(self, *args, batch_size, **kwargs):\n"
-                        "    super().__init__(*args, batch_size=batch_size, **kwargs)")
-            return ("def __init__(self, *args, batch_size, **kwargs):\n"
-                    "    self.batch_size = batch_size\n    super().__init__(*args, **kwargs)")
-        taken = {p.name.value for p in (*init.params.params, *init.params.kwonly_params, *init.params.posonly_params)}
-        # The model's own `seed` (say, for its RandomState) keeps its name; the batch's seed gives way.
-        seed_name = "batch_seed" if "seed" in taken else "seed"
-        for p in (*init.params.params, *init.params.kwonly_params, *init.params.posonly_params):
-            if p.name.value == "batch_size" or (self.cls.random and p.name.value == seed_name):
-                self.report(p, "BFY010", f"__init__ already has a parameter named '{p.name.value}', "
-                            "which the batched constructor adds; rename it")
-        rewritten = init.visit(InitRewriter(self.ir, self.cls, self_name_of(init) or "self", seed_name))
-        return self.source_comment(init) + statement_code(self.renamed(rewritten))
-
-    def methods(self) -> list[str]:
-        out = []
-        for method in self.cls.methods.values():
-            comment = self.source_comment(method.node)
-            if method.name not in self.cls.stateful:
-                out.append(comment + statement_code(self.renamed(method.node)))
-                continue
-            if method.name in self.cls.context_properties:  # an integrator's derivatives: no pure twin
-                prop, diagnostics = rewrite_context_property(self.ir, self.cls, method)
-                self.diagnostics.extend(diagnostics)
-                out.append(comment + statement_code(self.renamed(prop)))
-                continue
-            pure, diagnostics = rewrite_method(self.ir, self.cls, method)
-            self.diagnostics.extend(diagnostics)
-            block = comment + statement_code(self.renamed(with_example_for_holders(pure, self.cls)))
-            if method.name != "reset_state" and not method.name.startswith("_"):  # bfy.Batched has reset_state
-                block += "\n\n" + self.wrapper(method.node)
-            out.append(block)
-        if self.group_of_builtins():
-            out.append(GROUP_UPDATE + "\n\n" + 'update = bfy.batched_method("update_pure")')
-        if self.cls.holder_values:
-            out.append(self.rebuilt_holders())
-        return out
-
-    def rebuilt_holders(self) -> str:
-        """``from_model`` calls this: the model's integrators hold derivatives reading its own Variables."""
-        renamer = ModelNameRenamer({**self.renamer.names, self.init_self: "self"})
-        lines = [f"self.{h} = {code(v.visit(renamer))}" for h, v in self.cls.holder_values.items()]
-        return ("def _rebuild_integrators(self):\n"
-                '    """The integrators built in ``__init__``, around this batch\'s derivatives (``from_model``)."""\n'
-                + "".join(f"    {line}\n" for line in lines)).rstrip("\n")
-
-    def group_of_builtins(self) -> bool:
-        """A group of BrainPy built-ins without an update of its own: BrainPy's group update runs them."""
-        ir, cls = self.ir, self.cls
-        return bool(ir.all_libraries(cls)) and not ir.all_children(cls) and "update" not in ir.all_methods(cls)
-
-    def wrapper(self, func: cst.FunctionDef) -> str:
-        """The batched drop-in, one line: ``update = bfy.batched_method("update_pure", shared=("i",))``."""
-        args = [p.name.value for p in func.params.params[1:]]
-        shared_args = set(self.ir.shared_args)
-        if func.name.value == "update" and args[:1] and args[0] in SHARED_DICT_PARAMS:
-            shared_args.add(args[0])
-        shared_args |= set(args) & set(SHARED_CLOCK_PARAMS)
-        shared = [a for a in args if a in shared_args]
-        extra = ", shared=" + tuple_literal(shared) if shared else ""
-        method = func.name.value
-        return f'{method} = {RUNTIME}.batched_method("{pure_name(method)}"{extra})'
-
-    def report(self, node: cst.CSTNode, code_: str, message: str) -> None:
-        pos = self.ir.positions.get(node)
-        line, col = (pos.start.line, pos.start.column + 1) if pos else (1, 1)
-        self.diagnostics.append(Diagnostic(self.ir.path, line, col, code_, message))
-
-
-class ModelNameRenamer(cst.CSTTransformer):
-    """References to a model class of the file (``super(Foo, self)``, ``isinstance(x, Foo)``,
-    ``Foo.helper(...)``) name its batched class: the generated module defines no ``Foo``."""
-
-    def __init__(self, names: dict[str, str], attributes: dict[str, str] | None = None):
-        super().__init__()
-        self.names = names
-        self.attributes = attributes or {}  # `self.params` -> `self.params_` (see ClassEmitter)
-        self.self_names: list[str] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.self_names.append(self_name_of(node) or "")
-        return True
-
-    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
-        return updated_node.with_changes(value=self.names.get(updated_node.value, updated_node.value))
-
-    # Names that are not references keep their spelling.
-    def leave_Attribute(self, original_node, updated_node):
-        attribute = original_node.attr
-        if (self.self_names and isinstance(original_node.value, cst.Name)
-                and original_node.value.value == self.self_names[-1] and attribute.value in self.attributes):
-            attribute = cst.Name(self.attributes[attribute.value])
-        return updated_node.with_changes(attr=attribute)
-
-    def leave_Arg(self, original_node, updated_node):
-        return updated_node.with_changes(keyword=original_node.keyword)
-
-    def leave_Param(self, original_node, updated_node):
-        return updated_node.with_changes(name=original_node.name)
-
-    def leave_FunctionDef(self, original_node, updated_node):
-        self.self_names.pop()
-        return updated_node.with_changes(name=original_node.name)
-
-
-class InitRewriter(cst.CSTTransformer):
-    """The original constructor, building a batch: state Variables and children get ``batch_size``."""
-
-    def __init__(self, ir: ModuleIR, cls: ModelClass, self_name: str, seed_name: str = "seed"):
-        super().__init__()
-        self.ir, self.cls, self.self_name, self.seed_name = ir, cls, self_name, seed_name
-        self.state = {f.name for f in cls.fields if f.kind == "state" and not f.shared} - set(cls.library_fields)
-        self.fields = {f.name for f in ir.all_fields(cls)}
-        self.children = {ch.name: ir.classes[ch.class_name].batched_name for ch in cls.children}
-        self.depth = 0
-        base = ir.classes[cls.model_base] if cls.model_base else None
-        self.base_random = bool(base and base.random)
-        self.creates_key = cls.random and not self.base_random
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.depth += 1
-        return self.depth == 1  # leave nested functions alone
-
-    def is_reset_call(self, stmt: cst.CSTNode) -> bool:
-        """``self.reset_state(...)``, which creates this class's Variables."""
-        if not self.cls.reset_fields or not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
-            return False
-        small = stmt.body[0]
-        return (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
-                and self_path(small.value.func, self.self_name) == ["reset_state"])
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
-        self.depth -= 1
-        if self.depth:
-            return updated_node
-        params = updated_node.params
-        added = [cst.Param(cst.Name("batch_size"))]
-        if self.cls.random:
-            added.append(cst.Param(cst.Name(self.seed_name), default=cst.Name("None"),
-                                   equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
-        star = params.star_arg if params.star_arg not in (cst.MaybeSentinel.DEFAULT, None) else cst.ParamStar()
-        params = params.with_changes(
-            params=[p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in params.params],
-            star_arg=star,
-            kwonly_params=[*params.kwonly_params, *added],
-        )
-        body = list(updated_node.body.body)
-        first = 1 if body and _is_docstring(body[0]) else 0
-        set_batch = cst.parse_statement(f"{self.self_name}.batch_size = batch_size\n")
-        body.insert(first, set_batch)
-        make_key = cst.parse_statement(
-            f"{self.self_name}.rng_key = {RUNTIME}.key_variable({self.seed_name}, batch_size)\n")
-        creates = [i for i, stmt in enumerate(body) if self.is_reset_call(stmt)]
-        if creates:  # reset_state creates Variables: each example's, drawn from its own key
-            body[creates[0]] = cst.parse_statement(f"{self.self_name}._create_state()\n").with_changes(
-                leading_lines=body[creates[0]].leading_lines)
-            if self.creates_key:
-                body.insert(creates[0], make_key)
-        elif self.creates_key:  # one key per example, after the weights are drawn as the original draws them
-            body.append(make_key)
-        if self.cls.libraries:  # the built-ins' batch of states, next to their single-example Variables
-            body.append(cst.parse_statement(f"{RUNTIME}.attach_library({self.self_name}, batch_size)\n"))
-        if self.cls.reset_fields and not self.cls.init_resets:
-            body.append(cst.parse_statement(
-                f"# {self.cls.name} leaves its state to reset_state(), which its users call before running.\n"
-                f"{self.self_name}._create_state()\n"))
-        return updated_node.with_changes(params=params, body=updated_node.body.with_changes(body=body))
-
-    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
-        if len(original_node.targets) != 1:
-            return updated_node
-        value = self.batched_value(original_node.targets[0].target, original_node.value, updated_node.value)
-        return updated_node.with_changes(value=value)
-
-    def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign) -> cst.AnnAssign:
-        """``self.v: bm.Variable = bm.Variable(...)``: batched like the plain assignment."""
-        if original_node.value is None:
-            return updated_node
-        return updated_node.with_changes(value=self.batched_value(original_node.target, original_node.value,
-                                                                  updated_node.value))
-
-    def batched_value(self, target: cst.BaseExpression, value: cst.BaseExpression,
-                      updated: cst.BaseExpression) -> cst.BaseExpression:
-        """The value assigned to ``self.NAME`` in the batched constructor: a state Variable batched,
-        a child built with ``batch_size``; anything else unchanged."""
-        path = self_path(target, self.self_name)
-        if path is None or len(path) != 1 or not isinstance(value, cst.Call):
-            return updated
-        if path[0] in self.state and {q.name for q in self.ir.qualified.get(value.func, ())} & (
-                STATE_VARIABLES | STATE_FACTORIES | set(VARIABLE_CONTAINERS)):
-            return cst.Call(cst.Attribute(cst.Name(RUNTIME), cst.Name("batched")), [cst.Arg(updated, comma=cst.Comma(
-                whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(cst.Name("batch_size"))])
-        if path[0] in self.children and isinstance(value.func, cst.Name):
-            args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated.args]
-            args.append(keyword_arg("batch_size", cst.Name("batch_size")))
-            return updated.with_changes(func=cst.Name(self.children[path[0]]), args=args)
-        return updated
-
-    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.Attribute:
-        path = self_path(original_node, self.self_name)
-        if path and len(path) == 1 and path[0] in self.fields and attribute_name(path[0]) != path[0]:
-            return updated_node.with_changes(attr=cst.Name(attribute_name(path[0])))
-        return updated_node
-
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
-        """``super().__init__(...)`` of a same-file model base passes ``batch_size`` on."""
-        func = original_node.func
-        if self.cls.model_base and is_super_call(func) and func.attr.value == "__init__":
-            args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated_node.args]
-            args.append(keyword_arg("batch_size", cst.Name("batch_size")))
-            if self.base_random:
-                args.append(keyword_arg("seed", cst.Name(self.seed_name)))
-            return updated_node.with_changes(args=args)
-        return updated_node
-
-
-def _is_docstring(stmt: cst.CSTNode) -> bool:
-    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
-            and isinstance(stmt.body[0], cst.Expr)
-            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
-
-
-# -- module level ---------------------------------------------------------------------
-
-def import_bindings(stmt: cst.CSTNode) -> list[tuple[str, str, cst.ImportAlias]]:
-    """(bound name, what it is bound to, alias) for each name an import statement binds."""
-    out = []
-    if not isinstance(stmt, cst.SimpleStatementLine):
-        return out
-    for small in stmt.body:
-        if isinstance(small, cst.Import):
-            for al in small.names:
-                dotted = "".join(code(al.name).split())  # `import brainpy .math` binds brainpy.math
-                if al.asname is not None:
-                    out.append((al.asname.name.value, dotted, al))
-                else:
-                    out.append((dotted.split(".")[0], dotted.split(".")[0], al))
-        elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar) and not small.relative:
-            module = "".join(code(small.module).split()) if small.module is not None else ""
-            for al in small.names:
-                nm = code(al.name)
-                bound = al.asname.name.value if al.asname is not None else nm
-                out.append((bound, f"{module}.{nm}", al))
-    return out
-
-
-def support_code(ir: ModuleIR, diagnostics: list[Diagnostic], extra_imports: dict[str, str]) -> tuple[str, str]:
-    """The import block and the copied module-level code, laid out as PEP 8 asks."""
-    standard = {**STANDARD_IMPORTS, **extra_imports}
-    reserved = set(standard)
-    for c in ir.targets:
-        cls = ir.classes[c]
-        reserved |= {cls.params_name, cls.state_name, cls.batched_name}
-    reserved |= {f"{n}{suffix}" for n in ir.library_targets for suffix in ("Params", "State", "Batched")}
-    imports: list[str] = []
-    rest: list[cst.CSTNode] = []
-    for stmt in ir.support:
-        bindings = import_bindings(stmt)
-        if bindings:
-            keep = []
-            for bound, target, alias in bindings:
-                if standard.get(bound) == target:
-                    continue  # already imported by the generated module
-                if bound in reserved:
-                    _clash(ir, alias, bound, diagnostics)
-                    continue
-                keep.append(alias)
-            if keep:
-                small = stmt.body[0]
-                keep = [al.with_changes(comma=cst.MaybeSentinel.DEFAULT) for al in keep]
-                if isinstance(small, cst.ImportFrom):
-                    small = small.with_changes(names=keep, lpar=None, rpar=None)
-                else:
-                    small = small.with_changes(names=keep)
-                imports.append(statement_code(stmt.with_changes(body=[small])))
-            continue
-        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and stmt.name.value in reserved:
-            _clash(ir, stmt.name, stmt.name.value, diagnostics)
-        rest.append(stmt)
-    # Every module-level binding of a reserved name in the source would shadow ours.
-    for stmt in ir.module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Assign):
-                    for t in small.targets:
-                        if isinstance(t.target, cst.Name) and t.target.value in reserved and stmt in ir.support:
-                            _clash(ir, t.target, t.target.value, diagnostics)
-    blocks: list[str] = []
-    previous_simple = False
-    for stmt in rest:
-        text = statement_code(stmt)
-        simple = isinstance(stmt, cst.SimpleStatementLine)
-        if blocks:
-            blocks.append("\n" if simple and previous_simple else "\n\n\n")
-        blocks.append(text)
-        previous_simple = simple
-    extra_lines = [HARNESS_IMPORT_LINES[name] for name in extra_imports]
-    return sort_imports([*STANDARD_IMPORT_LINES, *dict.fromkeys(extra_lines), *imports]), "".join(blocks)
+def class_header(name: str, bases: tuple[str, ...] | list[str], limit: int = LINE_LENGTH) -> str:
+    """``class Name(base, ..., key=value):``, split as black splits it when it would pass ``limit``."""
+    flat = f"class {name}({', '.join(bases)}):"
+    if len(flat) <= limit:
+        return flat
+    inner = f"    {', '.join(bases)}"
+    if len(inner) <= limit:
+        return f"class {name}(\n{inner}\n):"
+    return f"class {name}(\n" + "".join(f"    {b},\n" for b in bases) + "):"
 
 
 def sort_imports(lines: list[str]) -> str:
@@ -537,56 +84,30 @@ def sort_imports(lines: list[str]) -> str:
     return "\n\n".join(blocks)
 
 
-def _clash(ir: ModuleIR, node: cst.CSTNode, bound: str, diagnostics: list[Diagnostic]) -> None:
-    pos = ir.positions.get(node)
-    line, col = (pos.start.line, pos.start.column + 1) if pos else (1, 1)
-    diagnostics.append(Diagnostic(ir.path, line, col, "BFY011", f"'{bound}' is a name the generated module "
-                                  "defines or imports; rename it in the source"))
+def support_layout(support) -> str:
+    """The source's module-level statements, laid out as PEP 8 asks: two blank lines around
+    functions and classes, none between simple statements."""
+    blocks: list[str] = []
+    previous_simple = False
+    for statement in support:
+        if blocks:
+            blocks.append("\n" if statement.simple and previous_simple else "\n\n\n")
+        blocks.append(statement.code)
+        previous_simple = statement.simple
+    return "".join(blocks)
 
 
-def emit(ir: ModuleIR, *, source_sha256: str, command: str, source_path: str,
-         harness: HarnessOptions | None = None) -> str:
-    diagnostics: list[Diagnostic] = []
-    classes = []
-    for name in ir.targets:
-        emitter = ClassEmitter(ir, ir.classes[name])
-        classes.append(emitter.context())
-        diagnostics.extend(emitter.diagnostics)
-    harnesses = []
-    if harness is not None:
-        for problem in harness.problems():
-            diagnostics.append(Diagnostic(ir.path, 1, 1, "BFY013", f"harness: {problem}"))
-        if not diagnostics:
-            for name in harness_classes(ir):
-                h = harness_context(ir, ir.classes[name], harness, diagnostics)
-                if h is not None:
-                    harnesses.append(h)
-    extra = {}
-    for binding, module in REWRITE_NAMES.items():
-        if any(re.search(rf"(?<![\w.]){binding}\.", block) for c in classes for block in c["methods"]):
-            extra[binding] = module
-    if harnesses:
-        extra["jnp"] = HARNESS_IMPORTS["jnp"]
-        if any("optax." in h["loss_expr"] for h in harnesses):
-            extra["optax"] = HARNESS_IMPORTS["optax"]
-    library_classes = [{"name": n, "batched_name": f"{n}Batched", "builtin": builtin,
-                        "late": f", late={tuple_literal(list(late))}" if (late := ir.library_late.get(n)) else ""}
-                       for n, builtin in ir.library_targets.items()]
-    imports, support = support_code(ir, diagnostics, extra)
-    if diagnostics:
-        unique = sorted(set(diagnostics), key=lambda d: (d.line, d.column, d.code, d.message))
-        raise BatchifyError(unique)
+def emit(module: ModuleCode, *, source_sha256: str, command: str, source_path: str) -> str:
     text = environment().get_template("module.py.jinja").render(
         version=__version__,
-        contract=RUNTIME_CONTRACT,
         source_path=source_path,
         source_sha256=source_sha256,
         command=command,
-        imports=imports,
-        support=support,
-        classes=classes,
-        library_classes=library_classes,
-        harnesses=harnesses,
+        imports=sort_imports(list(module.imports)),
+        support=support_layout(module.support),
+        classes=module.classes,
+        library_classes=module.builtin_classes,
+        harnesses=module.harnesses,
     )
     # One newline convention: a CRLF line copied from the source would make every later --check stale.
     return stamp(text.replace("\r\n", "\n").replace("\r", "\n"))

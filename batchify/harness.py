@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from batchify.diagnostics import Diagnostic
 
 if TYPE_CHECKING:  # the CLI imports this module on every run; LibCST only when it transforms
-    from batchify.ir import ModelClass, ModuleIR
+    from batchify.ir import HarnessCode, ModelClass, ModuleIR
 
 INPUT_MODES = ("sequence", "constant")
 READOUTS = ("sum", "mean", "last")
@@ -52,17 +52,6 @@ class HarnessOptions:
         return out
 
 
-def class_header(name: str, bases: list[str], limit: int = 100) -> str:
-    """``class Name(base, ..., key=value):``, split as black splits it when it would pass ``limit``."""
-    flat = f"class {name}({', '.join(bases)}):"
-    if len(flat) <= limit:
-        return flat
-    inner = f"    {', '.join(bases)}"
-    if len(inner) <= limit:
-        return f"class {name}(\n{inner}\n):"
-    return f"class {name}(\n" + "".join(f"    {b},\n" for b in bases) + "):"
-
-
 def harness_classes(ir: ModuleIR) -> list[str]:
     """The classes a harness is emitted for: the targets no other target uses as a child or base."""
     used = {ch.class_name for c in ir.classes.values() for ch in c.children}
@@ -70,7 +59,9 @@ def harness_classes(ir: ModuleIR) -> list[str]:
     return [name for name in ir.targets if name not in used]
 
 
-def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics: list[Diagnostic]) -> dict | None:
+def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics: list[Diagnostic]) -> HarnessCode | None:
+    from batchify.ir import HarnessCode  # the CLI imports this module on every run; LibCST only when it transforms
+
     methods = ir.all_methods(cls)
     stepping = [m for m in methods if m in cls.stateful and not m.startswith("_") and m != "reset_state"]
     method = options.method or ("update" if "update" in stepping else stepping[0] if len(stepping) == 1 else None)
@@ -140,16 +131,16 @@ def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics:
         declared.append("classifies=True")
     if cls.random:
         declared.append("random=True")
-    return {
-        "name": cls.name,
-        "header": class_header(f"{cls.name}Harness", ["bfy.Harness", *declared]),
-        "batched": cls.batched_name,
-        "method": method,
-        "random": cls.random,
-        "call_args": ", ".join(args),
-        "readout_expr": readout_expr,
-        "loss_expr": loss_expr,
-        "input_doc": doc(options.input, "input"),
-        "readout_doc": doc(options.readout, "readout"),
-        "loss_doc": doc(options.loss, "loss"),
-    }
+    return HarnessCode(
+        name=f"{cls.name}Harness",
+        bases=("bfy.Harness", *declared),
+        batched=cls.batched_name,
+        method=method,
+        random=cls.random,
+        call_args=", ".join(args),
+        readout_expr=readout_expr,
+        loss_expr=loss_expr,
+        input_doc=doc(options.input, "input"),
+        readout_doc=doc(options.readout, "readout"),
+        loss_doc=doc(options.loss, "loss"),
+    )

@@ -1,6 +1,5 @@
-"""The small, typed IR that analysis produces and the rewrite and emit stages read.
-
-Nothing here knows about text output; nodes point back into the parsed LibCST tree.
+"""The typed IRs the stages share: ``ModuleIR`` (analysis -> rewrite; nodes point back into the
+parsed LibCST tree) and ``ModuleCode`` (rewrite -> emit: code as text, decided, not yet laid out).
 """
 
 from __future__ import annotations
@@ -145,3 +144,71 @@ class ModuleIR:
 
     def child_map(self, cls: ModelClass) -> dict[str, ModelClass]:
         return {ch.name: self.classes[ch.class_name] for ch in self.all_children(cls)}
+
+
+# -- what the rewrite stage hands the emit stage: code, decided; emit only lays it out -----------
+
+@dataclass(frozen=True)
+class FieldLine:
+    """One field of a generated Params or State NamedTuple."""
+
+    name: str
+    annotation: str
+
+
+@dataclass(frozen=True)
+class ClassCode:
+    """A batched class: ``class {batched_name}({bases}):`` holding ``body``, after its Params and State."""
+
+    name: str
+    batched_name: str
+    params_name: str
+    state_name: str
+    bases: tuple[str, ...]  # bases, then the declarations bfy.Batched reads (``params=FooParams``, ...)
+    params: tuple[FieldLine, ...]
+    state: tuple[FieldLine, ...]
+    body: tuple[str, ...]  # class attributes, then methods (each led by a ``# from path:lines`` comment)
+
+
+@dataclass(frozen=True)
+class BuiltinClassCode:
+    """A class deriving from a BrainPy built-in, batched whole as library code (``bfy.BuiltinBatched``)."""
+
+    name: str
+    batched_name: str
+    builtin: str
+    late: tuple[str, ...]  # Variables that exist once the model is reset
+
+
+@dataclass(frozen=True)
+class HarnessCode:
+    """A training harness: the model-specific part of a ``bfy.Harness``."""
+
+    name: str
+    batched: str
+    bases: tuple[str, ...]
+    method: str
+    random: bool
+    call_args: str
+    readout_expr: str
+    loss_expr: str
+    input_doc: str
+    readout_doc: str
+    loss_doc: str
+
+
+@dataclass(frozen=True)
+class SupportCode:
+    """A module-level statement of the source that the classes need, copied as it is."""
+
+    code: str
+    simple: bool  # a simple statement line (no blank lines between consecutive ones)
+
+
+@dataclass(frozen=True)
+class ModuleCode:
+    imports: tuple[str, ...]  # one import statement each, in any order (emit sorts them)
+    support: tuple[SupportCode, ...]
+    classes: tuple[ClassCode, ...]
+    builtin_classes: tuple[BuiltinClassCode, ...]
+    harnesses: tuple[HarnessCode, ...]

@@ -1,4 +1,4 @@
-"""The transform pipeline: parse -> analyse -> rewrite/emit -> validate.
+"""The transform pipeline: parse -> analyse -> rewrite -> emit -> validate.
 
 Pure text in, text out; no file system, no argv, no jax or brainpy.
 """
@@ -15,6 +15,7 @@ from typing import TypeVar
 from batchify.analyse import analyse
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.emit import emit
+from batchify.rewrite import rewrite_module
 from batchify.harness import HarnessOptions
 from batchify.parse import MAX_DEPTH, decode, parse
 from batchify.validate import validate
@@ -45,8 +46,9 @@ def transform(
         text = decode(source, path)
         module = parse(text, path)
         ir = analyse(module, path, only=classes, shared=shared, functions=harness.functions() if harness else ())
-        out = emit(ir, source_sha256=hashlib.sha256(source).hexdigest(), command=command,
-                   source_path=header_path or path, harness=harness)
+        code = rewrite_module(ir, harness)
+        out = emit(code, source_sha256=hashlib.sha256(source).hexdigest(), command=command,
+                   source_path=header_path or path)
         validate(out, path, text)
         return TransformResult(out, tuple(ir.targets))
 

@@ -35,7 +35,11 @@ def generator_fingerprint() -> str:
     """A hash of everything that decides the generated text besides the source and the options."""
     digest = hashlib.sha256()
     package = Path(__file__).resolve().parent
-    for path in [*sorted(package.glob("*.py")), *sorted(template_dir().glob("*.jinja"))]:
+    # The runtime decides nothing in the text (its contract number, in names.py, does).
+    sources = [p for p in sorted(package.rglob("*.py")) if p.name != "runtime.py" and "__pycache__" not in p.parts]
+    for path in sources:
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in sorted(template_dir().glob("*.jinja")):  # where they are differs: a wheel or a checkout
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     for dependency in ("libcst", "jinja2"):
         try:

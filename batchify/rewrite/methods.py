@@ -220,23 +220,40 @@ class ExprRewriter(cst.CSTTransformer):
         path = self_path(node, self.ctx.self_name)
         return not (path and isinstance(self.ctx.resolve(path), LibraryRef))
 
+    # The read rules, tried in order on every attribute; the first that gives a node wins (batchify.rules).
+    ATTRIBUTE_RULES = ("container_item_read", "state_read", "builtin_read", "mode_read")
+
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        path = self_path(original_node, self.ctx.self_name)
+        ref = self.ctx.resolve(path) if path else None
+        for rule in self.ATTRIBUTE_RULES:
+            out = getattr(self, rule)(original_node, updated_node, path, ref)
+            if out is not None:
+                return out
+        return updated_node  # constants and methods stay on self; analysis reported unknown `.value`s
+
+    def container_item_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
+        """``self.xs[i].value`` of a bm.VarList / VarDict -> ``state.xs[i]``: the item is an array."""
         if original_node.attr.value == "value" and isinstance(original_node.value, cst.Subscript):
             base = self_path(original_node.value.value, self.ctx.self_name)
-            ref = self.ctx.resolve(base) if base else None
-            if isinstance(ref, FieldRef) and ref.container:  # `self.xs[i].value`: the item is an array
+            item = self.ctx.resolve(base) if base else None
+            if isinstance(item, FieldRef) and item.container:
                 return updated_node.value
-        path = self_path(original_node, self.ctx.self_name)
-        if path is None:
-            return updated_node
-        ref = self.ctx.resolve(path)
-        if isinstance(ref, FieldRef):
-            return self.ctx.field_expr(ref)
+        return None
+
+    def state_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
+        """``self.V`` / ``self.V.value`` / ``self.child.V`` -> ``state.V`` / ``state.child.V``; a weight -> ``params.W``."""
+        return self.ctx.field_expr(ref) if isinstance(ref, FieldRef) else None
+
+    def builtin_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
+        """``self.N.spike`` of a built-in -> ``self.library.read(params, state, "N.spike")``."""
         if isinstance(ref, LibraryRef) and self.library_ok(ref, original_node) and ref.rest:
             return self.ctx.library_read(ref)
-        if path == ["mode"]:  # one example runs as the original does; the batched class's mode is batching
-            return cst.Call(attr(name("bm"), "NonBatchingMode"), [])
-        return updated_node  # constants and methods stay on self; analysis reported unknown `.value`s
+        return None
+
+    def mode_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
+        """``self.mode`` -> ``bm.NonBatchingMode()``: one example runs as the original does."""
+        return cst.Call(attr(name("bm"), "NonBatchingMode"), []) if path == ["mode"] else None
 
     def library_ok(self, ref: LibraryRef, node: cst.CSTNode) -> bool:
         if ref.children:
@@ -247,13 +264,17 @@ class ExprRewriter(cst.CSTTransformer):
 
     def leave_BinaryOperation(self, original_node: cst.BinaryOperation,
                               updated_node: cst.BinaryOperation) -> cst.BaseExpression:
-        """``x >> self.layer`` calls the built-in (BrainPy's ``__rrshift__``)."""
+        return self.builtin_pipe(original_node, updated_node) or updated_node
+
+    def builtin_pipe(self, original_node: cst.BinaryOperation,
+                     updated_node: cst.BinaryOperation) -> cst.BaseExpression | None:
+        """``x >> self.layer`` calls the built-in (BrainPy's ``__rrshift__``): a library call."""
         if not isinstance(original_node.operator, cst.RightShift):
-            return updated_node
+            return None
         path = self_path(original_node.right, self.ctx.self_name)
         ref = self.ctx.resolve(path) if path else None
         if not isinstance(ref, LibraryRef) or not self.library_ok(ref, original_node):
-            return updated_node
+            return None
         return self.library_call(original_node, original_node.right, [cst.Arg(updated_node.left)], ref)
 
     def library_call(self, original_node: cst.CSTNode, func: cst.BaseExpression, args: list[cst.Arg],
@@ -265,42 +286,83 @@ class ExprRewriter(cst.CSTTransformer):
             [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), cst.Arg(func), *args], f"{ref.name}_out",
             f"this call runs the built-in self.{ref.name}")
 
+    # The call rules, tried in order; the first that gives a node wins (batchify.rules).
+    CALL_RULES = ("refuse_unbatchable_random", "control_flow_call", "loop_body_call", "state_factory",
+                  "variable_recreated", "random_draw", "builtin_call", "noisy_integrator_call", "stateful_call")
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        ctx = self.ctx
+        qualified = {q.name for q in self.ctx.ir.qualified.get(original_node.func, ())}
+        for rule in self.CALL_RULES:
+            out = getattr(self, rule)(original_node, updated_node, qualified)
+            if out is not None:
+                return out
+        return updated_node
+
+    def refuse_unbatchable_random(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
+        """``np.random.normal(...)`` in a step would draw once, when the step is traced: BFY206."""
+        if not any(q.startswith(names.UNBATCHABLE_RANDOM_PREFIXES) for q in qualified):
+            return None
+        self.ctx.report(original_node, "BFY206", f"{sorted(qualified)[0]} in {self.ctx.method.name}() draws once, "
+                        "when the step is traced, not at every step; use bm.random instead")
+        return updated_node
+
+    def control_flow_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
+        """``bm.for_loop`` / ``bm.cond`` / ``bm.while_loop`` / ``bm.ifelse`` whose closures change state."""
+        if not qualified & names.CONTROL_FLOW:
+            return None
+        kind = next(k for k, table in (("loop", names.FOR_LOOPS), ("cond", names.CONDS),
+                                       ("while", names.WHILE_LOOPS), ("ifelse", names.IFELSES)) if qualified & table)
+        return self.control_flow(original_node, updated_node, kind)
+
+    def loop_body_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
+        """A direct call of a closure that carries the state: ``state, y = body(state, x)``."""
         func = original_node.func
-        qualified = {q.name for q in ctx.ir.qualified.get(func, ())}
-        if any(q.startswith(names.UNBATCHABLE_RANDOM_PREFIXES) for q in qualified):
-            ctx.report(original_node, "BFY206", f"{sorted(qualified)[0]} in {ctx.method.name}() draws once, when "
-                       "the step is traced, not at every step; use bm.random instead")
-            return updated_node
-        if qualified & names.CONTROL_FLOW:
-            kind = next(k for k, table in (("loop", names.FOR_LOOPS), ("cond", names.CONDS),
-                                           ("while", names.WHILE_LOOPS), ("ifelse", names.IFELSES))
-                        if qualified & table)
-            rewritten = self.control_flow(original_node, updated_node, kind)
-            if rewritten is not None:
-                return rewritten
-        if isinstance(func, cst.Name) and func.value in ctx.closures:  # a direct call of a loop body
-            return self.carried_call(original_node, func, [cst.Arg(name(ctx.state)), *updated_node.args],
-                                     f"{func.value}_out")
-        if qualified & names.STATE_FACTORIES:
-            return self.initial_value(original_node, updated_node)
-        if qualified & (names.STATE_VARIABLES | names.PARAM_VARIABLES):  # reset_state re-creating a Variable
+        if not (isinstance(func, cst.Name) and func.value in self.ctx.closures):
+            return None
+        return self.carried_call(original_node, func, [cst.Arg(name(self.ctx.state)), *updated_node.args],
+                                 f"{func.value}_out")
+
+    def state_factory(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
+        """``bp.init.variable_(init, size, mode)`` outside ``__init__``: one example's initial value."""
+        return self.initial_value(original_node, updated_node) if qualified & names.STATE_FACTORIES else None
+
+    def variable_recreated(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
+        """``self.V = bm.Variable(e)`` in ``reset_state``: the new value, ``bm.Variable(e).value``."""
+        if qualified & (names.STATE_VARIABLES | names.PARAM_VARIABLES):
             return attr(updated_node, "value")
+        return None
+
+    def random_draw(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
+        """``bm.random.normal(...)`` without ``key=``: a key from this example's stream."""
         if any(names.random_sampler(q) for q in qualified) and not any(
                 a.keyword is not None and a.keyword.value == "key" for a in original_node.args):
             return self.keyed_draw(original_node, updated_node)
-        path = self_path(func, ctx.self_name)
-        ref = ctx.resolve(path) if path else None
-        if isinstance(ref, LibraryRef):
-            if not self.library_ok(ref, original_node):
-                return updated_node
-            return self.library_call(original_node, func, list(updated_node.args), ref)
-        if path and len(path) == 1 and path[0] in {n for c in ctx.ir.chain(ctx.cls) for n in c.noisy_integrators}:
-            return self.rng_call(original_node, func, list(updated_node.args), "stochastic integrator")
-        target = self.stateful_target(func)
-        if target is None:
+        return None
+
+    def builtin_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
+        """``self.N(x)`` / ``self.N.m(x)`` of a built-in: ``self.library.call(params, state, self.N, x)``."""
+        path = self_path(original_node.func, self.ctx.self_name)
+        ref = self.ctx.resolve(path) if path else None
+        if not isinstance(ref, LibraryRef):
+            return None
+        if not self.library_ok(ref, original_node):
             return updated_node
+        return self.library_call(original_node, original_node.func, list(updated_node.args), ref)
+
+    def noisy_integrator_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
+        """``self.integral(V, t)`` of a ``bp.sdeint`` integrator: its noise from this example's stream."""
+        path = self_path(original_node.func, self.ctx.self_name)
+        noisy = {n for c in self.ctx.ir.chain(self.ctx.cls) for n in c.noisy_integrators}
+        if path and len(path) == 1 and path[0] in noisy:
+            return self.rng_call(original_node, original_node.func, list(updated_node.args), "stochastic integrator")
+        return None
+
+    def stateful_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
+        """A call of a stateful method, own (``self.m(x)``, ``super().m(x)``) or a child's (``self.c(x)``)."""
+        ctx = self.ctx
+        target = self.stateful_target(original_node.func)
+        if target is None:
+            return None
         children, method_name, via_super = target
         owner_cls = self.child_class(children) if children else ctx.cls
         if self.blocked and method_name not in owner_cls.readers:
@@ -308,23 +370,43 @@ class ExprRewriter(cst.CSTTransformer):
                        "comprehension, conditional expression, and/or, while test or elif test; "
                        "assign its result to a variable in a statement of its own first")
             return updated_node
-        if self.blocked:  # a reader changes nothing: call it in place
-            params_in, state_in = attr(name(ctx.params), *children), attr(name(ctx.state), *children)
-            owner = cst.Call(name("super")) if via_super else attr(name(ctx.self_name), *children)
-            pure = call(attr(owner, pure_name(method_name)), [cst.Arg(params_in), cst.Arg(state_in),
-                                                              *updated_node.args])
-            return cst.Subscript(pure, [cst.SubscriptElement(cst.Index(cst.Integer("1")))])
-        random_child = bool(children) and self.child_class(children).random
-        tmp = ctx.ns.fresh(f"{children[-1] if children else method_name}_out")
+        if self.blocked:
+            return self.reader_in_place(updated_node, children, method_name, via_super)
+        return (self.child_call if children else self.own_call)(updated_node, children, method_name, via_super)
+
+    def reader_in_place(self, updated_node, children, method_name, via_super) -> cst.BaseExpression:
+        """A method that changes nothing, where a call cannot be moved (a lambda): ``self.m_pure(params, state, x)[1]``."""
+        ctx = self.ctx
+        params_in, state_in = attr(name(ctx.params), *children), attr(name(ctx.state), *children)
+        owner = cst.Call(name("super")) if via_super else attr(name(ctx.self_name), *children)
+        pure = call(attr(owner, pure_name(method_name)), [cst.Arg(params_in), cst.Arg(state_in), *updated_node.args])
+        return cst.Subscript(pure, [cst.SubscriptElement(cst.Index(cst.Integer("1")))])
+
+    def own_call(self, updated_node, children, method_name, via_super) -> cst.BaseExpression:
+        """``y = self.m(x)`` -> ``state, y = self.m_pure(params, state, x)``, moved in front of the statement."""
+        ctx = self.ctx
+        tmp = ctx.ns.fresh(f"{method_name}_out")
         args = list(updated_node.args)
-        child_state = ctx.ns.fresh(f"{children[-1]}_state") if children else ""
 
         def build(out: str) -> list[cst.SimpleStatementLine]:
-            if not children:
-                owner = cst.Call(name("super")) if via_super else name(ctx.self_name)
-                value = call(attr(owner, pure_name(method_name)),
-                             [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), *args])
-                return [assign([ctx.state, out], value)]
+            owner = cst.Call(name("super")) if via_super else name(ctx.self_name)
+            value = call(attr(owner, pure_name(method_name)), [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), *args])
+            return [assign([ctx.state, out], value)]
+
+        self.hoisted[tmp] = build
+        self.pre.extend(build(tmp))
+        return name(tmp)
+
+    def child_call(self, updated_node, children, method_name, via_super) -> cst.BaseExpression:
+        """``self.c(x)`` -> ``c_state, c_out = self.c.update_pure(params.c, state.c, x)`` then
+        ``state = state._replace(c=c_state)``; a child drawing random numbers takes the example's key."""
+        ctx = self.ctx
+        random_child = self.child_class(children).random
+        tmp = ctx.ns.fresh(f"{children[-1]}_out")
+        args = list(updated_node.args)
+        child_state = ctx.ns.fresh(f"{children[-1]}_state")
+
+        def build(out: str) -> list[cst.SimpleStatementLine]:
             child_in: cst.BaseExpression = attr(name(ctx.state), *children)
             if random_child:  # the child draws from this example's stream and hands it back
                 child_in = cst.Call(attr(child_in, "_replace"), [keyword_arg("rng_key", attr(name(ctx.state), "rng_key"))])
@@ -514,8 +596,14 @@ class MethodRewriter:
             out.extend(self.statement(stmt))
         return out
 
+    # Compound statements: each threads the state through its blocks (batchify.rules).
+    STATEMENT_RULES = {cst.If: "if_", cst.For: "for_", cst.While: "while_", cst.With: "with_", cst.Try: "try_",
+                       cst.Match: "match_"}
+    # Simple statements.
+    SMALL_RULES = {cst.Return: "return_", cst.Expr: "expression", cst.Assign: "assign", cst.AugAssign: "aug_assign",
+                   cst.AnnAssign: "annotated_assign"}
+
     def statement(self, stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
-        ctx = self.ctx
         if isinstance(stmt, cst.SimpleStatementLine):
             out: list[cst.BaseStatement] = []
             for small in stmt.body:
@@ -525,55 +613,78 @@ class MethodRewriter:
                 if stmt.trailing_whitespace.comment is not None and isinstance(out[-1], cst.SimpleStatementLine):
                     out[-1] = out[-1].with_changes(trailing_whitespace=stmt.trailing_whitespace)
             return out
-        if isinstance(stmt, cst.If):
-            return self.if_(stmt, hoist=True)
-        if isinstance(stmt, cst.For):
-            self.check_no_write(stmt.target, "a for-loop target")
-            pre, iter_, _ = self.expr(stmt.iter)
-            body = self.suite(stmt.body)
-            orelse = stmt.orelse.with_changes(body=self.suite(stmt.orelse.body)) if stmt.orelse else None
-            return [*pre, stmt.with_changes(iter=iter_, body=body, orelse=orelse)]
-        if isinstance(stmt, cst.While):
-            self.check_static(stmt.test, "while")
-            _, test, _ = self.expr(stmt.test, hoist=False)
-            orelse = stmt.orelse.with_changes(body=self.suite(stmt.orelse.body)) if stmt.orelse else None
-            return [stmt.with_changes(test=test, body=self.suite(stmt.body), orelse=orelse)]
-        if isinstance(stmt, cst.With):
-            pre: list[cst.BaseStatement] = []
-            new_items = []
-            for item in stmt.items:
-                p, it, _ = self.expr(item)
-                pre.extend(p)
-                new_items.append(it)
-            return [*pre, stmt.with_changes(items=new_items, body=self.suite(stmt.body))]
-        if isinstance(stmt, cst.Try):
-            return [stmt.with_changes(
-                body=self.suite(stmt.body),
-                handlers=[h.with_changes(body=self.suite(h.body)) for h in stmt.handlers],
-                orelse=stmt.orelse.with_changes(body=self.suite(stmt.orelse.body)) if stmt.orelse else None,
-                finalbody=stmt.finalbody.with_changes(body=self.suite(stmt.finalbody.body)) if stmt.finalbody else None,
-            )]
-        if isinstance(stmt, cst.Match):  # on configuration, as a Python `if` is: each case threads the state
-            self.check_static(stmt.subject, "match")
-            pre, subject, _ = self.expr(stmt.subject)
-            cases = []
-            for case in stmt.cases:
-                guard = self.expr(case.guard, hoist=False)[1] if case.guard is not None else None
-                if case.guard is not None:
-                    self.check_static(case.guard, "case guard")
-                cases.append(case.with_changes(guard=guard, body=self.suite(case.body)))
-            return [*pre, stmt.with_changes(subject=subject, cases=cases)]
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ctx.closures:
+        rule = self.STATEMENT_RULES.get(type(stmt))
+        if rule is not None:
+            return getattr(self, rule)(stmt)
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.ctx.closures:
             return [self.pure_closure(stmt)]
-        # Nested functions and classes: reads are rewritten, writes refused.
+        return self.nested(stmt)
+
+    def if_(self, stmt: cst.If, hoist: bool = True) -> list[cst.BaseStatement]:
+        """A Python ``if`` on configuration: kept, each branch threading the state (on a Variable: BFY210)."""
+        self.check_static(stmt.test, "if")
+        pre, test, _ = self.expr(stmt.test, hoist=hoist)
+        orelse = stmt.orelse
+        if isinstance(orelse, cst.If):
+            orelse = self.if_(orelse, hoist=False)[0]
+        elif isinstance(orelse, cst.Else):
+            orelse = orelse.with_changes(body=self.suite(orelse.body))
+        return [*pre, stmt.with_changes(test=test, body=self.suite(stmt.body), orelse=orelse)]
+
+    def for_(self, stmt: cst.For) -> list[cst.BaseStatement]:
+        """A Python ``for``: unrolled when traced, as in the original; its body threads the state."""
+        self.check_no_write(stmt.target, "a for-loop target")
+        pre, iter_, _ = self.expr(stmt.iter)
+        body = self.suite(stmt.body)
+        orelse = stmt.orelse.with_changes(body=self.suite(stmt.orelse.body)) if stmt.orelse else None
+        return [*pre, stmt.with_changes(iter=iter_, body=body, orelse=orelse)]
+
+    def while_(self, stmt: cst.While) -> list[cst.BaseStatement]:
+        """A Python ``while`` on configuration: kept, its body threading the state."""
+        self.check_static(stmt.test, "while")
+        _, test, _ = self.expr(stmt.test, hoist=False)
+        orelse = stmt.orelse.with_changes(body=self.suite(stmt.orelse.body)) if stmt.orelse else None
+        return [stmt.with_changes(test=test, body=self.suite(stmt.body), orelse=orelse)]
+
+    def with_(self, stmt: cst.With) -> list[cst.BaseStatement]:
+        pre: list[cst.BaseStatement] = []
+        new_items = []
+        for item in stmt.items:
+            p, it, _ = self.expr(item)
+            pre.extend(p)
+            new_items.append(it)
+        return [*pre, stmt.with_changes(items=new_items, body=self.suite(stmt.body))]
+
+    def try_(self, stmt: cst.Try) -> list[cst.BaseStatement]:
+        return [stmt.with_changes(
+            body=self.suite(stmt.body),
+            handlers=[h.with_changes(body=self.suite(h.body)) for h in stmt.handlers],
+            orelse=stmt.orelse.with_changes(body=self.suite(stmt.orelse.body)) if stmt.orelse else None,
+            finalbody=stmt.finalbody.with_changes(body=self.suite(stmt.finalbody.body)) if stmt.finalbody else None,
+        )]
+
+    def match_(self, stmt: cst.Match) -> list[cst.BaseStatement]:
+        """``match`` on configuration, as a Python ``if`` is: each case threads the state."""
+        self.check_static(stmt.subject, "match")
+        pre, subject, _ = self.expr(stmt.subject)
+        cases = []
+        for case in stmt.cases:
+            guard = self.expr(case.guard, hoist=False)[1] if case.guard is not None else None
+            if case.guard is not None:
+                self.check_static(case.guard, "case guard")
+            cases.append(case.with_changes(guard=guard, body=self.suite(case.body)))
+        return [*pre, stmt.with_changes(subject=subject, cases=cases)]
+
+    def nested(self, stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
+        """Nested functions and classes: reads are rewritten, writes refused (BFY203)."""
         for node in walk(stmt):
             if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
                 for target in targets:
                     if self.writes_field(target):
-                        ctx.report(node, "BFY203", "state is written inside a nested function; only closures "
-                                   "given to bm.for_loop, bm.cond, bm.while_loop or bm.ifelse carry the state "
-                                   "(jax.lax.scan and plain calls do not yet)")
+                        self.ctx.report(node, "BFY203", "state is written inside a nested function; only closures "
+                                        "given to bm.for_loop, bm.cond, bm.while_loop or bm.ifelse carry the state "
+                                        "(jax.lax.scan and plain calls do not yet)")
         _, new, _ = self.expr(stmt, hoist=False)
         return [new]
 
@@ -606,16 +717,6 @@ class MethodRewriter:
                                 "batch; use bm.where, bm.cond or bm.while_loop")
                 return
 
-    def if_(self, stmt: cst.If, hoist: bool) -> list[cst.BaseStatement]:
-        self.check_static(stmt.test, "if")
-        pre, test, _ = self.expr(stmt.test, hoist=hoist)
-        orelse = stmt.orelse
-        if isinstance(orelse, cst.If):
-            orelse = self.if_(orelse, hoist=False)[0]
-        elif isinstance(orelse, cst.Else):
-            orelse = orelse.with_changes(body=self.suite(orelse.body))
-        return [*pre, stmt.with_changes(test=test, body=self.suite(stmt.body), orelse=orelse)]
-
     def suite(self, suite: cst.BaseSuite) -> cst.BaseSuite:
         if isinstance(suite, cst.IndentedBlock):
             body = self.block(suite.body)
@@ -625,34 +726,39 @@ class MethodRewriter:
 
     # -- small statements --------------------------------------------------------------
     def small(self, small: cst.BaseSmallStatement, owner: cst.SimpleStatementLine) -> list[cst.BaseStatement]:
-        ctx = self.ctx
-        if isinstance(small, cst.Return):
-            if small.value is None:
-                return [return_state(ctx)]
-            pre, value, _ = self.expr(small.value)
-            elements = [cst.Element(unwrapped(ctx)), cst.Element(value)]
-            if isinstance(value, cst.Tuple) and not value.lpar:  # `return a, b` -> `return state, (a, b)`
-                elements[1] = cst.Element(value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
-            return [*pre, line(cst.Return(cst.Tuple(elements, lpar=[], rpar=[])))]
-        if isinstance(small, cst.Expr):
-            update = self.variable_update(small.value)
-            if update is not None:
-                return update
-            pre, value, rw = self.expr(small.value)
-            if isinstance(value, cst.Name) and value.value in rw.hoisted and pre:
-                return self.rename_last(pre, rw, value.value, ctx.ns.fresh("_") if "_" in ctx.ns.used else "_")
-            return [*pre, line(small.with_changes(value=value))]
-        if isinstance(small, cst.Assign):
-            return self.assign(small)
-        if isinstance(small, cst.AugAssign):
-            return self.aug_assign(small)
-        if isinstance(small, cst.AnnAssign):
-            if small.value is not None and self.field_target(small.target) is not None:
-                return self.assign(cst.Assign([cst.AssignTarget(small.target)], small.value))
-            pre, new, _ = self.expr(small)
-            return [*pre, line(new)]
+        rule = self.SMALL_RULES.get(type(small))
+        if rule is not None:
+            return getattr(self, rule)(small)
         if isinstance(small, cst.Del):
             self.check_no_write(small.target, "del")
+        pre, new, _ = self.expr(small)
+        return [*pre, line(new)]
+
+    def return_(self, small: cst.Return) -> list[cst.BaseStatement]:
+        """``return e`` -> ``return bfy.unwrap(state), e``; ``return a, b`` -> ``return bfy.unwrap(state), (a, b)``."""
+        ctx = self.ctx
+        if small.value is None:
+            return [return_state(ctx)]
+        pre, value, _ = self.expr(small.value)
+        elements = [cst.Element(unwrapped(ctx)), cst.Element(value)]
+        if isinstance(value, cst.Tuple) and not value.lpar:
+            elements[1] = cst.Element(value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
+        return [*pre, line(cst.Return(cst.Tuple(elements, lpar=[], rpar=[])))]
+
+    def expression(self, small: cst.Expr) -> list[cst.BaseStatement]:
+        """An expression statement: ``self.V.update(e)`` is a write; a stateful call binds its state."""
+        update = self.variable_update(small.value)
+        if update is not None:
+            return update
+        pre, value, rw = self.expr(small.value)
+        if isinstance(value, cst.Name) and value.value in rw.hoisted and pre:
+            return self.rename_last(pre, rw, value.value, self.ctx.ns.fresh("_") if "_" in self.ctx.ns.used else "_")
+        return [*pre, line(small.with_changes(value=value))]
+
+    def annotated_assign(self, small: cst.AnnAssign) -> list[cst.BaseStatement]:
+        """``self.V: jax.Array = e``: a write like the plain assignment."""
+        if small.value is not None and self.field_target(small.target) is not None:
+            return self.assign(cst.Assign([cst.AssignTarget(small.target)], small.value))
         pre, new, _ = self.expr(small)
         return [*pre, line(new)]
 
@@ -765,27 +871,34 @@ class MethodRewriter:
                             "weights are shared by every example (online learning rules are not supported yet)")
             return None
         current = self.ctx.field_expr(ref, with_rest=False)
-        if index is not None and ref.container:  # `self.xs[i] = e`: a new list / dict with item i replaced
-            if len(index) != 1 or not isinstance(index[0].slice, cst.Index):
-                self.ctx.report(node, "BFY205", f"a slice or several indices of the bm.VarList self.{ref.name} "
-                                "written at once; write one item at a time (self.NAME[i].value = ...)")
-                return None
-            key = self.expr(index[0].slice.value, hoist=False)[1]
-            if op is not None:
-                value = cst.BinaryOperation(cst.Subscript(current, [cst.SubscriptElement(cst.Index(key))]), op(),
-                                            _paren(value, op))
-            return cst.Call(runtime("replace_item"), [cst.Arg(current), cst.Arg(key), cst.Arg(value)])
+        if index is not None and ref.container:
+            return self.container_item_write(ref, index, current, value, op, node)
         if index is not None:
-            idx_node = [self.expr(el, hoist=False)[1] for el in index]  # an index only reads
-            if op is not None:
-                value = cst.BinaryOperation(cst.Subscript(current, idx_node), op(), _paren(value, op))
-            at = cst.Subscript(attr(current, "at"), idx_node)
-            return cst.Call(attr(at, "set"), [cst.Arg(value)])
+            return self.indexed_write(index, current, value, op)
+        return cst.BinaryOperation(current, op(), _paren(value, op)) if op is not None else value
+
+    def container_item_write(self, ref: FieldRef, index, current, value, op, node) -> cst.BaseExpression | None:
+        """``self.xs[i] = e`` of a bm.VarList / VarDict -> ``bfy.replace_item(state.xs, i, e)``."""
+        if len(index) != 1 or not isinstance(index[0].slice, cst.Index):
+            self.ctx.report(node, "BFY205", f"a slice or several indices of the bm.VarList self.{ref.name} "
+                            "written at once; write one item at a time (self.NAME[i].value = ...)")
+            return None
+        key = self.expr(index[0].slice.value, hoist=False)[1]
         if op is not None:
-            return cst.BinaryOperation(current, op(), _paren(value, op))
-        return value
+            value = cst.BinaryOperation(cst.Subscript(current, [cst.SubscriptElement(cst.Index(key))]), op(),
+                                        _paren(value, op))
+        return cst.Call(runtime("replace_item"), [cst.Arg(current), cst.Arg(key), cst.Arg(value)])
+
+    def indexed_write(self, index, current, value, op) -> cst.BaseExpression:
+        """``self.V[i] = e`` -> ``state.V.at[i].set(e)``; ``self.V[i] += e`` -> ``.at[i].set(state.V[i] + e)``
+        (duplicate indices do not accumulate, as in the original)."""
+        idx_node = [self.expr(el, hoist=False)[1] for el in index]  # an index only reads
+        if op is not None:
+            value = cst.BinaryOperation(cst.Subscript(current, idx_node), op(), _paren(value, op))
+        return cst.Call(attr(cst.Subscript(attr(current, "at"), idx_node), "set"), [cst.Arg(value)])
 
     def assign(self, small: cst.Assign) -> list[cst.BaseStatement]:
+        """``self.V.value = e`` / ``self.V = e`` -> ``state = state._replace(V=e)``; reads only otherwise."""
         ctx = self.ctx
         pre, value, rw = self.expr(small.value)
         targets = [t.target for t in small.targets]
@@ -808,7 +921,12 @@ class MethodRewriter:
             ref, index = self.field_target(targets[0])
             new = self.write_value(ref, index, value, None, small)
             return [*pre, ctx.replace_state(ref.children, {ref.name: new})] if new is not None else pre
-        # Several targets or unpacking: bind temporaries, then write each field.
+        return self.unpacking(small, pre, value, targets)
+
+    def unpacking(self, small: cst.Assign, pre, value, targets) -> list[cst.BaseStatement]:
+        """``self.a.value, self.b.value = e`` or ``self.a.value = self.b.value = e``: temporaries, then one
+        ``_replace`` each, in the original's order."""
+        ctx = self.ctx
         self.check_variable_objects_in_unpacking(targets, small.value)
         writes: list[tuple[FieldRef, object, str, cst.CSTNode]] = []
 
@@ -878,6 +996,7 @@ class MethodRewriter:
         return isinstance(target, cst.Attribute) and self.plain_attribute(target)
 
     def aug_assign(self, small: cst.AugAssign) -> list[cst.BaseStatement]:
+        """``self.V += e`` (every operator) -> ``state = state._replace(V=state.V + e)``."""
         pre, value, _ = self.expr(small.value)
         if self.library_target(small.target) is not None:
             return [*pre, *self.library_write(small.target, value, AUG_OPS[type(small.operator)], small)]

@@ -1,0 +1,144 @@
+"""Stage 3: rewrite. The analysed model (``ir.ModuleIR``) becomes the code of the generated module
+(``ir.ModuleCode``), decided here and only laid out by the emit stage.
+
+- ``methods``: the rewrite rules for a stateful method's body (``batchify.rules`` lists them), a
+  ``def m(self, ...)`` becoming ``def m_pure(self, params, state, ...) -> (state, result)``;
+- ``classes``: the batched class around them (fields, declarations, constructor, wrappers);
+- here: the module around the classes (imports, the source's support code, harnesses).
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from batchify.diagnostics import BatchifyError, Diagnostic
+from batchify.harness import HarnessOptions, harness_classes
+from batchify.harness import context as harness_context
+from batchify.ir import BuiltinClassCode, ModuleCode, ModuleIR, SupportCode
+from batchify.names import RUNTIME, RUNTIME_CONTRACT
+from batchify.rewrite.classes import ClassRewriter, code, statement_code
+
+# What every generated module imports: binding -> what it is bound to, and the import line.
+# The runtime is imported under its contract: ``from batchify.runtime import v1 as bfy``.
+STANDARD_IMPORTS = {"NamedTuple": "typing.NamedTuple", "jax": "jax", RUNTIME: f"batchify.runtime.v{RUNTIME_CONTRACT}"}
+STANDARD_IMPORT_LINES = ("from typing import NamedTuple", "import jax",
+                         f"from batchify.runtime import v{RUNTIME_CONTRACT} as {RUNTIME}")
+# What a training harness adds (optax only for its built-in cross-entropy).
+HARNESS_IMPORTS = {"jnp": "jax.numpy", "optax": "optax", "bm": "brainpy.math"}
+HARNESS_IMPORT_LINES = {"jnp": "import jax.numpy as jnp", "optax": "import optax", "bm": "import brainpy.math as bm"}
+# Names the rewritten methods may use (``jnp.full_like`` for ``self.V.fill_(x)``, ``bm.NonBatchingMode()``
+# for ``self.mode``): imported when they do, as the source spells them or else as here.
+REWRITE_NAMES = {"jnp": "jax.numpy", "bm": "brainpy.math"}
+
+
+def import_bindings(stmt: cst.CSTNode) -> list[tuple[str, str, cst.ImportAlias]]:
+    """(bound name, what it is bound to, alias) for each name an import statement binds."""
+    out = []
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return out
+    for small in stmt.body:
+        if isinstance(small, cst.Import):
+            for al in small.names:
+                dotted = "".join(code(al.name).split())  # `import brainpy .math` binds brainpy.math
+                if al.asname is not None:
+                    out.append((al.asname.name.value, dotted, al))
+                else:
+                    out.append((dotted.split(".")[0], dotted.split(".")[0], al))
+        elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar) and not small.relative:
+            module = "".join(code(small.module).split()) if small.module is not None else ""
+            for al in small.names:
+                nm = code(al.name)
+                bound = al.asname.name.value if al.asname is not None else nm
+                out.append((bound, f"{module}.{nm}", al))
+    return out
+
+
+def support_code(ir: ModuleIR, diagnostics: list[Diagnostic],
+                 extra_imports: dict[str, str]) -> tuple[tuple[str, ...], tuple[SupportCode, ...]]:
+    """The import statements and the module-level code of the source the classes need."""
+    standard = {**STANDARD_IMPORTS, **extra_imports}
+    reserved = set(standard)
+    for c in ir.targets:
+        cls = ir.classes[c]
+        reserved |= {cls.params_name, cls.state_name, cls.batched_name}
+    reserved |= {f"{n}{suffix}" for n in ir.library_targets for suffix in ("Params", "State", "Batched")}
+    imports: list[str] = []
+    rest: list[cst.CSTNode] = []
+    for stmt in ir.support:
+        bindings = import_bindings(stmt)
+        if bindings:
+            keep = []
+            for bound, target, alias in bindings:
+                if standard.get(bound) == target:
+                    continue  # already imported by the generated module
+                if bound in reserved:
+                    _clash(ir, alias, bound, diagnostics)
+                    continue
+                keep.append(alias)
+            if keep:
+                small = stmt.body[0]
+                keep = [al.with_changes(comma=cst.MaybeSentinel.DEFAULT) for al in keep]
+                if isinstance(small, cst.ImportFrom):
+                    small = small.with_changes(names=keep, lpar=None, rpar=None)
+                else:
+                    small = small.with_changes(names=keep)
+                imports.append(statement_code(stmt.with_changes(body=[small])))
+            continue
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and stmt.name.value in reserved:
+            _clash(ir, stmt.name, stmt.name.value, diagnostics)
+        rest.append(stmt)
+    # Every module-level binding of a reserved name in the source would shadow ours.
+    for stmt in ir.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign):
+                    for t in small.targets:
+                        if isinstance(t.target, cst.Name) and t.target.value in reserved and stmt in ir.support:
+                            _clash(ir, t.target, t.target.value, diagnostics)
+    support = tuple(SupportCode(statement_code(stmt), isinstance(stmt, cst.SimpleStatementLine)) for stmt in rest)
+    extra_lines = [HARNESS_IMPORT_LINES[name] for name in extra_imports]
+    return (*STANDARD_IMPORT_LINES, *dict.fromkeys(extra_lines), *imports), support
+
+
+def _clash(ir: ModuleIR, node: cst.CSTNode, bound: str, diagnostics: list[Diagnostic]) -> None:
+    pos = ir.positions.get(node)
+    line, col = (pos.start.line, pos.start.column + 1) if pos else (1, 1)
+    diagnostics.append(Diagnostic(ir.path, line, col, "BFY011", f"'{bound}' is a name the generated module "
+                                  "defines or imports; rename it in the source"))
+
+
+def rewrite_module(ir: ModuleIR, harness: HarnessOptions | None = None) -> ModuleCode:
+    """The generated module's code; every problem found on the way is one BatchifyError."""
+    diagnostics: list[Diagnostic] = []
+    classes = []
+    for name in ir.targets:
+        rewriter = ClassRewriter(ir, ir.classes[name])
+        classes.append(rewriter.code())
+        diagnostics.extend(rewriter.diagnostics)
+    harnesses = []
+    if harness is not None:
+        for problem in harness.problems():
+            diagnostics.append(Diagnostic(ir.path, 1, 1, "BFY013", f"harness: {problem}"))
+        if not diagnostics:
+            for name in harness_classes(ir):
+                h = harness_context(ir, ir.classes[name], harness, diagnostics)
+                if h is not None:
+                    harnesses.append(h)
+    extra = {}
+    for binding, module in REWRITE_NAMES.items():
+        if any(re.search(rf"(?<![\w.]){binding}\.", block) for c in classes for block in c.body):
+            extra[binding] = module
+    if harnesses:
+        extra["jnp"] = HARNESS_IMPORTS["jnp"]
+        if any("optax." in h.loss_expr for h in harnesses):
+            extra["optax"] = HARNESS_IMPORTS["optax"]
+    builtins = tuple(BuiltinClassCode(n, f"{n}Batched", builtin, tuple(ir.library_late.get(n, ())))
+                     for n, builtin in ir.library_targets.items())
+    imports, support = support_code(ir, diagnostics, extra)
+    if diagnostics:
+        unique = sorted(set(diagnostics), key=lambda d: (d.line, d.column, d.code, d.message))
+        raise BatchifyError(unique)
+    return ModuleCode(imports=imports, support=support, classes=tuple(classes), builtin_classes=builtins,
+                      harnesses=tuple(harnesses))
