@@ -293,38 +293,62 @@ class ConstructorRewriter(cst.CSTTransformer):
         self.depth -= 1
         if self.depth:
             return updated_node
-        params = updated_node.params
+        body = list(updated_node.body.body)
+        for rule in self.BODY_RULES:
+            body = getattr(self, rule)(body)
+        return updated_node.with_changes(params=self.constructor_signature(updated_node.params),
+                                         body=updated_node.body.with_changes(body=body))
+
+    # What the batched constructor adds to the original's body, in this order (batchify.rules).
+    BODY_RULES = ("set_batch_size_first", "reset_creates_state", "attach_builtins", "late_state")
+
+    def constructor_signature(self, params: cst.Parameters) -> cst.Parameters:
+        """``def __init__(self, n)`` -> ``def __init__(self, n, *, batch_size)`` (and ``seed=None`` with random draws)."""
         added = [cst.Param(cst.Name("batch_size"))]
         if self.cls.random:
             added.append(cst.Param(cst.Name(self.seed_name), default=cst.Name("None"),
                                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
         star = params.star_arg if params.star_arg not in (cst.MaybeSentinel.DEFAULT, None) else cst.ParamStar()
-        params = params.with_changes(
+        return params.with_changes(
             params=[p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in params.params],
             star_arg=star,
             kwonly_params=[*params.kwonly_params, *added],
         )
-        body = list(updated_node.body.body)
+
+    def set_batch_size_first(self, body: list) -> list:
+        """``self.batch_size = batch_size`` first: BrainPy's constructor already reads ``self.mode``."""
         first = 1 if body and _is_docstring(body[0]) else 0
-        set_batch = cst.parse_statement(f"{self.self_name}.batch_size = batch_size\n")
-        body.insert(first, set_batch)
+        return [*body[:first], cst.parse_statement(f"{self.self_name}.batch_size = batch_size\n"), *body[first:]]
+
+    def reset_creates_state(self, body: list) -> list:
+        """``self.reset_state()`` creating Variables -> ``self._create_state()``, every example as it resets;
+        a model drawing random numbers gets its per-example keys first (after the weights are drawn)."""
         make_key = cst.parse_statement(
             f"{self.self_name}.rng_key = {RUNTIME}.key_variable({self.seed_name}, batch_size)\n")
         creates = [i for i, stmt in enumerate(body) if self.is_reset_call(stmt)]
-        if creates:  # reset_state creates Variables: each example's, drawn from its own key
+        body = list(body)
+        if creates:
             body[creates[0]] = cst.parse_statement(f"{self.self_name}._create_state()\n").with_changes(
                 leading_lines=body[creates[0]].leading_lines)
             if self.creates_key:
                 body.insert(creates[0], make_key)
-        elif self.creates_key:  # one key per example, after the weights are drawn as the original draws them
+        elif self.creates_key:
             body.append(make_key)
-        if self.cls.libraries:  # the built-ins' batch of states, next to their single-example Variables
-            body.append(cst.parse_statement(f"{RUNTIME}.attach_library({self.self_name}, batch_size)\n"))
-        if self.cls.reset_fields and not self.cls.init_resets:
-            body.append(cst.parse_statement(
-                f"# {self.cls.name} leaves its state to reset_state(), which its users call before running.\n"
-                f"{self.self_name}._create_state()\n"))
-        return updated_node.with_changes(params=params, body=updated_node.body.with_changes(body=body))
+        return body
+
+    def attach_builtins(self, body: list) -> list:
+        """Built-ins held as library code: ``bfy.attach_library(self, batch_size)`` at the end."""
+        if not self.cls.libraries:
+            return body
+        return [*body, cst.parse_statement(f"{RUNTIME}.attach_library({self.self_name}, batch_size)\n")]
+
+    def late_state(self, body: list) -> list:
+        """State that ``reset_state`` creates and ``__init__`` never calls it: created at the end."""
+        if not (self.cls.reset_fields and not self.cls.init_resets):
+            return body
+        return [*body, cst.parse_statement(
+            f"# {self.cls.name} leaves its state to reset_state(), which its users call before running.\n"
+            f"{self.self_name}._create_state()\n")]
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         if len(original_node.targets) != 1:
@@ -346,15 +370,23 @@ class ConstructorRewriter(cst.CSTTransformer):
         path = self_path(target, self.self_name)
         if path is None or len(path) != 1 or not isinstance(value, cst.Call):
             return updated
-        if path[0] in self.state and {q.name for q in self.ir.qualified.get(value.func, ())} & (
+        return self.batched_variable(path[0], value, updated) or self.batched_child(path[0], value, updated) or updated
+
+    def batched_variable(self, attribute: str, value: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """``self.V = bm.Variable(...)`` -> ``self.V = bfy.batched(bm.Variable(...), batch_size)``."""
+        if attribute in self.state and {q.name for q in self.ir.qualified.get(value.func, ())} & (
                 STATE_VARIABLES | STATE_FACTORIES | set(VARIABLE_CONTAINERS)):
             return cst.Call(cst.Attribute(cst.Name(RUNTIME), cst.Name("batched")), [cst.Arg(updated, comma=cst.Comma(
                 whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(cst.Name("batch_size"))])
-        if path[0] in self.children and isinstance(value.func, cst.Name):
+        return None
+
+    def batched_child(self, attribute: str, value: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """``self.c = Child(n)`` -> ``self.c = ChildBatched(n, batch_size=batch_size)``."""
+        if attribute in self.children and isinstance(value.func, cst.Name):
             args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated.args]
             args.append(keyword_arg("batch_size", cst.Name("batch_size")))
-            return updated.with_changes(func=cst.Name(self.children[path[0]]), args=args)
-        return updated
+            return updated.with_changes(func=cst.Name(self.children[attribute]), args=args)
+        return None
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.Attribute:
         path = self_path(original_node, self.self_name)

@@ -1,0 +1,1168 @@
+"""The rewrite rules, in one table: what each rewrites, the unit that does it, and its cases.
+
+Each rule is a small named unit of the rewrite stage (``unit``, relative to the package: a method of
+``rewrite.methods.ExprRewriter`` or ``MethodRewriter`` for a stateful method's body, of
+``rewrite.classes.ConstructorRewriter`` for the constructor, of ``rewrite.classes.ClassRewriter`` for
+the batched class, or of ``aliases`` for the names a Variable goes by). The rewriters try their units
+through their own tables (``ExprRewriter.CALL_RULES``, ``MethodRewriter.SMALL_RULES``, ...), and
+``tests/test_rules.py`` checks that those tables and this one name the same units, and runs every
+rule's before/after case and its no-change case (a look-alike the rule leaves alone). The README's
+supported-constructs table is generated from this one (``python scripts/rule_table.py``; a test
+checks that they agree). A construct no rule covers is a diagnostic with its own code
+(``docs/diagnostics.md``), never a guess.
+
+Nothing here imports LibCST: the table is data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PACKAGE = "batchify"
+
+
+@dataclass(frozen=True)
+class Case:
+    """A case on the test model of ``tests/test_rules.py``: class ``M`` with a weight ``W``, state ``V``
+    and ``S``, a constant ``gain``, a same-file child ``child`` (state ``u``), a stateful ``helper(x)``
+    and a stateless ``scale(x)``. ``before`` are lines of ``M.update(self, x)``; ``init`` lines added to
+    ``M.__init__``; ``extra`` more methods of ``M`` and then module-level code (another class); ``shared``
+    the ``--shared`` declarations. ``after`` is what the rewrite makes of it in ``where`` of class
+    ``cls``'s batched class: a method's body (``update_pure``; ``update`` for a method copied
+    unchanged), ``__init__`` (the lines made of ``init``), ``body:NAME`` (a method's whole body),
+    ``def:NAME`` (its ``def`` line), ``header`` (the class statement), ``state`` / ``params`` (the
+    NamedTuple's fields), ``line:NAME`` (the class-level line binding NAME) or ``copied:NAME`` (a
+    module-level class copied from the source); a diagnostic reads ``BFYnnn <first word>``."""
+
+    before: str
+    after: str
+    init: str = ""
+    where: str = "update_pure"
+    extra: str = ""
+    cls: str = "M"
+    shared: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    unit: str  # "rewrite.methods.ExprRewriter.random_draw"
+    construct: str  # README: the construct, in words
+    example: str  # README: what a user writes (markdown)
+    becomes: str  # README: what it is rewritten as (markdown)
+    case: Case  # before -> after
+    unchanged: Case  # a look-alike the rule leaves alone
+
+
+EXPR = "rewrite.methods.ExprRewriter"
+STMT = "rewrite.methods.MethodRewriter"
+INIT = "rewrite.classes.ConstructorRewriter"
+CLASS = "rewrite.classes.ClassRewriter"
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        'model classes',
+        f"{CLASS}.bases",
+        'model classes',
+        ('bases `bp.DynamicalSystem`, `bp.DynSysGroup`, `bp.Network`, `bp.NeuGroup`, '
+         '`bp.dyn.NeuDyn`, `bp.dnn.Layer`, … or a model class of the same file'),
+        ('`FooBatched(bfy.Batched, <the same bases>, params=FooParams, state=FooState)`; a '
+         'same-file base becomes its `…Batched`, which already is a `bfy.Batched`'),
+        Case(before='return self.V * Config.n',
+             after='class MBatched(bfy.Batched, bp.DynamicalSystem, params=MParams, state=MState):',
+             where='header',
+             extra=('\n'
+                    '\n'
+                    'class Config:\n'
+                    '    n = 3\n')),
+        Case(before='return self.V * Config.n',
+             after=('class Config:\n'
+                    '    n = 3'),
+             where='copied:Config',
+             extra=('\n'
+                    '\n'
+                    'class Config:\n'
+                    '    n = 3\n')),
+    ),
+    Rule(
+        'declarations',
+        f"{CLASS}.declarations",
+        'what the runtime reads',
+        ('Variables learned online (`--shared w=mean`), built-ins, Variables created by '
+         '`reset_state`'),
+        ('declared in the class statement (`shared={"w": "mean"}`, `builtins=("fc",)`, '
+         '`created_by_reset=("h",)`): `bfy.Batched` derives `params()`, `state()`, `from_model`, '
+         '`set_batch_size`, `reset_state`, `state_axes()` and `reduced()` from them and the '
+         'NamedTuples'),
+        Case(before='return self.fc(x)',
+             after=('class MBatched(bfy.Batched, bp.DynamicalSystem, params=MParams, state=MState, builtins=("fc",)):'),
+             init='self.fc = bp.dnn.Dense(3, 3)',
+             where='header'),
+        Case(before='return self.V',
+             after='class MBatched(bfy.Batched, bp.DynamicalSystem, params=MParams, state=MState):',
+             where='header'),
+    ),
+    Rule(
+        'fields',
+        f"{CLASS}.code",
+        'weights and state',
+        ('`bm.TrainVar(...)` / `bm.Parameter(...)`; `bm.Variable(...)`, `bp.init.variable_(...)`; '
+         'a same-file child; a `bm.VarList` / `bm.VarDict`; a Variable created on some paths only'),
+        ("fields of `FooParams` (`jax.Array`, the child's `…Params`) and `FooState` (`jax.Array`, "
+         "`list[jax.Array]`, `dict[str, jax.Array]`, `jax.Array | None`, the child's `…State`)"),
+        Case(before='return self.V',
+             after=('V: jax.Array\n'
+                    'S: jax.Array\n'
+                    'traces: list[jax.Array]\n'
+                    'Q: jax.Array | None\n'
+                    'child: ChildState'),
+             init=('self.traces = bm.VarList([bm.Variable(bm.zeros(3)), bm.Variable(bm.zeros(3))])\n'
+                   'if self.gain > 1.0:\n'
+                   '    self.Q = bm.Variable(bm.zeros(2))'),
+             where='state'),
+        Case(before='return self.V',
+             after=('V: jax.Array\n'
+                    'S: jax.Array\n'
+                    'child: ChildState'),
+             init='self.consts = [1.0, 2.0]',
+             where='state'),
+    ),
+    Rule(
+        'batched method',
+        f"{CLASS}.wrapper",
+        'stepping methods',
+        ('`def update(self, x)`, `def step_run(self, i, x)` with `--shared i`, the old '
+         '`update(self, tdi, x)`'),
+        ('`update = bfy.batched_method("update_pure")`: `jax.vmap` of the pure method over the '
+         'state and every per-example argument, with the original\'s signature; `shared=("i",)` '
+         'names the arguments every example shares (`tdi`, `_t`, `_dt` always are)'),
+        Case(before='return self.V + x',
+             after='update = bfy.batched_method("update_pure")',
+             where='line:update',
+             extra=('\n'
+                    '    def step_run(self, i, x):\n'
+                    '        self.V.value = self.V + x * i\n'
+                    '        return self.V.value\n')),
+        Case(before='return self.V + x',
+             after='step_run = bfy.batched_method("step_run_pure", shared=("i",))',
+             where='line:step_run',
+             extra=('\n'
+                    '    def step_run(self, i, x):\n'
+                    '        self.V.value = self.V + x * i\n'
+                    '        return self.V.value\n'),
+             shared=('i',)),
+    ),
+    Rule(
+        'model names',
+        f"{CLASS}.renamed",
+        'references to a model class of the file',
+        '`super(Foo, self)`, `isinstance(x, Foo)`, `Foo.helper(...)`',
+        'name its batched class `FooBatched` (the generated module defines no `Foo`)',
+        Case(before=('if isinstance(self, M):\n'
+                     '    return self.V\n'
+                     'return x'),
+             after=('if isinstance(self, MBatched):\n'
+                    '    return bfy.unwrap(state), state.V\n'
+                    'return bfy.unwrap(state), x')),
+        Case(before=('if isinstance(self, bp.DynamicalSystem):\n'
+                     '    return self.V\n'
+                     'return x'),
+             after=('if isinstance(self, bp.DynamicalSystem):\n'
+                    '    return bfy.unwrap(state), state.V\n'
+                    'return bfy.unwrap(state), x')),
+    ),
+    Rule(
+        'reserved names',
+        'rewrite.classes.ModelNameRenamer.leave_Attribute',
+        'an attribute named like a member of the batched class',
+        '`self.state = bm.Variable(...)`; `self.params = config` (a plain attribute)',
+        ('kept as `state` in `FooState`, the attribute is `self.state_`; a plain attribute is '
+         '`self.params_`'),
+        Case(before='return self.state * self.params',
+             after='return bfy.unwrap(state), state.state * self.params_',
+             init=('self.state = bm.Variable(bm.zeros(3))\n'
+                   'self.params = 3.0')),
+        Case(before='return self.status * x',
+             after='return bfy.unwrap(state), state.status * x',
+             init='self.status = bm.Variable(bm.zeros(3))'),
+    ),
+    Rule(
+        'constructor signature',
+        f"{INIT}.constructor_signature",
+        'the constructor',
+        '`def __init__(self, n, tau=10.0)`',
+        ('the original body with `*, batch_size` (and `seed=None` when the model draws random '
+         'numbers; `batch_seed=` when it has a `seed` of its own) and `self.batch_size = '
+         "batch_size` first, since BrainPy's constructor already reads `self.mode`"),
+        Case(before='return self.V + bm.random.normal(0.0, 1.0, 3)',
+             after='def __init__(self, *, batch_size, seed=None):',
+             where='def:__init__'),
+        Case(before='return self.V + bm.random.normal(0.0, 1.0, 3)',
+             after='def scale(self, x):',
+             where='def:scale'),
+    ),
+    Rule(
+        'batch size first',
+        f"{INIT}.set_batch_size_first",
+        'the batch size',
+        '`super().__init__()` reading `self.mode`',
+        ("`self.batch_size = batch_size` before the original's first statement (after a "
+         'docstring), so that `self.mode` is the batching mode from the start'),
+        Case(before='return self.V',
+             after=('self.batch_size = batch_size\n'
+                    'super().__init__()\n'
+                    'self.gain = 2.0\n'
+                    'self.W = bm.TrainVar(bm.ones(3))\n'
+                    'self.V = bfy.batched(bm.Variable(bm.zeros(3)), batch_size)\n'
+                    'self.S = bfy.batched(bm.Variable(bm.zeros(3)), batch_size)\n'
+                    'self.child = ChildBatched(batch_size=batch_size)\n'
+                    'self.tau = 10.0'),
+             init='self.tau = 10.0',
+             where='body:__init__'),
+        Case(before='return self.V',
+             after='return self.gain * x',
+             where='body:scale'),
+    ),
+    Rule(
+        'batched Variables',
+        f"{INIT}.batched_variable",
+        'Variables in `__init__`',
+        ('`bm.Variable(bm.zeros(n))`, `bm.Variable(n)`, `…, dtype=bm.int32)`, '
+         '`bp.init.variable_(bm.zeros, n, self.mode)`'),
+        ('`bfy.batched(bm.Variable(...), batch_size)`: a leading batch axis (`batch_axis=0`); a '
+         'Variable made in the batching mode already has it'),
+        Case(before='return self.Q',
+             after='self.Q = bfy.batched(bm.Variable(bm.ones(2), dtype=bm.float32), batch_size)',
+             init='self.Q = bm.Variable(bm.ones(2), dtype=bm.float32)',
+             where='__init__'),
+        Case(before='return self.V * self.R',
+             after='self.R = bm.TrainVar(bm.ones(3))',
+             init='self.R = bm.TrainVar(bm.ones(3))',
+             where='__init__'),
+    ),
+    Rule(
+        'batched children',
+        f"{INIT}.batched_child",
+        'same-file children',
+        '`self.hidden = DenseLIF(n_in, n)`',
+        '`self.hidden = DenseLIFBatched(n_in, n, batch_size=batch_size)`',
+        Case(before='return self.V + self.other(x)',
+             after='self.other = ChildBatched(batch_size=batch_size)',
+             init='self.other = Child()',
+             where='__init__'),
+        Case(before='return self.V',
+             after='self.cfg = dict(n=3)',
+             init='self.cfg = dict(n=3)',
+             where='__init__'),
+    ),
+    Rule(
+        'state created by a reset',
+        f"{INIT}.reset_creates_state",
+        'Variables created in `reset_state`',
+        ('`__init__` calls `self.reset_state(self.mode)`, which does `self.h = '
+         'bp.init.variable_(init, n, batch_size)`'),
+        ('state fields; the batched `__init__` calls `self._create_state()`, which runs '
+         '`reset_state_pure` on every example'),
+        Case(before=('self.h.value = self.h + x\n'
+                     'return self.h.value'),
+             after='self._create_state()',
+             init='self.reset_state()',
+             where='__init__',
+             extra=('\n'
+                    '    def reset_state(self, batch_size=None):\n'
+                    '        self.h = bm.Variable(bm.zeros(3))\n')),
+        Case(before='return self.V',
+             after='self.reset_counter()',
+             init='self.reset_counter()',
+             where='__init__',
+             extra=('\n'
+                    '    def reset_counter(self):\n'
+                    '        return 0\n')),
+    ),
+    Rule(
+        "state left to the user's reset",
+        f"{INIT}.late_state",
+        '… and `__init__` never calls it',
+        "the model's users call `model.reset_state()` before running it",
+        ('the same fields; the batched `__init__` ends with `self._create_state()`, and '
+         '`from_model` of a model not reset yet resets every example as the model would be'),
+        Case(before=('self.h.value = self.h + x\n'
+                     'return self.h.value'),
+             after=('self.n = 3\n'
+                    '# M leaves its state to reset_state(), which its users call before running.\n'
+                    'self._create_state()'),
+             init='self.n = 3',
+             where='__init__',
+             extra=('\n'
+                    '    def reset_state(self, batch_size=None):\n'
+                    '        self.h = bm.Variable(bm.zeros(self.n))\n')),
+        Case(before='return self.V',
+             after='self.n = 3',
+             init='self.n = 3',
+             where='__init__',
+             extra=('\n'
+                    '    def reset_state(self, batch_size=None):\n'
+                    '        self.V.value = bm.zeros(self.n)\n')),
+    ),
+    Rule(
+        'built-ins attached',
+        f"{INIT}.attach_builtins",
+        'BrainPy built-in children, held as library code',
+        ('`self.fc = bp.dnn.Dense(...)`, `self.N = bp.dyn.LifRef(...)`, projections, '
+         "`bp.VarDelay`, `bm.LengthDelay`, `bp.Sequential`, a model's own `bm.random.RandomState`"),
+        ("not re-implemented: `bfy.attach_library(self, batch_size)` keeps the built-ins' "
+         'single-example Variables and the batch of their values (`self.library`, a '
+         '`bfy.Library`); a Variable of the class given to one (`bm.LengthDelay(self.V, 3)`) is '
+         'bound from `state.V`'),
+        Case(before='return self.fc(x)',
+             after=('self.fc = bp.dnn.Dense(3, 3)\n'
+                    'self.rng_key = bfy.key_variable(seed, batch_size)\n'
+                    'bfy.attach_library(self, batch_size)'),
+             init='self.fc = bp.dnn.Dense(3, 3)',
+             where='__init__'),
+        Case(before='return self.V',
+             after='self.fn = bm.tanh',
+             init='self.fn = bm.tanh',
+             where='__init__'),
+    ),
+    Rule(
+        'state read',
+        f"{EXPR}.state_read",
+        'reads',
+        '`self.V`, `self.V.value`, `self.V.shape`, `self.child.u`',
+        '`state.V`, `state.V.shape`, `state.child.u`; weights from `params`',
+        Case(before=('self.S.value = self.V.shape[0] * self.child.u\n'
+                     'return self.V + self.W.value'),
+             after=('state = state._replace(S=state.V.shape[0] * state.child.u)\n'
+                    'return bfy.unwrap(state), state.V + params.W')),
+        Case(before='return self.gain * x',
+             after='return self.gain * x',
+             where='update'),
+    ),
+    Rule(
+        'item read',
+        f"{EXPR}.container_item_read",
+        'items of a `bm.VarList` / `bm.VarDict`',
+        '`self.traces[i].value`, `for t in self.traces`',
+        '`state.traces[i]`: a list / dict of arrays',
+        Case(before='return self.traces[1].value + self.V',
+             after='return bfy.unwrap(state), state.traces[1] + state.V',
+             init='self.traces = bm.VarList([bm.Variable(bm.zeros(3)), bm.Variable(bm.zeros(3))])'),
+        Case(before='return self.consts[1] + x',
+             after='return self.consts[1] + x',
+             init='self.consts = [1.0, 2.0]',
+             where='update'),
+    ),
+    Rule(
+        'mode read',
+        f"{EXPR}.mode_read",
+        'mode branches',
+        '`if isinstance(self.mode, bm.BatchingMode): ...` in a stepping method',
+        ('`self.mode` reads `bm.NonBatchingMode()`: the single-example branch, as the original '
+         'takes it'),
+        Case(before=('if isinstance(self.mode, bm.BatchingMode):\n'
+                     '    return x\n'
+                     'return self.V'),
+             after=('if isinstance(bm.NonBatchingMode(), bm.BatchingMode):\n'
+                    '    return bfy.unwrap(state), x\n'
+                    'return bfy.unwrap(state), state.V')),
+        Case(before='return self.mode_name, self.V',
+             after='return bfy.unwrap(state), (self.mode_name, state.V)',
+             init="self.mode_name = 'plain'"),
+    ),
+    Rule(
+        'built-in read',
+        f"{EXPR}.builtin_read",
+        "reads of a built-in's Variables",
+        '`self.N.spike.value`, `self.N.V`',
+        '`self.library.read(params, state, "N.spike")`',
+        Case(before='return self.N.spike.value',
+             after='return bfy.unwrap(state), self.library.read(params, state, "N.spike")',
+             init='self.N = bp.dyn.Lif(3)'),
+        Case(before='return self.V * self.n_out',
+             after='return bfy.unwrap(state), state.V * self.n_out',
+             init=('self.N = bp.dyn.Lif(3)\n'
+                   'self.n_out = 3')),
+    ),
+    Rule(
+        'built-in call',
+        f"{EXPR}.builtin_call",
+        'calls of a built-in',
+        '`self.fc(x)`, `self.N.update(x)`',
+        ("`state, fc_out = self.library.call(params, state, self.fc, x)`: one example's values "
+         "(and random key) bound into the built-in's Variables for the call, the old values put "
+         'back'),
+        Case(before='return self.fc(x)',
+             after=('state, fc_out = self.library.call(params, state, self.fc, x)\n'
+                    'return bfy.unwrap(state), fc_out'),
+             init='self.fc = bp.dnn.Dense(3, 3)'),
+        Case(before='return self.scale(x) + self.V',
+             after='return bfy.unwrap(state), self.scale(x) + state.V',
+             where='update_pure'),
+    ),
+    Rule(
+        'built-in pipe',
+        f"{EXPR}.builtin_pipe",
+        '`>>` into a built-in',
+        '`x >> self.fc`',
+        "`self.library.call(params, state, self.fc, x)` (BrainPy's `__rrshift__`)",
+        Case(before='return x >> self.fc',
+             after=('state, fc_out = self.library.call(params, state, self.fc, x)\n'
+                    'return bfy.unwrap(state), fc_out'),
+             init='self.fc = bp.dnn.Dense(3, 3)'),
+        Case(before='return (x >> 1) + self.V',
+             after='return bfy.unwrap(state), (x >> 1) + state.V'),
+    ),
+    Rule(
+        'own stateful call',
+        f"{EXPR}.own_call",
+        'own stateful calls',
+        '`y = self.helper(x)`, `super().update(x)`',
+        ('`state, y = self.helper_pure(params, state, x)`, moved in front of the statement, '
+         'innermost first'),
+        Case(before='return self.scale(self.helper(x))',
+             after=('state, helper_out = self.helper_pure(params, state, x)\n'
+                    'return bfy.unwrap(state), self.scale(helper_out)')),
+        Case(before='return self.scale(x) + self.V',
+             after='return bfy.unwrap(state), self.scale(x) + state.V'),
+    ),
+    Rule(
+        'super call',
+        f"{EXPR}.own_call",
+        "a same-file base's method",
+        '`y = super().update(x)` in `class Sub(M)`',
+        '`state, update_out = super().update_pure(params, state, x)`',
+        Case(before='return self.V',
+             after=('state, y = super().update_pure(params, state, x)\n'
+                    'state = state._replace(S=y)\n'
+                    'return bfy.unwrap(state), state.S'),
+             extra=('\n'
+                    '\n'
+                    'class Sub(M):\n'
+                    '    def update(self, x):\n'
+                    '        y = super().update(x)\n'
+                    '        self.S.value = y\n'
+                    '        return self.S.value\n'),
+             cls='Sub'),
+        Case(before='return self.V',
+             after=('y = super().scale(x)\n'
+                    'state = state._replace(S=y)\n'
+                    'return bfy.unwrap(state), state.S'),
+             extra=('\n'
+                    '\n'
+                    'class Sub(M):\n'
+                    '    def update(self, x):\n'
+                    '        y = super().scale(x)\n'
+                    '        self.S.value = y\n'
+                    '        return self.S.value\n'),
+             cls='Sub'),
+    ),
+    Rule(
+        'child call',
+        f"{EXPR}.child_call",
+        'child models',
+        '`self.child(x)`, `self.child.update(x)`',
+        ('`child_state, child_out = self.child.update_pure(params.child, state.child, x)` then '
+         '`state = state._replace(child=child_state)`'),
+        Case(before='return self.child(x)',
+             after=('child_state, child_out = self.child.update_pure(params.child, state.child, x)\n'
+                    'state = state._replace(child=child_state)\n'
+                    'return bfy.unwrap(state), child_out')),
+        Case(before='return self.child.u * x + self.V',
+             after='return bfy.unwrap(state), state.child.u * x + state.V'),
+    ),
+    Rule(
+        'reader in place',
+        f"{EXPR}.reader_in_place",
+        'read-only methods where a call cannot be moved',
+        '`f = lambda: self.reads(x)` where `reads` only reads state and weights',
+        'called in place: `self.reads_pure(params, state, x)[1]`',
+        Case(before=('f = lambda: self.reads(x)\n'
+                     'return f()'),
+             after=('f = lambda: self.reads_pure(params, state, x)[1]\n'
+                    'return bfy.unwrap(state), f()'),
+             extra=('\n'
+                    '    def reads(self, y):\n'
+                    '        return self.V * y\n')),
+        Case(before=('f = lambda: self.scale(x)\n'
+                     'return f() + self.V'),
+             after=('f = lambda: self.scale(x)\n'
+                    'return bfy.unwrap(state), f() + state.V')),
+    ),
+    Rule(
+        'random draw',
+        f"{EXPR}.random_draw",
+        'random draws',
+        '`bm.random.normal(0.0, 1.0, n)`',
+        ('`state, key = bfy.next_key(state)` then `bm.random.normal(0.0, 1.0, n, key=key)`: each '
+         "example its own stream, advanced as BrainPy's global key would be"),
+        Case(before='return self.V + bm.random.normal(0.0, 1.0, 3)',
+             after=('state, key = bfy.next_key(state)\n'
+                    'return bfy.unwrap(state), state.V + bm.random.normal(0.0, 1.0, 3, key=key)')),
+        Case(before='return self.V + bm.random.normal(0.0, 1.0, 3, key=x)',
+             after='return bfy.unwrap(state), state.V + bm.random.normal(0.0, 1.0, 3, key=x)'),
+    ),
+    Rule(
+        'stochastic integrator',
+        f"{EXPR}.noisy_integrator_call",
+        'stochastic integrators',
+        '`self.integral = bp.sdeint(f, g)`; `V = self.integral(V, t, dt=dt)`',
+        ('`state, V = bfy.with_rng(state, self.integral, V, t, dt=dt)`: the noise from this '
+         "example's stream"),
+        Case(before=('self.V.value = self.integral(self.V, 0.0, 0.1)\n'
+                     'return self.V.value'),
+             after=('state, drawn = bfy.with_rng(state, self.integral, state.V, 0.0, 0.1)\n'
+                    'state = state._replace(V=drawn)\n'
+                    'return bfy.unwrap(state), state.V'),
+             init='self.integral = bp.sdeint(lambda v, t: -v, lambda v, t: 0.1)'),
+        Case(before=('self.V.value = self.integral(self.V, 0.0, 0.1)\n'
+                     'return self.V.value'),
+             after=('state = state._replace(V=self.integral(state.V, 0.0, 0.1))\n'
+                    'return bfy.unwrap(state), state.V'),
+             init='self.integral = bp.odeint(lambda v, t: -v)'),
+    ),
+    Rule(
+        'initial value',
+        f"{EXPR}.state_factory",
+        '`bp.init.variable_` outside `__init__`',
+        '`self.h = bp.init.variable_(bm.zeros, 3, batch_size)` in `reset_state`',
+        ("one example's value, `bp.init.parameter(bm.zeros, 3)`; a random initializer draws "
+         "through `bfy.with_rng` from this example's stream"),
+        Case(before='return self.V',
+             after=('state = state._replace(V=bp.init.parameter(bm.zeros, 3))\n'
+                    'return bfy.unwrap(state), None'),
+             where='reset_state_pure',
+             extra=('\n'
+                    '    def reset_state(self, batch_size=None):\n'
+                    '        self.V.value = bp.init.variable_(bm.zeros, 3, batch_size)\n')),
+        Case(before='return self.V',
+             after=('state = state._replace(V=bm.zeros(3))\n'
+                    'return bfy.unwrap(state), None'),
+             where='reset_state_pure',
+             extra=('\n'
+                    '    def reset_state(self, batch_size=None):\n'
+                    '        self.V.value = bm.zeros(3)\n')),
+    ),
+    Rule(
+        'Variable re-created',
+        f"{EXPR}.variable_recreated",
+        'a Variable made again in `reset_state`',
+        '`self.V = bm.Variable(bm.zeros(3))`',
+        'its value: `state._replace(V=bm.Variable(bm.zeros(3)).value)`',
+        Case(before='return self.V',
+             after=('state = state._replace(V=bm.Variable(bm.zeros(3)).value)\n'
+                    'return bfy.unwrap(state), None'),
+             where='reset_state_pure',
+             extra=('\n'
+                    '    def reset_state(self, batch_size=None):\n'
+                    '        self.V = bm.Variable(bm.zeros(3))\n')),
+        Case(before='return self.V',
+             after=('state = state._replace(V=bm.zeros(3))\n'
+                    'return bfy.unwrap(state), None'),
+             where='reset_state_pure',
+             extra=('\n'
+                    '    def reset_state(self, batch_size=None):\n'
+                    '        self.V.value = bm.zeros(3)\n')),
+    ),
+    Rule(
+        'control flow carrying the state',
+        f"{EXPR}.control_flow_call",
+        'closures that change state in BrainPy control flow',
+        ('`bm.for_loop(body, xs)`, `bm.cond(p, f, g)`, `bm.while_loop(body, cond, x)`, '
+         '`bm.ifelse(conds, branches)`'),
+        ('the closure takes and returns the state (`def body(state, x) -> (state, y)`): '
+         '`bfy.for_loop` over `jax.lax.scan`, `bfy.cond` over `jax.lax.cond`, `bfy.while_loop`, '
+         '`bfy.ifelse` over `jax.lax.switch`; bodies that change nothing are wrapped in '
+         '`bfy.stateless`'),
+        Case(before=('def body(i):\n'
+                     '    self.V += x\n'
+                     '    return self.V.value\n'
+                     'return bm.for_loop(body, bm.arange(3))'),
+             after=('def body(state, i):\n'
+                    '    state = state._replace(V=state.V + x)\n'
+                    '    return bfy.unwrap(state), state.V\n'
+                    'state, loop_out = bfy.for_loop(body, state, bm.arange(3))\n'
+                    'return bfy.unwrap(state), loop_out')),
+        Case(before=('ys = bm.for_loop(lambda i: i * 2.0, bm.arange(3.0))\n'
+                     'return self.V + ys.sum()'),
+             after=('ys = bm.for_loop(lambda i: i * 2.0, bm.arange(3.0))\n'
+                    'return bfy.unwrap(state), state.V + ys.sum()')),
+    ),
+    Rule(
+        'loop body call',
+        f"{EXPR}.loop_body_call",
+        'a direct call of such a closure',
+        '`body(0)` next to `bm.for_loop(body, xs)`',
+        '`state, body_out = body(state, 0)`',
+        Case(before=('def body(i):\n'
+                     '    self.V += x\n'
+                     '    return self.V.value\n'
+                     'first = body(0)\n'
+                     'return first + bm.for_loop(body, bm.arange(3))'),
+             after=('def body(state, i):\n'
+                    '    state = state._replace(V=state.V + x)\n'
+                    '    return bfy.unwrap(state), state.V\n'
+                    'state, first = body(state, 0)\n'
+                    'state, loop_out = bfy.for_loop(body, state, bm.arange(3))\n'
+                    'return bfy.unwrap(state), first + loop_out')),
+        Case(before=('def twice(i):\n'
+                     '    return i * 2.0\n'
+                     'return self.V + twice(1.0)'),
+             after=('def twice(i):\n'
+                    '    return i * 2.0\n'
+                    'return bfy.unwrap(state), state.V + twice(1.0)')),
+    ),
+    Rule(
+        'unbatchable random',
+        f"{EXPR}.refuse_unbatchable_random",
+        "NumPy's random numbers in a step",
+        '`np.random.normal(...)`',
+        'refused (BFY206): it would draw once, when the step is traced',
+        Case(before=('import numpy as np\n'
+                     'return self.V + np.random.normal()'),
+             after='BFY206 numpy.random.normal'),
+        Case(before=('import numpy as np\n'
+                     'return self.V + np.sqrt(2.0)'),
+             after=('import numpy as np\n'
+                    'return bfy.unwrap(state), state.V + np.sqrt(2.0)')),
+    ),
+    Rule(
+        'return',
+        f"{STMT}.return_",
+        'returns',
+        '`return a, b`, dicts, `None`, no `return`',
+        '`return bfy.unwrap(state), (a, b)`: the new state (plain jax arrays) and the result',
+        Case(before=('self.V.value = x\n'
+                     "return self.V, {'s': self.S}"),
+             after=('state = state._replace(V=x)\n'
+                    "return bfy.unwrap(state), (state.V, {'s': state.S})")),
+        Case(before='return self.gain, x',
+             after='return self.gain, x',
+             where='update'),
+    ),
+    Rule(
+        'state write',
+        f"{STMT}.assign",
+        'writes',
+        '`self.V.value = e`, `self.V = e`, `self.child.u = e`',
+        '`state = state._replace(V=e)`',
+        Case(before=('self.V.value = x\n'
+                     'self.S = x * 2\n'
+                     'self.child.u = x'),
+             after=('state = state._replace(V=x)\n'
+                    'state = state._replace(S=x * 2)\n'
+                    'state = state._replace(child=state.child._replace(u=x))\n'
+                    'return bfy.unwrap(state), None')),
+        Case(before=('y = x * 2\n'
+                     'self.V.value = y'),
+             after=('y = x * 2\n'
+                    'state = state._replace(V=y)\n'
+                    'return bfy.unwrap(state), None'),
+             where='update_pure'),
+    ),
+    Rule(
+        'augmented write',
+        f"{STMT}.aug_assign",
+        'augmented writes',
+        '`self.V += e` (every operator), `self.child.u -= e`',
+        '`state._replace(V=state.V + e)` (a lower-precedence operand is parenthesised)',
+        Case(before=('self.V -= x - 1\n'
+                     'self.child.u *= 2.0'),
+             after=('state = state._replace(V=state.V - (x - 1))\n'
+                    'state = state._replace(child=state.child._replace(u=state.child.u * 2.0))\n'
+                    'return bfy.unwrap(state), None')),
+        Case(before=('y = x\n'
+                     'y += 1.0\n'
+                     'self.V.value = y'),
+             after=('y = x\n'
+                    'y += 1.0\n'
+                    'state = state._replace(V=y)\n'
+                    'return bfy.unwrap(state), None')),
+    ),
+    Rule(
+        'indexed write',
+        f"{STMT}.indexed_write",
+        'indexed writes',
+        '`self.V[i] = e`, `self.V[i] += e`',
+        ('`state.V.at[i].set(e)`, `state.V.at[i].set(state.V[i] + e)` (no accumulation of '
+         'duplicate indices, as in the original)'),
+        Case(before=('self.V[0] = x[1]\n'
+                     'self.S[1:] += x[1:]'),
+             after=('state = state._replace(V=state.V.at[0].set(x[1]))\n'
+                    'state = state._replace(S=state.S.at[1:].set(state.S[1:] + x[1:]))\n'
+                    'return bfy.unwrap(state), None')),
+        Case(before=('y = x + 0.0\n'
+                     'y = y.at[0].set(1.0)\n'
+                     'self.V.value = y'),
+             after=('y = x + 0.0\n'
+                    'y = y.at[0].set(1.0)\n'
+                    'state = state._replace(V=y)\n'
+                    'return bfy.unwrap(state), None')),
+    ),
+    Rule(
+        'item write',
+        f"{STMT}.container_item_write",
+        'writes of a `bm.VarList` / `bm.VarDict` item',
+        '`self.traces[i] = e`, `self.traces[i].value = e`, `self.stats["peak"] = e`',
+        '`state._replace(traces=bfy.replace_item(state.traces, i, e))`',
+        Case(before=('self.traces[0] = x\n'
+                     'self.traces[1].value += x'),
+             after=('state = state._replace(traces=bfy.replace_item(state.traces, 0, x))\n'
+                    'state = state._replace(traces=bfy.replace_item(state.traces, 1, state.traces[1] + x))\n'
+                    'return bfy.unwrap(state), None'),
+             init='self.traces = bm.VarList([bm.Variable(bm.zeros(3)), bm.Variable(bm.zeros(3))])'),
+        Case(before=('items = [x, x]\n'
+                     'items[0] = self.V\n'
+                     'return items'),
+             after=('items = [x, x]\n'
+                    'items[0] = state.V\n'
+                    'return bfy.unwrap(state), items')),
+    ),
+    Rule(
+        'unpacking',
+        f"{STMT}.unpacking",
+        'unpacking and chained writes',
+        '`self.a.value, self.b.value = f(x)`, `self.V.value = self.S.value = x`',
+        "temporaries, then one `_replace` each, in the original's order",
+        Case(before='self.V.value, self.S.value = x, -x',
+             after=('new_V, new_S = x, -x\n'
+                    'state = state._replace(V=new_V)\n'
+                    'state = state._replace(S=new_S)\n'
+                    'return bfy.unwrap(state), None')),
+        Case(before=('a, b = x, -x\n'
+                     'self.V.value = a + b'),
+             after=('a, b = x, -x\n'
+                    'state = state._replace(V=a + b)\n'
+                    'return bfy.unwrap(state), None')),
+    ),
+    Rule(
+        'update method',
+        f"{STMT}.variable_update",
+        '`update` of a Variable',
+        '`self.V.update(e)`',
+        '`state = state._replace(V=e)`',
+        Case(before='self.V.update(x)',
+             after=('state = state._replace(V=x)\n'
+                    'return bfy.unwrap(state), None')),
+        Case(before=('self.child.update(x)\n'
+                     'return self.V'),
+             after=('child_state, _ = self.child.update_pure(params.child, state.child, x)\n'
+                    'state = state._replace(child=child_state)\n'
+                    'return bfy.unwrap(state), state.V')),
+    ),
+    Rule(
+        'built-in write',
+        f"{STMT}.library_write",
+        "writes of a built-in's Variables",
+        '`self.N.V += 0.1 * x`, `self.N.input[:] = 0`',
+        '`state = self.library.write(state, "N.V", ...)`',
+        Case(before=('self.N.V += 0.1 * x\n'
+                     'return self.V'),
+             after=('state = self.library.write(state, "N.V", self.library.read(params, state, "N.V") + 0.1 * x)\n'
+                    'return bfy.unwrap(state), state.V'),
+             init='self.N = bp.dyn.Lif(3)'),
+        Case(before=('self.V += 0.1 * x\n'
+                     'return self.V'),
+             after=('state = state._replace(V=state.V + 0.1 * x)\n'
+                    'return bfy.unwrap(state), state.V'),
+             init='self.N = bp.dyn.Lif(3)'),
+    ),
+    Rule(
+        'Python if',
+        f"{STMT}.if_",
+        'Python `if` on configuration',
+        '`if self.adaptive:`, `if x is None:`, on shapes (`self.V.shape[0]`)',
+        ("kept, every branch threading the state (on a Variable's value, `if self.V.sum() > 0:`, "
+         'refused with BFY210 at that line)'),
+        Case(before=('if self.gain > 1.0:\n'
+                     '    self.V.value = x\n'
+                     'else:\n'
+                     '    self.S.value = x'),
+             after=('if self.gain > 1.0:\n'
+                    '    state = state._replace(V=x)\n'
+                    'else:\n'
+                    '    state = state._replace(S=x)\n'
+                    'return bfy.unwrap(state), None')),
+        Case(before=('if self.gain > 1.0:\n'
+                     '    return x\n'
+                     'return 2 * x'),
+             after=('if self.gain > 1.0:\n'
+                    '    return x\n'
+                    'return 2 * x'),
+             where='update'),
+    ),
+    Rule(
+        'Python for',
+        f"{STMT}.for_",
+        'Python `for`',
+        '`for i in range(self.n_steps):`, `for t in self.traces:`',
+        'kept (unrolled when traced, as in the original), the body threading the state',
+        Case(before=('for i in range(2):\n'
+                     '    self.V += x'),
+             after=('for i in range(2):\n'
+                    '    state = state._replace(V=state.V + x)\n'
+                    'return bfy.unwrap(state), None')),
+        Case(before=('total = 0.0\n'
+                     'for i in range(2):\n'
+                     '    total += i\n'
+                     'return total'),
+             after=('total = 0.0\n'
+                    'for i in range(2):\n'
+                    '    total += i\n'
+                    'return total'),
+             where='update'),
+    ),
+    Rule(
+        'Python while',
+        f"{STMT}.while_",
+        'Python `while` on configuration',
+        '`while k < self.n_iter:`',
+        'kept, the body threading the state',
+        Case(before=('k = 0\n'
+                     'while k < 2:\n'
+                     '    self.V += x\n'
+                     '    k += 1'),
+             after=('k = 0\n'
+                    'while k < 2:\n'
+                    '    state = state._replace(V=state.V + x)\n'
+                    '    k += 1\n'
+                    'return bfy.unwrap(state), None')),
+        Case(before=('k = 0\n'
+                     'while k < 2:\n'
+                     '    k += 1\n'
+                     'return k'),
+             after=('k = 0\n'
+                    'while k < 2:\n'
+                    '    k += 1\n'
+                    'return k'),
+             where='update'),
+    ),
+    Rule(
+        'Python match',
+        f"{STMT}.match_",
+        'Python `match` on configuration',
+        '`match self.kind: case "tanh": ...`',
+        'kept, each case threading the state',
+        Case(before=('match self.kind:\n'
+                     "    case 'tanh':\n"
+                     '        self.V.value = bm.tanh(x)\n'
+                     '    case _:\n'
+                     '        self.V.value = x'),
+             after=('match self.kind:\n'
+                    "    case 'tanh':\n"
+                    '        state = state._replace(V=bm.tanh(x))\n'
+                    '    case _:\n'
+                    '        state = state._replace(V=x)\n'
+                    'return bfy.unwrap(state), None'),
+             init="self.kind = 'tanh'"),
+        Case(before=('match self.kind:\n'
+                     "    case 'tanh':\n"
+                     '        return bm.tanh(x)\n'
+                     'return x'),
+             after=('match self.kind:\n'
+                    "    case 'tanh':\n"
+                    '        return bm.tanh(x)\n'
+                    'return x'),
+             init="self.kind = 'tanh'",
+             where='update'),
+    ),
+    Rule(
+        'with',
+        f"{STMT}.with_",
+        '`with` blocks',
+        '`with bm.environment(dt=0.1):`',
+        'kept, the body threading the state',
+        Case(before=('with bm.environment(dt=0.1):\n'
+                     '    self.V += x'),
+             after=('with bm.environment(dt=0.1):\n'
+                    '    state = state._replace(V=state.V + x)\n'
+                    'return bfy.unwrap(state), None')),
+        Case(before=('with bm.environment(dt=0.1):\n'
+                     '    y = x * 2\n'
+                     'return y'),
+             after=('with bm.environment(dt=0.1):\n'
+                    '    y = x * 2\n'
+                    'return y'),
+             where='update'),
+    ),
+    Rule(
+        'try',
+        f"{STMT}.try_",
+        '`try` blocks',
+        '`try: ... except ValueError: ...`',
+        'kept, every block threading the state',
+        Case(before=('try:\n'
+                     '    self.V += x\n'
+                     'except ValueError:\n'
+                     '    self.S += x'),
+             after=('try:\n'
+                    '    state = state._replace(V=state.V + x)\n'
+                    'except ValueError:\n'
+                    '    state = state._replace(S=state.S + x)\n'
+                    'return bfy.unwrap(state), None')),
+        Case(before=('try:\n'
+                     '    y = x * 2\n'
+                     'except ValueError:\n'
+                     '    y = x\n'
+                     'return y'),
+             after=('try:\n'
+                    '    y = x * 2\n'
+                    'except ValueError:\n'
+                    '    y = x\n'
+                    'return y'),
+             where='update'),
+    ),
+    Rule(
+        'nested function',
+        f"{STMT}.nested",
+        'nested functions and classes',
+        '`def f(y): return y * self.V`',
+        ('reads rewritten (`state.V`); a write inside is refused (BFY203), except in closures '
+         "given to BrainPy's control flow"),
+        Case(before=('def f(y):\n'
+                     '    return y * self.V\n'
+                     'return f(x)'),
+             after=('def f(y):\n'
+                    '    return y * state.V\n'
+                    'return bfy.unwrap(state), f(x)')),
+        Case(before=('def f(y):\n'
+                     '    return y * 2.0\n'
+                     'return f(x) + self.V'),
+             after=('def f(y):\n'
+                    '    return y * 2.0\n'
+                    'return bfy.unwrap(state), f(x) + state.V')),
+    ),
+    Rule(
+        'annotated write',
+        f"{STMT}.annotated_assign",
+        'annotated writes',
+        '`self.V: jax.Array = e`',
+        'a write like the plain assignment',
+        Case(before='self.V: object = x',
+             after=('state = state._replace(V=x)\n'
+                    'return bfy.unwrap(state), None')),
+        Case(before=('y: object = x\n'
+                     'self.V.value = y'),
+             after=('y: object = x\n'
+                    'state = state._replace(V=y)\n'
+                    'return bfy.unwrap(state), None')),
+    ),
+    Rule(
+        'expression statement',
+        f"{STMT}.expression",
+        'a stateful call as a statement',
+        '`self.helper(x)`',
+        '`state, _ = self.helper_pure(params, state, x)`',
+        Case(before='self.helper(x)',
+             after=('state, _ = self.helper_pure(params, state, x)\n'
+                    'return bfy.unwrap(state), None')),
+        Case(before=('self.scale(x)\n'
+                     'return self.V'),
+             after=('self.scale(x)\n'
+                    'return bfy.unwrap(state), state.V')),
+    ),
+    Rule(
+        'alias',
+        'aliases._Inline.leave_Name',
+        'a Variable under another name',
+        ('`v = self.V` (bound once, at the top of the method) then `v += e`, `return v * 1.0`; `a, '
+         'b = self.A, self.B`'),
+        ("every use of the alias is the Variable itself (`state.V`, `params.W`), as the original's "
+         'Variable object behaves'),
+        Case(before=('v = self.V\n'
+                     'v += x\n'
+                     'return v * 1.0'),
+             after=('state = state._replace(V=state.V + x)\n'
+                    'return bfy.unwrap(state), state.V * 1.0')),
+        Case(before=('v = self.gain\n'
+                     'v += 1.0\n'
+                     'return self.V * v'),
+             after=('v = self.gain\n'
+                    'v += 1.0\n'
+                    'return bfy.unwrap(state), state.V * v')),
+    ),
+    Rule(
+        'getattr and setattr',
+        'aliases._Inline.leave_Call',
+        '`getattr` / `setattr` with a constant name',
+        '`getattr(self, "V").value = e`, `setattr(self, "S", e)`',
+        '`self.V.value = e`, `self.S = e`, then rewritten as those',
+        Case(before=("setattr(self, 'S', x)\n"
+                     "return getattr(self, 'V').value"),
+             after=('state = state._replace(S=x)\n'
+                    'return bfy.unwrap(state), state.V')),
+        Case(before="return getattr(self, 'gain') * x",
+             after='return self.gain * x',
+             where='update'),
+    ),
+    Rule(
+        'in-place methods',
+        'aliases._Inline.leave_SimpleStatementLine',
+        'in-place methods',
+        '`self.V.fill(0.5)`, `self.V.fill_(0.5)`, `self.V.zero_()`',
+        '`state._replace(V=jnp.full_like(state.V, 0.5))`, `jnp.zeros_like`',
+        Case(before=('self.V.fill_(0.5)\n'
+                     'self.S.zero_()'),
+             after=('state = state._replace(V=jnp.full_like(state.V, 0.5))\n'
+                    'state = state._replace(S=jnp.zeros_like(state.S))\n'
+                    'return bfy.unwrap(state), None')),
+        Case(before='self.V.value = bm.ones_like(self.V) * 0.5',
+             after=('state = state._replace(V=bm.ones_like(state.V) * 0.5)\n'
+                    'return bfy.unwrap(state), None')),
+    ),
+    Rule(
+        'import aliases',
+        'analyse.Analysis.qualified_names',
+        'any import alias',
+        ('`import brainpy.math as bm`, `from brainpy.math import Variable, TrainVar`, '
+         '`bp.math.Variable`'),
+        "resolved with LibCST's `QualifiedNameProvider`: the same Variables",
+        Case(before='return self.Q',
+             after='self.Q = bfy.batched(bp.math.Variable(bm.zeros(2)), batch_size)',
+             init='self.Q = bp.math.Variable(bm.zeros(2))',
+             where='__init__'),
+        Case(before='return self.V',
+             after='self.Q = Variable(2)',
+             init='self.Q = Variable(2)',
+             where='__init__',
+             extra=('\n'
+                    '\n'
+                    'class Variable:\n'
+                    '    def __init__(self, n):\n'
+                    '        self.n = n\n')),
+    ),
+    Rule(
+        'integrators read one example',
+        'rewrite.methods.with_example_for_holders',
+        'derivatives that read state, handed to an integrator',
+        '`self.integral = bp.odeint(self.dV)` with `dV` reading `self.S`',
+        ('the integrator runs `with bfy.one_example(self, params, state):` inside the pure step, '
+         "so the derivatives read that example's state; `from_model` rebuilds the integrator "
+         "around the batch's derivatives (refused, BFY208, when it is built from `__init__`'s own "
+         'names or the derivative writes state)'),
+        Case(before=('self.V.value = self.integral(self.V, 0.0)\n'
+                     'return self.V.value'),
+             after=('with bfy.one_example(self, params, state):\n'
+                    '    state = state._replace(V=self.integral(state.V, 0.0))\n'
+                    'return bfy.unwrap(state), state.V'),
+             init='self.integral = bp.odeint(self.dV)',
+             extra=('\n'
+                    '    def dV(self, v, t):\n'
+                    '        return -v + self.S\n')),
+        Case(before=('self.V.value = self.integral(self.V, 0.0)\n'
+                     'return self.V.value'),
+             after=('state = state._replace(V=self.integral(state.V, 0.0))\n'
+                    'return bfy.unwrap(state), state.V'),
+             init='self.integral = bp.odeint(self.dV)',
+             extra=('\n'
+                    '    def dV(self, v, t):\n'
+                    '        return -v * self.gain\n')),
+    ),
+    Rule(
+        'derivative properties',
+        'rewrite.methods.rewrite_context_property',
+        'a property returning derivatives that read state',
+        '`bp.odeint(f=self.derivative)` of a property returning lambdas that read `self.S`',
+        ('the same property, its reads from the example the integrator runs for: '
+         '`self._example.state.S`'),
+        Case(before=('self.V.value = self.integral(self.V, 0.0)\n'
+                     'return self.V.value'),
+             after='return lambda v, t: -v + self._example.state.S',
+             init='self.integral = bp.odeint(f=self.derivative)',
+             where='derivative',
+             extra=('\n'
+                    '    @property\n'
+                    '    def derivative(self):\n'
+                    '        return lambda v, t: -v + self.S\n')),
+        Case(before=('self.V.value = self.integral(self.V, 0.0)\n'
+                     'return self.V.value'),
+             after='return lambda v, t: -v * self.gain',
+             init='self.integral = bp.odeint(f=self.derivative)',
+             where='derivative',
+             extra=('\n'
+                    '    @property\n'
+                    '    def derivative(self):\n'
+                    '        return lambda v, t: -v * self.gain\n')),
+    ),
+    Rule(
+        'learned online',
+        'analyse.check_learned_online',
+        'Variables learned online',
+        '`self.w_out += lr * bm.outer(self.h, err)` in `learn()`',
+        ("BFY211 until declared; `--shared w_out=mean` or `=sum`: one copy, kept out of `vmap`'s "
+         "batch (`state_axes()`), the batch's updates applied by `reduced()`; `=example`: one per "
+         'example'),
+        Case(before=('self.V.value = x @ self.R\n'
+                     'return self.V.value'),
+             after=('class MBatched(bfy.Batched, bp.DynamicalSystem, params=MParams, state=MState, shared={"R": "mean"}):'),
+             init='self.R = bm.Variable(bm.eye(3))',
+             where='header',
+             extra=('\n'
+                    '    def learn(self, err):\n'
+                    '        self.R += 0.1 * bm.outer(self.V, err)\n'),
+             shared=('R=mean',)),
+        Case(before=('self.V.value = x @ self.W\n'
+                     'return self.V.value'),
+             after='class MBatched(bfy.Batched, bp.DynamicalSystem, params=MParams, state=MState):',
+             where='header',
+             extra=('\n'
+                    '    def learn(self, err):\n'
+                    '        self.V += 0.1 * err\n')),
+    ),
+    Rule(
+        'group of built-ins',
+        'rewrite.classes.ClassRewriter.group_of_builtins',
+        'a group of built-ins with no `update` of its own',
+        '`class Net(bp.DynSysGroup)` whose `__init__` builds neurons and projections',
+        ("`update_pure` runs BrainPy's own group update on one example: `self.library.call(params, "
+         'state, super().update, *args)`'),
+        Case(before='return self.V',
+             after=('"""One example of BrainPy\'s own group update (projections, then dynamics, then the rest)."""\n'
+                    'return self.library.call(params, state, super().update, *args)'),
+             where='update_pure',
+             extra=('\n'
+                    '\n'
+                    'class Net(bp.DynSysGroup):\n'
+                    '    def __init__(self):\n'
+                    '        super().__init__()\n'
+                    '        self.N = bp.dyn.Lif(3)\n'
+                    '        self.syn = bp.dyn.Expon(3)\n'),
+             cls='Net'),
+        Case(before='return self.V',
+             after=('state, N_out = self.library.call(params, state, self.N, x)\n'
+                    'return bfy.unwrap(state), N_out'),
+             where='update_pure',
+             extra=('\n'
+                    '\n'
+                    'class Net(bp.DynSysGroup):\n'
+                    '    def __init__(self):\n'
+                    '        super().__init__()\n'
+                    '        self.N = bp.dyn.Lif(3)\n'
+                    '        self.syn = bp.dyn.Expon(3)\n'
+                    '\n'
+                    '    def update(self, x):\n'
+                    '        return self.N(x)\n'),
+             cls='Net'),
+    ),
+    Rule(
+        'unused star arguments',
+        'rewrite.methods.drop_unused_star_params',
+        'an unused `*args` / `**kwargs`',
+        '`def step(self, x, *args, **kwargs)` that reads neither',
+        'the pure method takes no such arguments',
+        Case(before='return self.step(x)',
+             after='def step_pure(self, params, state, x):',
+             where='def:step_pure',
+             extra=('\n'
+                    '    def step(self, x, *args, **kwargs):\n'
+                    '        self.V.value = x\n'
+                    '        return x\n')),
+        Case(before='return self.step(x)',
+             after='def step_pure(self, params, state, x, *args):',
+             where='def:step_pure',
+             extra=('\n'
+                    '    def step(self, x, *args):\n'
+                    '        self.V.value = x + sum(args)\n'
+                    '        return x\n')),
+    ),
+)

@@ -1,0 +1,157 @@
+"""Every rewrite rule of the table (batchify/rules.py) on its own: a before/after case and a no-change
+case (a look-alike the rule leaves alone), in memory, the way pyupgrade's plugin tests and LibCST's
+CodemodTest do; the rewriters' dispatch tables and the rule table name the same units; the README's
+supported-constructs table is the one generated from the rule table."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from batchify import transform
+from batchify.diagnostics import BatchifyError
+from batchify.rewrite.classes import ConstructorRewriter
+from batchify.rewrite.methods import ExprRewriter, MethodRewriter
+from batchify.rules import PACKAGE, RULES, Case
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+PRELUDE = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Child(bp.DynamicalSystem):
+    def __init__(self):
+        super().__init__()
+        self.u = bm.Variable(bm.zeros(3))
+
+    def update(self, x):
+        self.u.value = self.u + x
+        return self.u.value
+
+
+class M(bp.DynamicalSystem):
+    def __init__(self):
+        super().__init__()
+        self.gain = 2.0
+        self.W = bm.TrainVar(bm.ones(3))
+        self.V = bm.Variable(bm.zeros(3))
+        self.S = bm.Variable(bm.zeros(3))
+        self.child = Child()
+{init}
+    def helper(self, x):
+        self.S.value = x
+        return x * 2
+
+    def scale(self, x):
+        return self.gain * x
+
+    def update(self, x):
+{body}
+{extra}'''
+INIT_PRELUDE_END = "self.child = ChildBatched(batch_size=batch_size)\n"
+
+
+def source(case: Case) -> str:
+    init = textwrap.indent(case.init, " " * 8) + "\n" if case.init else ""
+    return PRELUDE.format(init=init, body=textwrap.indent(case.before, " " * 8), extra=case.extra)
+
+
+def body_of(text: str, head: str) -> str:
+    """The body of the method whose ``def`` line starts with ``head``, dedented."""
+    lines = []
+    for line in text.split(head, 1)[1].split("\n", 1)[1].split("\n"):
+        if line.strip() and not line.startswith("        "):
+            break
+        lines.append(line)
+    return textwrap.dedent("\n".join(lines)).strip("\n")
+
+
+def rewritten(case: Case) -> str:
+    """What the rewrite makes of ``case`` in ``case.where`` (see ``batchify.rules.Case``); a
+    diagnostic as ``BFYnnn <first word of its message>``."""
+    try:
+        text = transform(source(case).encode(), "m.py", command="batchify m.py", shared=list(case.shared)).text
+    except BatchifyError as error:
+        return " ".join(str(error).split(" ")[1:3])
+    where = case.where
+    if where.startswith("copied:"):
+        part = text.split(f"\nclass {where[7:]}", 1)[1]
+        return (f"class {where[7:]}" + part.split("\n\n\n", 1)[0]).strip("\n")
+    if where in ("state", "params"):
+        part = text.split(f"\nclass {case.cls}{where.capitalize()}(NamedTuple):\n", 1)[1]
+        return textwrap.dedent(part.split("\n\n", 1)[0]).strip("\n")
+    cls = text.split(f"\nclass {case.cls}Batched(", 1)[1]
+    if where == "header":
+        return f"class {case.cls}Batched(" + cls.split(":\n", 1)[0] + ":"
+    if where.startswith("body:"):
+        return body_of(cls, f"    def {where[5:]}(")
+    if where.startswith("def:"):
+        return next(line.strip() for line in cls.split("\n") if line.startswith(f"    def {where[4:]}("))
+    if where.startswith("line:"):
+        return next(line.strip() for line in cls.split("\n") if line.startswith(f"    {where[5:]} = "))
+    if where == "__init__":
+        return body_of(cls, "    def __init__(").split(INIT_PRELUDE_END, 1)[1]
+    return body_of(cls, f"    def {where}(")
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
+def test_rule_before_after(rule) -> None:
+    assert rewritten(rule.case) == rule.case.after
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
+def test_rule_leaves_a_look_alike_unchanged(rule) -> None:
+    assert rewritten(rule.unchanged) == rule.unchanged.after
+    assert rule.unchanged.after != rule.case.after
+
+
+def resolve(unit: str):
+    module_path, _, rest = unit.partition(".")
+    parts = unit.split(".")
+    for cut in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+        try:
+            target = importlib.import_module(".".join([PACKAGE, *parts[:cut]]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            target = getattr(target, part)
+        return target
+    raise ImportError(unit)
+
+
+def test_every_rule_names_a_unit_that_exists() -> None:
+    for rule in RULES:
+        assert callable(resolve(rule.unit)), rule
+
+
+def test_the_rewriters_dispatch_to_units_of_the_table() -> None:
+    units = {rule.unit for rule in RULES}
+    dispatchers = {"stateful_call"}  # it only chooses among own_call, child_call and reader_in_place
+    tables = {
+        "rewrite.methods.ExprRewriter": (*ExprRewriter.ATTRIBUTE_RULES, *ExprRewriter.CALL_RULES, "builtin_pipe"),
+        "rewrite.methods.MethodRewriter": (*MethodRewriter.STATEMENT_RULES.values(),
+                                           *MethodRewriter.SMALL_RULES.values()),
+        "rewrite.classes.ConstructorRewriter": ConstructorRewriter.BODY_RULES,
+    }
+    for owner, names in tables.items():
+        missing = [n for n in names if f"{owner}.{n}" not in units and n not in dispatchers]
+        assert not missing, f"{owner}: no rule in batchify/rules.py for {missing}"
+
+
+def test_rule_names_are_unique() -> None:
+    names = [rule.name for rule in RULES]
+    assert len(names) == len(set(names))
+
+
+def test_the_readme_table_is_the_rule_table() -> None:
+    import rule_table
+
+    readme = (ROOT / "README.md").read_text()
+    assert rule_table.section(readme) == rule_table.render(RULES), \
+        "README's supported constructs differ from batchify/rules.py: run python scripts/rule_table.py"
