@@ -120,3 +120,14 @@ def test_generated_locals_never_shadow_user_names() -> None:
     assert "    def update_pure(self, params_2, state_2, x):\n" in text
     assert "        state = x\n        params = state * 2\n        state_2 = state_2._replace(V=params)\n" in text
     assert "        return bfy.unwrap(state_2), state\n" in text
+
+
+def test_generated_modules_hold_little_besides_the_model(capsys) -> None:
+    """Issue 13: at most 2.0x the source's lines for a bundled example, 2.5x for a golden
+    (scripts/line_ratio.py; the shared machinery lives in batchify.runtime)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("line_ratio", ROOT / "scripts" / "line_ratio.py")
+    line_ratio = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(line_ratio)
+    assert line_ratio.main(["--check"]) == 0, capsys.readouterr().out
