@@ -593,6 +593,9 @@ def side_effects(func: cst.FunctionDef, me: str | None, module_data: set[str],
         if not isinstance(node, cst.Call):
             continue
         names = qualified(node.func)
+        if names & {"builtins.open", "builtins.input"}:
+            report(node, "BFY214", f"{sorted(names & {'builtins.open', 'builtins.input'})[0][9:]}() in {method}(): "
+                   f"file or terminal I/O {once}; do it outside the batched code")
         if "builtins.print" in names:
             report(node, "BFY214", f"print() in {method}(): {once} (under bm.jit the original prints once "
                    "too); use jax.debug.print to print traced values at every step")

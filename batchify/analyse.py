@@ -25,6 +25,7 @@ from libcst.metadata import (
 
 from batchify import names
 from batchify.aliases import Known, Normaliser, side_effects
+from batchify.drivers import driver_methods, returns_aux
 from batchify.cstwalk import assigned, self_path, walk
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.ir import Child, Field, Method, ModelClass, ModuleIR
@@ -516,10 +517,27 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
 
 
 def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Iterable[str] = (),
-            functions: Iterable[str] = (), declarations_needed: bool = True) -> ModuleIR:
-    """``functions``: module-level functions to copy besides what the classes need (the harness's)."""
+            functions: Iterable[str] = (), declarations_needed: bool = True, drivers: Iterable[str] = ()) -> ModuleIR:
+    """``functions``: module-level functions to copy besides what the classes need (the harness's);
+    ``drivers``: the user's functions to batch (``--function``, see ``drivers.py``)."""
     a = Analysis(module, path)
     models = find_model_classes(a)
+    drivers = tuple(drivers)
+    # The user's functions that drive a model instance become methods of its class (drivers.py).
+    driver_losses: dict[str, dict[str, bool]] = {}
+    copied_drivers: list[str] = []
+    driven: dict[str, str] = {}  # a driving function -> the instance it drives
+    if drivers:
+        added, renamed, driven, copied_drivers, found = driver_methods(a.module, models, drivers, path, a.positions,
+                                                                      a.inherit, a.report)
+        a.diagnostics.extend(found)
+        for class_name, methods in added.items():
+            node = models[class_name]
+            grown = node.with_changes(body=node.body.with_changes(body=[*node.body.body, *methods]))
+            a.inherit(grown, node)
+            models[class_name] = grown
+            named = {renamed[n] for n in drivers if n in renamed}  # the losses named; the rest they call
+            driver_losses[class_name] = {m.name.value: returns_aux(m) for m in methods if m.name.value in named}
     classes = class_defs = {s.name.value: s for s in a.module.body if isinstance(s, cst.ClassDef)}
     derived = find_library_classes(a, models)
     only = list(dict.fromkeys(only))
@@ -584,7 +602,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                          libraries=tuple(scan.libraries), reset_fields=tuple(scan.reset_fields),
                          init_resets=scan.init_resets,
                          noisy_integrators=tuple(scan.noisy_integrators),
-                         library_fields=tuple(scan.library_fields))
+                         library_fields=tuple(scan.library_fields), losses=driver_losses.get(name, {}))
         classes[name] = cls
         fields = set(ir.field_map(cls))
         inherited = ir.all_methods(cls)
@@ -634,16 +652,22 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     ir.library_late = {n: tuple(late_state(a, n, class_defs, derived)) for n in library_targets}
     roots: list[cst.CSTNode] = [models[n] for n in ir.targets] + [class_defs[n] for n in library_targets]
     defined = {s.name.value: s for s in a.module.body if isinstance(s, cst.FunctionDef)}
+    functions = [*functions, *copied_drivers]
     for name in functions:
         if name in defined:
             roots.append(defined[name])
         else:
             a.diagnostics.append(Diagnostic(path, 1, 1, "BFY013", f"harness: no module-level function named "
                                             f"'{name}' in the source"))
+    # The user's functions that became methods need what they read, less the instance and each other.
+    skipped = {}
+    for name, instance in driven.items():
+        roots.append(defined[name])
+        skipped[id(defined[name])] = {instance, *driven}
     # Module-level settings the model's numbers depend on (`bm.set_dt(0.5)`) travel with it.
     settings = [s for s in a.module.body if environment_setting(a, s)]
     roots += settings
-    needed = support_statements(a, roots, set(models))
+    needed = support_statements(a, roots, set(models), skipped)
     for stmt in settings:
         needed.setdefault(id(stmt), set())
     for name in library_targets:  # copied as they are: the batched class runs them as library code
@@ -871,10 +895,12 @@ def touches(method: Method, stateful: set[str], children: dict[str, ModelClass])
                 or any(meth in children[c].stateful for c, meth in method.child_calls))
 
 
-def support_statements(a: Analysis, roots: list[cst.CSTNode],
-                       model_names: set[str]) -> dict[int, set[str]]:
+def support_statements(a: Analysis, roots: list[cst.CSTNode], model_names: set[str],
+                       skipped: dict[int, set[str]] | None = None) -> dict[int, set[str]]:
     """Module-level statements (imports, helpers, constants) the roots need, transitively:
-    ``id(statement) -> the names it binds that are used``."""
+    ``id(statement) -> the names it binds that are used``; ``skipped``: names a root's uses leave out
+    (a driving function's instance and the other driving functions, methods now)."""
+    skipped = skipped or {}
     global_scope = next(s for s in a.scopes.values() if isinstance(s, GlobalScope))
     # For each top-level statement, the top-level statements (with the names) its code refers to.
     uses: dict[int, set[tuple[int, str]]] = {}
@@ -887,6 +913,8 @@ def support_statements(a: Analysis, roots: list[cst.CSTNode],
                     continue
                 user = a.top_level(access.node)
                 owner = a.top_level(ref.node)
+                if ref.name in skipped.get(id(user), ()):
+                    continue
                 uses.setdefault(id(user), set()).add((id(owner), ref.name))
                 access_origin.setdefault(id(user), []).append((access.node, ref.name, owner))
     needed: dict[int, set[str]] = {}

@@ -53,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where to write the generated module (default, or -: standard output)")
     p.add_argument("--class", dest="classes", metavar="NAME", action="append", default=[],
                    help="transform only this model class (and the classes it needs); repeatable")
+    p.add_argument("--function", dest="functions", metavar="NAME", action="append", default=[],
+                   help="a module-level function of yours that drives a model instance (a single-example "
+                   "loss_fun calling model.reset_state() and model.step_run): batched alongside the class, "
+                   "with its batch gradient NAME_grad; repeatable")
     p.add_argument("--shared", metavar="NAME", action="append", default=[],
                    help="a stepping-method argument shared by every example (e.g. a time index); repeatable. "
                    "With --verify, NAME=time or NAME=VALUE says how to drive it. For a Variable learned online: "
@@ -141,12 +145,14 @@ def transform_shared(item: str) -> str:
 
 
 def regenerate_command(src: str, out: str | None, classes: list[str], shared: list[str],
-                       harness: HarnessOptions | None = None) -> str:
+                       harness: HarnessOptions | None = None, functions: list[str] = ()) -> str:
     words = ["batchify", src]
     if out is not None:
         words += ["-o", out]
     for name in classes:
         words += ["--class", name]
+    for name in functions:
+        words += ["--function", name]
     for name in shared:
         words += ["--shared", name]
     if harness is not None:
@@ -285,15 +291,16 @@ class Job:
     classes: tuple[str, ...] = ()
     shared: tuple[str, ...] = ()
     harness: HarnessOptions | None = None
+    functions: tuple[str, ...] = ()
 
     @property
     def command(self) -> str:
         return regenerate_command(self.src_shown if self.src is not None else STDIO, self.out_shown,
-                                  list(self.classes), list(self.shared), self.harness)
+                                  list(self.classes), list(self.shared), self.harness, list(self.functions))
 
 
 def make_job(src: Path | None, out: Path | None, *, classes=(), shared=(), stdin_filename: str | None = None,
-             absolute: bool = False, harness: HarnessOptions | None = None) -> Job:
+             absolute: bool = False, harness: HarnessOptions | None = None, functions=()) -> Job:
     named = src if src is not None else Path(stdin_filename) if stdin_filename else None
     root = project_root((named.parent if named is not None else Path(".")).resolve())
     src_shown = display_path(named, root) if named is not None else "<stdin>"
@@ -303,14 +310,15 @@ def make_job(src: Path | None, out: Path | None, *, classes=(), shared=(), stdin
         return str(path.resolve()) if absolute and path is not None else shown
 
     return Job(src, out, src_shown, out_shown, report_path(named, src_shown), report_path(out, out_shown),
-               tuple(sorted(dict.fromkeys(classes))), tuple(sorted(dict.fromkeys(shared))), harness)
+               tuple(sorted(dict.fromkeys(classes))), tuple(sorted(dict.fromkeys(shared))), harness,
+               tuple(dict.fromkeys(functions)))
 
 
 def generate(job: Job, source: bytes) -> str:
     from batchify.pipeline import transform  # LibCST and Jinja: not needed when the header says up to date
 
     return transform(source, job.src_report, header_path=job.src_shown, classes=job.classes,
-                     shared=job.shared, command=job.command, harness=job.harness).text
+                     shared=job.shared, command=job.command, harness=job.harness, functions=job.functions).text
 
 
 def current_output(path: Path) -> str | None:
@@ -361,13 +369,15 @@ def run(args: argparse.Namespace) -> int:
     src = None if stdin_source else Path(args.src)
     out = None if args.output == STDIO else Path(args.output)
     classes, shared, harness = args.classes, [transform_shared(s) for s in args.shared], harness_options(args)
-    if src is not None and out is not None and not (classes or shared or harness):
+    functions = args.functions
+    if src is not None and out is not None and not (classes or shared or harness or functions):
         # No options given: a configured target for this pair supplies them (as the hook would).
         target = configured_target(src, out)
         if target is not None:
             classes, shared, harness = list(target.classes), list(target.shared), target.harness
+            functions = list(target.functions)
     job = make_job(src, out, classes=classes, shared=shared, stdin_filename=args.stdin_filename,
-                   absolute=args.absolute_paths, harness=harness)
+                   absolute=args.absolute_paths, harness=harness, functions=functions)
     named = job.src if job.src is not None else Path(args.stdin_filename) if args.stdin_filename else None
     if job.out is not None and named is not None and same_file(named, job.out):
         raise BatchifyError([Diagnostic(job.src_report, 1, 1, "BFY006",
@@ -663,7 +673,7 @@ def hook(args: argparse.Namespace) -> int:
     diagnostics: list[Diagnostic] = []
     for target in targets:
         job = make_job(target.source, target.output, classes=target.classes, shared=target.shared,
-                       absolute=args.absolute_paths, harness=target.harness)
+                       absolute=args.absolute_paths, harness=target.harness, functions=target.functions)
         current = current_output(target.output)
         try:
             source = read_source(str(target.source), job.src_report)

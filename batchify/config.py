@@ -52,6 +52,7 @@ class Target:
     classes: tuple[str, ...] = ()
     shared: tuple[str, ...] = ()
     harness: HarnessOptions | None = None
+    functions: tuple[str, ...] = ()  # the user's own functions to batch (--function)
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class Config:
                     tuple(_strings(pattern, "class")),
                     tuple(_strings(pattern, "shared")) if "shared" in pattern else self.shared,
                     _harness(pattern.get("harness")),
+                    tuple(_strings(pattern, "functions")),
                 ))
         return sorted(found.values(), key=lambda t: t.source)
 
@@ -129,7 +131,7 @@ def parse_config(table: dict, root: Path, where: Path) -> Config:
         if _wildcards(pattern["source"]) != _wildcards(pattern["output"]):
             raise ConfigError(f"{where}: target #{i + 1}: source and output must have the same number of "
                               f"wildcards ({pattern['source']!r} -> {pattern['output']!r})")
-        _unknown(pattern, {"source", "output", "class", "shared", "harness"}, f"target #{i + 1}", where)
+        _unknown(pattern, {"source", "output", "class", "shared", "harness", "functions"}, f"target #{i + 1}", where)
     return Config(root, tuple(patterns), tuple(_strings(table, "shared")), table.get("verify", {}), where)
 
 

@@ -78,6 +78,8 @@ class ModelClass:
     stateful: set[str] = field(default_factory=set)  # own and inherited stateful methods
     readers: set[str] = field(default_factory=set)  # stateful methods that only read (no writes, no draws)
     random: bool = False  # it, a base or a child draws from BrainPy's global random stream
+    # The user's functions named with --function, now methods (drivers.py): name -> returns (loss, aux...).
+    losses: dict[str, bool] = field(default_factory=dict)
 
     @property
     def batched_name(self) -> str:

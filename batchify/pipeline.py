@@ -36,6 +36,7 @@ def transform(
     command: str,
     header_path: str | None = None,
     harness: HarnessOptions | None = None,
+    functions: Iterable[str] = (),
 ) -> TransformResult:
     """Generate the batched module for ``source``; raises BatchifyError with diagnostics.
 
@@ -45,7 +46,8 @@ def transform(
     def stages() -> TransformResult:
         text = decode(source, path)
         module = parse(text, path)
-        ir = analyse(module, path, only=classes, shared=shared, functions=harness.functions() if harness else ())
+        ir = analyse(module, path, only=classes, shared=shared, functions=harness.functions() if harness else (),
+                     drivers=functions)
         code = rewrite_module(ir, harness)
         out = emit(code, source_sha256=hashlib.sha256(source).hexdigest(), command=command,
                    source_path=header_path or path)

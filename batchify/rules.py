@@ -32,7 +32,7 @@ class Case:
     unchanged), ``__init__`` (the lines made of ``init``), ``body:NAME`` (a method's whole body),
     ``def:NAME`` (its ``def`` line), ``header`` (the class statement), ``state`` / ``params`` (the
     NamedTuple's fields), ``line:NAME`` (the class-level line binding NAME) or ``copied:NAME`` (a
-    module-level class copied from the source); a diagnostic reads ``BFYnnn <first word>``."""
+    module-level class or function copied from the source); a diagnostic reads ``BFYnnn <first word>``."""
 
     before: str
     after: str
@@ -41,6 +41,7 @@ class Case:
     extra: str = ""
     cls: str = "M"
     shared: tuple[str, ...] = ()
+    functions: tuple[str, ...] = ()  # --function: the user's own functions to batch
 
 
 @dataclass(frozen=True)
@@ -1164,5 +1165,38 @@ RULES: tuple[Rule, ...] = (
                     '    def step(self, x, *args):\n'
                     '        self.V.value = x + sum(args)\n'
                     '        return x\n')),
+    ),
+    Rule(
+        "the user's own functions",
+        "drivers.driver_methods",
+        "module-level functions that drive a model instance (`--function loss`)",
+        ("`model = M()` at module level, then `def loss(x): y = model.update(x); return (y ** 2).sum(), y` "
+         "(and the functions of the file it calls that drive `model`)"),
+        ("a method of the instance's class with the instance as `self`, rewritten by the same rules: "
+         "`loss_pure(self, params, state, x)`, `loss = bfy.batched_method(\"loss_pure\")` and "
+         "`loss_grad = bfy.batched_grad(\"loss_pure\", has_aux=True)`; a function that drives no model "
+         "is copied unchanged"),
+        Case(before='return self.V',
+             after=('state, y = self.update_pure(params, state, x)\n'
+                    'return bfy.unwrap(state), ((y ** 2).sum(), y)'),
+             where='loss_pure',
+             extra=('\n'
+                    '\n'
+                    'model = M()\n'
+                    '\n'
+                    '\n'
+                    'def loss(x):\n'
+                    '    y = model.update(x)\n'
+                    '    return (y ** 2).sum(), y\n'),
+             functions=('loss',)),
+        Case(before='return self.V',
+             after=('def norm(x):\n'
+                    '    return (x ** 2).sum()'),
+             where='copied:norm',
+             extra=('\n'
+                    '\n'
+                    'def norm(x):\n'
+                    '    return (x ** 2).sum()\n'),
+             functions=('norm',)),
     ),
 )

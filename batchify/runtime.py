@@ -787,6 +787,98 @@ def _signature_after_state(method):
     return _signature_of(getattr(method, "__func__", method))
 
 
+class batched_grad:
+    """``loss_fun_grad = batched_grad("loss_fun_pure", has_aux=True)``: the gradient of a batch's mean
+    loss with respect to the weights, for a single-example loss the source wrote (``--function``).
+
+    ``model.loss_fun_grad(xs, ys)`` runs ``loss_fun_pure`` on every example (``jax.vmap``: weights
+    shared, state and arguments on axis 0, those named in ``shared`` and Python scalars shared) and
+    returns ``(grads, losses, aux)``: the gradient of ``mean(losses)`` (one ``jax.value_and_grad`` of
+    the vmapped loss: no per-example gradient is materialised), each example's loss and each
+    example's auxiliary outputs (``has_aux``: the loss returned ``(loss, acc, ...)``). With
+    ``per_example=True`` the gradients are each example's, stacked on a leading axis. ``grads`` is
+    the model's Params, or, given ``train_vars`` (``model.train_vars().unique()``, what the user's
+    ``bp.optim`` optimizer was built on), a dict with the same keys, ready for ``opt.update(grads)``.
+    The model's state afterwards is every example's, as the original's is after the loss.
+    """
+
+    def __init__(self, pure, *, has_aux=False, shared=()):
+        self.pure, self.has_aux, self.shared = pure, has_aux, frozenset(shared)
+
+    def __set_name__(self, owner, name):
+        pure_name, has_aux, shared = self.pure, self.has_aux, self.shared
+
+        def method(self, *args, train_vars=None, per_example=False, **kwargs):
+            return value_and_grads(self, getattr(self, pure_name), has_aux, shared, args, kwargs, train_vars,
+                                   per_example)
+
+        method.__name__, method.__qualname__ = name, f"{owner.__qualname__}.{name}"
+        method.__module__ = owner.__module__
+        method.__doc__ = (f"``(grads, losses, aux)`` of ``{pure_name}`` on every example: the gradient of the "
+                          f"batch's mean loss (``per_example=True``: each example's), keyed like ``train_vars`` "
+                          f"when given.")
+        setattr(owner, name, method)
+
+
+def value_and_grads(model, function, has_aux, shared, args, kwargs, train_vars, per_example):
+    signature = _signature_after_state(function)
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    values = list(bound.args)
+    axes = [None if name in shared else example_axis(v, name, None)
+            for name, v in zip(signature.parameters, values)]
+    sizes = {jnp.shape(v)[0] for v, axis in zip(values, axes) if axis == 0}
+    if len(sizes) > 1:
+        raise ValueError(f"the per-example arguments have different batch sizes: {sorted(sizes)}")
+    size = sizes.pop() if sizes else model.batch_size
+    if size != model.batch_size:
+        model.set_batch_size(size)
+    state_axes = model.state_axes()
+
+    def one(params, state, *xs):
+        state, out = function(params, state, *xs)
+        loss, aux = (out[0], out[1] if len(out) == 2 else tuple(out[1:])) if has_aux else (out, None)
+        return jnp.reshape(loss, ()), (state, aux)
+
+    params = model.params()
+    if per_example:
+        grad_one = jax.value_and_grad(one, has_aux=True)
+        (losses, (state, aux)), grads = jax.vmap(grad_one, in_axes=(None, state_axes, *axes))(
+            params, model.state(), *values)
+    else:
+        def mean_loss(params):
+            losses, (state, aux) = jax.vmap(one, in_axes=(None, state_axes, *axes))(params, model.state(), *values)
+            return jnp.mean(losses), (losses, state, aux)
+
+        (_, (losses, state, aux)), grads = jax.value_and_grad(mean_loss, has_aux=True)(params)
+    model.set_state(model.reduced(state))
+    if train_vars is not None:
+        grads = keyed_like(model, grads, train_vars)
+    return grads, losses, aux
+
+
+def keyed_like(model, grads, train_vars):
+    """``grads`` (a Params pytree) as a dict keyed like ``train_vars`` (name -> TrainVar), matching each
+    weight by the TrainVar object it is (``from_model`` shares them with the original)."""
+    by_id = {id(variable): key for key, variable in train_vars.items()}
+    out = {}
+    for path, value in param_items(grads):
+        target = model
+        for part in path.split("."):
+            target = getattr(target, part) if part in dir(target) or hasattr(target, part) else None
+            if target is None:
+                break
+        key = by_id.get(id(target))
+        if key is None:
+            raise KeyError(f"the weight {path} is not among the train_vars given (build the optimizer on "
+                           f"model.train_vars().unique() of the model the batch was made from)")
+        out[key] = value
+    missing = set(train_vars) - set(out)
+    if missing:
+        raise KeyError(f"train_vars holds weights the loss's model does not: {sorted(missing)}")
+    return out
+
+
 # -- a class deriving from a BrainPy built-in ------------------------------------------------------
 
 class LibraryParams(NamedTuple):

@@ -17,7 +17,8 @@ PREFIX = "# Regenerate: "
 
 def main() -> int:
     status = 0
-    for path in sorted([*ROOT.glob("examples/*_batched.py"), *ROOT.glob("tests/golden/*_batched.py")]):
+    for path in sorted([*ROOT.glob("examples/*_batched.py"), *ROOT.glob("examples/training/*_batched.py"),
+                        *ROOT.glob("tests/golden/*_batched.py")]):
         command = path.read_text().splitlines()[1]
         if not command.startswith(PREFIX):
             print(f"{path}: no regeneration command in the header", file=sys.stderr)

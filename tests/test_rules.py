@@ -76,13 +76,15 @@ def rewritten(case: Case) -> str:
     """What the rewrite makes of ``case`` in ``case.where`` (see ``batchify.rules.Case``); a
     diagnostic as ``BFYnnn <first word of its message>``."""
     try:
-        text = transform(source(case).encode(), "m.py", command="batchify m.py", shared=list(case.shared)).text
+        text = transform(source(case).encode(), "m.py", command="batchify m.py", shared=list(case.shared),
+                         functions=list(case.functions)).text
     except BatchifyError as error:
         return " ".join(str(error).split(" ")[1:3])
     where = case.where
     if where.startswith("copied:"):
-        part = text.split(f"\nclass {where[7:]}", 1)[1]
-        return (f"class {where[7:]}" + part.split("\n\n\n", 1)[0]).strip("\n")
+        keyword = "def" if f"\ndef {where[7:]}(" in text else "class"
+        part = text.split(f"\n{keyword} {where[7:]}", 1)[1]
+        return (f"{keyword} {where[7:]}" + part.split("\n\n\n", 1)[0]).strip("\n")
     if where in ("state", "params"):
         part = text.split(f"\nclass {case.cls}{where.capitalize()}(NamedTuple):\n", 1)[1]
         return textwrap.dedent(part.split("\n\n", 1)[0]).strip("\n")

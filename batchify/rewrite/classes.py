@@ -189,6 +189,8 @@ class ClassRewriter:
             block = comment + statement_code(self.renamed(with_example_for_holders(pure, self.cls)))
             if method.name != "reset_state" and not method.name.startswith("_"):  # bfy.Batched has reset_state
                 block += "\n\n" + self.wrapper(method.node)
+            if method.name in self.cls.losses:  # the user's own loss (--function): its batch gradient
+                block += "\n" + self.gradient(method.node, self.cls.losses[method.name])
             out.append(block)
         if self.group_of_builtins():
             out.append(GROUP_UPDATE + "\n\n" + 'update = bfy.batched_method("update_pure")')
@@ -209,14 +211,25 @@ class ClassRewriter:
         ir, cls = self.ir, self.cls
         return bool(ir.all_libraries(cls)) and not ir.all_children(cls) and "update" not in ir.all_methods(cls)
 
-    def wrapper(self, func: cst.FunctionDef) -> str:
-        """The batched drop-in, one line: ``update = bfy.batched_method("update_pure", shared=("i",))``."""
+    def gradient(self, func: cst.FunctionDef, has_aux: bool) -> str:
+        """``loss_grad = bfy.batched_grad("loss_pure", has_aux=True)``: the batch's mean-loss gradient."""
+        method = func.name.value
+        shared = self.shared_args(func)
+        extra = (", has_aux=True" if has_aux else "") + (", shared=" + tuple_literal(shared) if shared else "")
+        return f'{method}_grad = {RUNTIME}.batched_grad("{pure_name(method)}"{extra})'
+
+    def shared_args(self, func: cst.FunctionDef) -> list[str]:
+        """The arguments of a stepping method every example shares: ``--shared``, the clock, ``tdi``."""
         args = [p.name.value for p in func.params.params[1:]]
         shared_args = set(self.ir.shared_args)
         if func.name.value == "update" and args[:1] and args[0] in SHARED_DICT_PARAMS:
             shared_args.add(args[0])
         shared_args |= set(args) & set(SHARED_CLOCK_PARAMS)
-        shared = [a for a in args if a in shared_args]
+        return [a for a in args if a in shared_args]
+
+    def wrapper(self, func: cst.FunctionDef) -> str:
+        """The batched drop-in, one line: ``update = bfy.batched_method("update_pure", shared=("i",))``."""
+        shared = self.shared_args(func)
         extra = ", shared=" + tuple_literal(shared) if shared else ""
         method = func.name.value
         return f'{method} = {RUNTIME}.batched_method("{pure_name(method)}"{extra})'

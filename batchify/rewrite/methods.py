@@ -440,12 +440,14 @@ class ExprRewriter(cst.CSTTransformer):
         # A random initializer (bp.init.Normal(), bm.random.rand) draws from this example's stream.
         return self.rng_call(original_node, parameter, args, "initial value")
 
-    def carried_body(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
+    def carried_body(self, node: cst.BaseExpression, updated: cst.BaseExpression | None = None) -> cst.BaseExpression | None:
         """A loop or branch body that changes state, as ``f(state, *x) -> (state, y)``; None if it
         changes none."""
         ctx = self.ctx
         if isinstance(node, cst.Name) and node.value in ctx.closures:
             return node
+        if isinstance(node, cst.Call) and "functools.partial" in {q.name for q in ctx.ir.qualified.get(node.func, ())}:
+            return self.carried_partial(node, updated if isinstance(updated, cst.Call) else node)
         path = self_path(node, ctx.self_name)
         if path and len(path) == 1 and path[0] in ctx.cls.stateful:  # `self.step`, a stateful method
             args = ctx.ns.fresh("args")
@@ -454,6 +456,28 @@ class ExprRewriter(cst.CSTTransformer):
                 attr(name(ctx.self_name), pure_name(path[0])),
                 [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), cst.Arg(name(args), star="*")]))
         return None
+
+    def carried_partial(self, node: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """``functools.partial(self.step, x=x)`` (or of a closure) as a body: ``lambda state, *args:
+        self.step_pure(params, state, *args, x=x)``, the bound arguments read as any argument is."""
+        ctx = self.ctx
+        if not node.args or node.args[0].keyword is not None or node.args[0].star:
+            return None
+        target = node.args[0].value
+        path = self_path(target, ctx.self_name)
+        if isinstance(target, cst.Name) and target.value in ctx.closures:
+            func, head = target, [cst.Arg(name(ctx.state))]
+        elif path and len(path) == 1 and path[0] in ctx.cls.stateful:
+            func = attr(name(ctx.self_name), pure_name(path[0]))
+            head = [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state))]
+        else:
+            return None
+        bound = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated.args[1:]]  # reads rewritten
+        positional = [a for a in bound if a.keyword is None]
+        keywords = [a for a in bound if a.keyword is not None]
+        args = ctx.ns.fresh("args")
+        return cst.Lambda(cst.Parameters(params=[cst.Param(name(ctx.state))], star_arg=cst.Param(name(args), star="*")),
+                          call(func, [*head, *positional, cst.Arg(name(args), star="*"), *keywords]))
 
     def control_flow(self, original_node: cst.Call, updated_node: cst.Call, kind: str) -> cst.BaseExpression | None:
         """BrainPy control flow whose closures change state, in carry-passing form:
@@ -479,7 +503,7 @@ class ExprRewriter(cst.CSTTransformer):
         else:
             names_ = {"loop": ["body_fun"], "cond": ["true_fun", "false_fun"], "while": ["body_fun", "cond_fun"]}[kind]
             bodies = [(original_args[b].value, given[b].value) for b in names_ if b in original_args]
-        carried = [self.carried_body(old) for old, _ in bodies]
+        carried = [self.carried_body(old, new) for old, new in bodies]
         if not any(carried):
             return None
         if self.blocked:

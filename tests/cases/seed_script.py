@@ -54,7 +54,7 @@ def loss_fun(x_single, y_single):
     spike_out = bm.for_loop(functools.partial(step_run, x_single=x_single), indices)
     frate_out = bm.sum(spike_out, axis=0) + 1.0e-6
     predicts = bm.log(frate_out / bm.sum(frate_out)).unsqueeze(0)
-    loss = bp.losses.nll_loss(-predicts, y_single)
+    loss = bp.losses.nll_loss(predicts, y_single)  # current BrainPy negates (the seed's did not)
     acc = bm.mean(predicts.argmax(-1) == y_single)
     return loss, acc
 
