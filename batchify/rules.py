@@ -590,6 +590,30 @@ RULES: tuple[Rule, ...] = (
                     'return bfy.unwrap(state), state.V + ys.sum()')),
     ),
     Rule(
+        'partial body',
+        f"{EXPR}.carried_partial",
+        '`functools.partial` of such a body',
+        '`bm.for_loop(functools.partial(self.step, y=x), xs)`, `functools.partial(body, y=x)`',
+        ('`bfy.for_loop(lambda state, *args: self.step_pure(params, state, *args, y=x), state, xs)`: the '
+         'bound arguments read as any argument is'),
+        Case(before=('import functools\n'
+                     'return bm.for_loop(functools.partial(self.step, y=x), bm.arange(3))'),
+             after=('import functools\n'
+                    'state, loop_out = bfy.for_loop(lambda state, *args: self.step_pure(params, state, *args, '
+                    'y=x), state, bm.arange(3))\n'
+                    'return bfy.unwrap(state), loop_out'),
+             extra=('\n'
+                    '    def step(self, i, y):\n'
+                    '        self.V.value = self.V * 0.9 + y\n'
+                    '        return self.V.value\n')),
+        Case(before=('import functools\n'
+                     'ys = bm.for_loop(functools.partial(self.scale), bm.arange(3.0))\n'
+                     'return self.V + ys.sum()'),
+             after=('import functools\n'
+                    'ys = bm.for_loop(functools.partial(self.scale), bm.arange(3.0))\n'
+                    'return bfy.unwrap(state), state.V + ys.sum()')),
+    ),
+    Rule(
         'loop body call',
         f"{EXPR}.loop_body_call",
         'a direct call of such a closure',
