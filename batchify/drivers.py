@@ -43,12 +43,15 @@ def names_read(func: cst.FunctionDef) -> set[str]:
 
 
 class _AsMethod(cst.CSTTransformer):
-    """The function with the instance as ``self`` and the other driving functions as its methods."""
+    """The function with the instance as ``self`` and the other driving functions as its methods:
+    ``model.step_run(i, x)`` -> ``self.step_run(i, x)``, ``model(x)`` -> ``self.update(x)``,
+    ``step_run(i, x)`` -> ``self.step_run_fn(i, x)`` (``step_run(model, i, x)`` too, for a function
+    that takes the instance as its first parameter)."""
 
-    def __init__(self, instance: str, methods: dict[str, str], inherit):
+    def __init__(self, instance: str, methods: dict[str, str], inherit, takes_instance: set[str] = frozenset()):
         super().__init__()
         self.instance, self.methods, self.inherit = instance, methods, inherit
-        self.depth = 0
+        self.takes_instance = takes_instance
 
     def on_leave(self, original_node, updated_node):
         updated = super().on_leave(original_node, updated_node)
@@ -61,6 +64,21 @@ class _AsMethod(cst.CSTTransformer):
             return updated_node.with_changes(value="self")
         if original_node.value in self.methods:
             return cst.Attribute(cst.Name("self"), cst.Name(self.methods[original_node.value]))
+        return updated_node
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        func = original_node.func
+        if isinstance(func, cst.Name) and func.value == self.instance:  # model(x): its update
+            return updated_node.with_changes(func=cst.Attribute(cst.Name("self"), cst.Name("update")))
+        if (isinstance(func, cst.Name) and func.value in self.takes_instance and original_node.args
+                and isinstance(original_node.args[0].value, cst.Name)
+                and original_node.args[0].value.value == self.instance):
+            return updated_node.with_changes(args=updated_node.args[1:])  # step_run(model, i, x): a method now
+        args = original_node.args
+        if (len(args) >= 2 and isinstance(args[0].value, cst.Name) and args[0].value.value in self.takes_instance
+                and isinstance(args[1].value, cst.Name) and args[1].value.value == self.instance):
+            # functools.partial(step_run, model, x_single=x): the instance is self now
+            return updated_node.with_changes(args=[updated_node.args[0], *updated_node.args[2:]])
         return updated_node
 
     # Names that are not references keep their spelling.
@@ -85,12 +103,40 @@ def driver_methods(module: cst.Module, models: dict[str, cst.ClassDef], names: I
     diagnostics: list[Diagnostic] = []
     plain: list[str] = []
 
+    param_classes: dict[str, str] = {}  # a function taking the instance first -> the instance's class
+
+    def instance_parameter(func: cst.FunctionDef) -> str | None:
+        """``def loss(model, x, y)``: a first parameter annotated with a model class, or used as an
+        instance of exactly one model class of the file (the methods called on it are its methods)."""
+        if not func.params.params:
+            return None
+        param = func.params.params[0]
+        first = param.name.value
+        annotation = param.annotation.annotation if param.annotation is not None else None
+        if isinstance(annotation, cst.Name) and annotation.value in models:
+            param_classes[func.name.value] = annotation.value
+            return first
+        called = {n.func.attr.value for n in walk(func.body) if isinstance(n, cst.Call)
+                  and isinstance(n.func, cst.Attribute) and isinstance(n.func.value, cst.Name)
+                  and n.func.value.value == first}
+        if not called:
+            return None
+        fits = [c for c, node in models.items() if called - {"reset_state", "reset", "update"}
+                <= {s.name.value for s in node.body.body if isinstance(s, cst.FunctionDef)}]
+        if len(fits) == 1:
+            param_classes[func.name.value] = fits[0]
+            return first
+        return None
+
     def driven(func: cst.FunctionDef, seen: frozenset[str] = frozenset()) -> str | None:
         """The instance a function drives, directly or through the functions of the file it calls."""
         read = names_read(func)
         direct = [n for n in read if n in instances]
         if direct:
             return direct[0]
+        given = instance_parameter(func)
+        if given is not None:
+            return given
         for name in sorted(read & set(functions)):
             if name not in seen:
                 found = driven(functions[name], seen | {func.name.value})
@@ -117,20 +163,26 @@ def driver_methods(module: cst.Module, models: dict[str, cst.ClassDef], names: I
         todo += [n for n in sorted(names_read(func) & set(functions)) if driven(functions[n])]
     by_class: dict[str, list[cst.FunctionDef]] = {}
     renamed: dict[str, str] = {}
+    def class_of(name: str) -> str:
+        return param_classes.get(name) or instances[chosen[name]]
+
     for name, instance in chosen.items():
-        cls = models[instances[instance]]
+        cls = models[class_of(name)]
         taken = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
         renamed[name] = f"{name}_fn" if name in taken else name
     order = list(functions)
     for name, instance in sorted(chosen.items(), key=lambda item: order.index(item[0])):
         func = functions[name]
-        others = {n: renamed[n] for n in chosen if chosen[n] == instance and n != name}
-        if any(p.name.value == instance for p in (*func.params.params, *func.params.kwonly_params)):
+        others = {n: renamed[n] for n in chosen if class_of(n) == class_of(name) and n != name}
+        takes_instance = name in param_classes
+        if not takes_instance and any(p.name.value == instance for p in (*func.params.params, *func.params.kwonly_params)):
             report(func.name, "BFY015", f"{name}() takes a parameter named like the model instance "
                    f"'{instance}'; rename the parameter")
             continue
-        method = func.visit(_AsMethod(instance, others, inherit))
+        method = func.visit(_AsMethod(instance, others, inherit, set(param_classes)))
         params = method.params
+        if takes_instance:  # its first parameter is the instance: self now
+            params = params.with_changes(params=params.params[1:])
         method = method.with_changes(
             name=cst.Name(renamed[name]), decorators=[],
             params=params.with_changes(params=[cst.Param(cst.Name("self"), comma=cst.Comma(
@@ -138,7 +190,7 @@ def driver_methods(module: cst.Module, models: dict[str, cst.ClassDef], names: I
                 not in (cst.MaybeSentinel.DEFAULT, None) or params.kwonly_params else cst.Param(cst.Name("self")),
                 *params.params]))
         inherit(method, func)
-        by_class.setdefault(instances[instance], []).append(method)
+        by_class.setdefault(class_of(name), []).append(method)
     return by_class, renamed, chosen, plain, diagnostics
 
 

@@ -173,3 +173,37 @@ def test_the_seed_script_trains_on_digits_through_the_generated_code() -> None:
                             "examples/training/seed_digits_batched.py", "--function", "loss_fun", "--check"],
                            cwd=root, capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
+
+
+LAMBDA = ("functools.partial(step_run, x_single=x_single)", "lambda i: step_run(i, x_single)")
+PASSED = [("def step_run(i, x_single):", "def step_run(net, i, x_single):"),
+          ("    return model.step_run(i, x)", "    return net.step_run(i, x)"),
+          ("def loss_fun(x_single, y_single):\n    model.reset_state()",
+           "def loss_fun(net, x_single, y_single):\n    net.reset_state()"),
+          ("functools.partial(step_run, x_single=x_single)", "functools.partial(step_run, net, x_single=x_single)")]
+
+
+@pytest.mark.parametrize("variant", ["lambda", "instance-passed-in"])
+def test_other_ways_of_writing_the_seed_script(variant, tmp_path) -> None:
+    """A lambda over step_run instead of functools.partial; the model passed in as an argument."""
+    text = SCRIPT.read_text()
+    for old, new in ([LAMBDA] if variant == "lambda" else PASSED):
+        assert old in text, old
+        text = text.replace(old, new)
+    script = tmp_path / f"seed_{variant.replace('-', '_')}.py"
+    script.write_text(text)
+    out = tmp_path / f"{script.stem}_batched.py"
+    out.write_text(transform(text.encode(), script.name, command="batchify", functions=["loss_fun"]).text)
+    original = run_as_script(script, f"batchify_{script.stem}")
+    generated = load_generated(out, f"batchify_{script.stem}_batched")
+    model = original.model
+    train_vars = model.train_vars().unique()
+    xs, ys = data(2)
+    loss = original.loss_fun if variant == "lambda" else (lambda x, y: original.loss_fun(model, x, y))
+    grad_f = bm.grad(loss, grad_vars=train_vars, has_aux=True, return_value=True)
+    want = [grad_f(xs[e], ys[e]) for e in range(BATCH)]
+    grads, losses, accs = generated.RateSNNBatched.from_model(model, BATCH).loss_fun_grad(xs, ys, train_vars=train_vars)
+    np.testing.assert_allclose(np.asarray(losses), [float(w[1]) for w in want], rtol=1e-5, atol=1e-6)
+    for key in train_vars:
+        mean = np.mean([np.asarray(w[0][key]) for w in want], axis=0)
+        np.testing.assert_allclose(np.asarray(grads[key]), mean, rtol=1e-5, atol=1e-6 * np.abs(mean).max())

@@ -203,6 +203,9 @@ class ExprRewriter(cst.CSTTransformer):
         self.pre: list[cst.SimpleStatementLine] = []
         self.hoisted: dict[str, Callable[[str], list[cst.SimpleStatementLine]]] = {}
         self.blocked = 0 if hoist else 1
+        # Calls that are the whole body of a lambda given to BrainPy's control flow
+        # (``bm.for_loop(lambda i: self.step(i, x), xs)``): the lambda carries the state instead.
+        self.deferred: set[int] = set()
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, self.NO_HOIST):
@@ -214,6 +217,26 @@ class ExprRewriter(cst.CSTTransformer):
         if isinstance(original_node, self.NO_HOIST):
             self.blocked -= 1
         return result
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        if {q.name for q in self.ctx.ir.qualified.get(node.func, ())} & names.CONTROL_FLOW:
+            bodies = [a.value for a in node.args]
+            bodies += [el.value for a in node.args if isinstance(a.value, (cst.List, cst.Tuple)) for el in a.value.elements]
+            for body in bodies:
+                if isinstance(body, cst.Lambda) and isinstance(body.body, cst.Call) and self.body_target(body.body.func):
+                    self.deferred.add(id(body.body))
+        return True
+
+    def body_target(self, func: cst.BaseExpression) -> tuple[cst.BaseExpression, bool] | None:
+        """What a call of ``func`` runs with the state: ``(self.m_pure, True)`` for a stateful method
+        (it takes params and state), ``(body, False)`` for a closure that carries the state; None otherwise."""
+        ctx = self.ctx
+        if isinstance(func, cst.Name) and func.value in ctx.closures:
+            return func, False
+        path = self_path(func, ctx.self_name)
+        if path and len(path) == 1 and path[0] in ctx.cls.stateful:
+            return attr(name(ctx.self_name), pure_name(path[0])), True
+        return None
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         """The outermost attribute of a chain is visited first: a chain into a built-in is read whole."""
@@ -319,6 +342,8 @@ class ExprRewriter(cst.CSTTransformer):
         func = original_node.func
         if not (isinstance(func, cst.Name) and func.value in self.ctx.closures):
             return None
+        if id(original_node) in self.deferred:
+            return updated_node  # the lambda around it carries the state (carried_lambda)
         return self.carried_call(original_node, func, [cst.Arg(name(self.ctx.state)), *updated_node.args],
                                  f"{func.value}_out")
 
@@ -363,6 +388,8 @@ class ExprRewriter(cst.CSTTransformer):
         target = self.stateful_target(original_node.func)
         if target is None:
             return None
+        if id(original_node) in self.deferred:
+            return updated_node  # the lambda around it carries the state (carried_lambda)
         children, method_name, via_super = target
         owner_cls = self.child_class(children) if children else ctx.cls
         if self.blocked and method_name not in owner_cls.readers:
@@ -448,6 +475,8 @@ class ExprRewriter(cst.CSTTransformer):
             return node
         if isinstance(node, cst.Call) and "functools.partial" in {q.name for q in ctx.ir.qualified.get(node.func, ())}:
             return self.carried_partial(node, updated if isinstance(updated, cst.Call) else node)
+        if isinstance(node, cst.Lambda) and id(node.body) in self.deferred:
+            return self.carried_lambda(node, updated if isinstance(updated, cst.Lambda) else node)
         path = self_path(node, ctx.self_name)
         if path and len(path) == 1 and path[0] in ctx.cls.stateful:  # `self.step`, a stateful method
             args = ctx.ns.fresh("args")
@@ -456,6 +485,15 @@ class ExprRewriter(cst.CSTTransformer):
                 attr(name(ctx.self_name), pure_name(path[0])),
                 [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), cst.Arg(name(args), star="*")]))
         return None
+
+    def carried_lambda(self, node: cst.Lambda, updated: cst.Lambda) -> cst.BaseExpression:
+        """``lambda i: self.step(i, x)`` as a body: ``lambda state, i: self.step_pure(params, state, i, x)``."""
+        ctx = self.ctx
+        func, pure = self.body_target(node.body.func)
+        head = [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state))] if pure else [cst.Arg(name(ctx.state))]
+        args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated.body.args]
+        params = updated.params.with_changes(params=[cst.Param(name(ctx.state)), *updated.params.params])
+        return updated.with_changes(params=params, body=call(func, [*head, *args]))
 
     def carried_partial(self, node: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         """``functools.partial(self.step, x=x)`` (or of a closure) as a body: ``lambda state, *args:
