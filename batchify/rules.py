@@ -590,6 +590,25 @@ RULES: tuple[Rule, ...] = (
                     'return bfy.unwrap(state), state.V + ys.sum()')),
     ),
     Rule(
+        'lambda body',
+        f"{EXPR}.carried_lambda",
+        'a lambda over a stateful call as such a body',
+        '`bm.for_loop(lambda i: self.step(i, x), xs)`, `lambda i: step_run(i, x_single)` in a `--function`',
+        '`bfy.for_loop(lambda state, i: self.step_pure(params, state, i, x), state, xs)`',
+        Case(before='return bm.for_loop(lambda i: self.step(i, x), bm.arange(3))',
+             after=('state, loop_out = bfy.for_loop(lambda state, i: self.step_pure(params, state, i, x), state, '
+                    'bm.arange(3))\n'
+                    'return bfy.unwrap(state), loop_out'),
+             extra=('\n'
+                    '    def step(self, i, y):\n'
+                    '        self.V.value = self.V * 0.9 + y\n'
+                    '        return self.V.value\n')),
+        Case(before=('ys = bm.for_loop(lambda i: self.scale(i), bm.arange(3.0))\n'
+                     'return self.V + ys.sum()'),
+             after=('ys = bm.for_loop(lambda i: self.scale(i), bm.arange(3.0))\n'
+                    'return bfy.unwrap(state), state.V + ys.sum()')),
+    ),
+    Rule(
         'partial body',
         f"{EXPR}.carried_partial",
         '`functools.partial` of such a body',
