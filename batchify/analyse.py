@@ -527,9 +527,11 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     driver_losses: dict[str, dict[str, bool]] = {}
     copied_drivers: list[str] = []
     driven: dict[str, str] = {}  # a driving function -> the instance it drives
+    renamed: dict[str, str] = {}
+    takes_instance: frozenset[str] = frozenset()
     if drivers:
-        added, renamed, driven, copied_drivers, found = driver_methods(a.module, models, drivers, path, a.positions,
-                                                                      a.inherit, a.report)
+        added, renamed, driven, copied_drivers, found, takes_instance = driver_methods(
+            a.module, models, drivers, path, a.positions, a.inherit, a.report)
         a.diagnostics.extend(found)
         for class_name, methods in added.items():
             node = models[class_name]
@@ -592,7 +594,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     classes: dict[str, ModelClass] = {}
     modes = {item.partition("=")[0]: item.partition("=")[2] or "mean" for item in shared}
     ir = ModuleIR(path, a.module, classes, [], [], frozenset(item.partition("=")[0] for item in shared),
-                  modes, positions=a.positions, qualified=a.qualified)
+                  modes, positions=a.positions, qualified=a.qualified, driven=driven, driver_methods=renamed,
+                  takes_instance=takes_instance)
     for name in order:
         node = models[name]
         scan = scans[name]

@@ -96,6 +96,10 @@ def add_drive_flags(p: argparse.ArgumentParser, shared: bool) -> None:
     if shared:
         g.add_argument("--shared", metavar="NAME[=time|VALUE]", action="append",
                        help="an argument shared by the batch: the step index (time, the default) or a constant")
+        g.add_argument("--function", dest="functions", metavar="NAME", action="append", default=[],
+                       help="check a function of yours batched with --function too: its loss, outputs and "
+                            "gradients against bm.grad of the original, example by example (its inputs by "
+                            "--input-shape); repeatable")
     g.add_argument("--port", metavar="PATH=SHAPE", action="append",
                    help="an input port: a Variable written before every step with per-example values "
                         "(input=64, E.input=64:float32:5.0); repeatable")
@@ -533,8 +537,9 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     from batchify.loader import load_generated, load_models
 
     # The model's own prints (a seed it reports) go to stderr: stdout holds the report alone.
+    functions = list(dict.fromkeys(f for plan in plans for f in plan.drive.functions))
     with contextlib.redirect_stdout(sys.stderr):
-        original = load_models(src, only=requested)
+        original = load_models(src, only=requested, functions=functions)
     try:
         with contextlib.redirect_stdout(sys.stderr):
             batched = load_generated(generated)
@@ -569,6 +574,8 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
             argv += ["--bp-share", item]
         for item in getattr(args, "shared", None) or []:
             argv += ["--shared", item]
+        for item in getattr(args, "functions", None) or []:
+            argv += ["--function", item]
         return argv
 
     fmt = getattr(args, "format", "text")

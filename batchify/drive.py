@@ -104,6 +104,8 @@ class Drive:
     # Examples 1.. start from example 0's state moved by up to this fraction of each float state
     # Variable's mean magnitude (at least 0.1): examples that differ, so that mixing shows. 0: off.
     perturb: float = 0.05
+    # The user's own functions to check too (--function): each against its batched form.
+    functions: tuple[str, ...] = ()
     # Not a flag: set from the analysis when the class (or a child) creates its state in a
     # reset_state() that __init__ never calls; the original is reset once after construction,
     # as its users must before running it.
@@ -248,7 +250,7 @@ def parse_init(text: str) -> tuple[tuple, dict]:
 
 def from_toml(cls: str, table: dict) -> Drive:
     known = {"init", "method", "inputs", "ports", "share", "mode", "steps", "batch", "dt", "rtol", "atol", "seed",
-             "perturb"}
+             "perturb", "functions"}
     unknown = set(table) - known
     if unknown:
         raise DriveError(f"{cls}: unknown keys {sorted(unknown)} in its verify table (known: {sorted(known)})")
@@ -268,7 +270,7 @@ def from_toml(cls: str, table: dict) -> Drive:
     if mode is not None and mode not in MODES:
         raise DriveError(f"{cls}: unknown mode {mode!r} (one of {', '.join(MODES)})")
     return replace(drive, method=table.get("method"), inputs=inputs, ports=ports, share=dict(table.get("share", {})),
-                   mode=mode,
+                   mode=mode, functions=tuple(table.get("functions", ())),
                    **{k: table[k] for k in ("steps", "batch", "dt", "rtol", "atol", "seed", "perturb") if k in table})
 
 
@@ -316,4 +318,6 @@ def with_flags(drive: Drive, flags) -> Drive:
         value = getattr(flags, key, None)
         if value is not None:
             changes[key] = value
+    if getattr(flags, "functions", None):
+        changes["functions"] = tuple(dict.fromkeys((*drive.functions, *flags.functions)))
     return replace(drive, **changes)

@@ -94,10 +94,11 @@ class _AsMethod(cst.CSTTransformer):
 
 def driver_methods(module: cst.Module, models: dict[str, cst.ClassDef], names: Iterable[str], path: str,
                    positions, inherit, report) -> tuple[dict[str, list[cst.FunctionDef]], dict[str, str],
-                                                         dict[str, str], list[str], list[Diagnostic]]:
+                                                         dict[str, str], list[str], list[Diagnostic], frozenset[str]]:
     """For the functions ``names`` (``--function``): the methods to add to each model class, the
     method each function became (``{"loss_fun": "loss_fun", "step_run": "step_run_fn"}``), the
-    instance each drives, the functions that drive no model (copied as they are) and diagnostics."""
+    instance each drives, the functions that drive no model (copied as they are), diagnostics and the
+    functions that take the instance as their first parameter."""
     functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
     instances = module_instances(module, models)
     diagnostics: list[Diagnostic] = []
@@ -191,7 +192,7 @@ def driver_methods(module: cst.Module, models: dict[str, cst.ClassDef], names: I
                 *params.params]))
         inherit(method, func)
         by_class.setdefault(class_of(name), []).append(method)
-    return by_class, renamed, chosen, plain, diagnostics
+    return by_class, renamed, chosen, plain, diagnostics, frozenset(param_classes)
 
 
 def returns_aux(func: cst.FunctionDef) -> bool:

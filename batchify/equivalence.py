@@ -114,6 +114,8 @@ class Strength:
     outputs_vary: bool = False  # some float output differs between two steps or two examples
     weights: int = 0
     weights_with_gradient: int | None = None  # weights whose gradient is not exactly zero; None: not run
+    functions_alike: list[str] = field(default_factory=list)  # --function losses equal for every example
+    functions_without_gradient: list[str] = field(default_factory=list)  # --function gradients all zero
 
     def weak_reasons(self, steps: int, batch: int) -> list[str]:
         reasons = []
@@ -128,6 +130,10 @@ class Strength:
             reasons.append(f"no spike: boolean state never true in {steps} steps (scale the inputs up)")
         if self.weights and self.weights_with_gradient == 0:
             reasons.append("every weight's gradient is exactly zero")
+        for name in self.functions_alike:
+            reasons.append(f"{name}() gave every example the same loss: mixing examples could not show")
+        for name in self.functions_without_gradient:
+            reasons.append(f"{name}()'s gradient is exactly zero for every example")
         return reasons
 
     def summary(self) -> str:

@@ -108,6 +108,11 @@ class ModuleIR:
     library_late: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Variables declared with --shared NAME[=mean|sum|example]: how each is batched.
     variable_modes: Mapping[str, str] = field(default_factory=dict)
+    # The user's functions batched with --function (drivers.py): function -> the instance it drives
+    # (a module-level name, or its first parameter for those in ``takes_instance``), and its method.
+    driven: Mapping[str, str] = field(default_factory=dict)
+    driver_methods: Mapping[str, str] = field(default_factory=dict)
+    takes_instance: frozenset[str] = frozenset()
     # First lines of the source statements the targets consist of (classes and support).
     source_lines: list[int] = field(default_factory=list)
     # Metadata of the analysed tree, for the rewrite stage's diagnostics and name lookups.

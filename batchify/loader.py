@@ -17,14 +17,19 @@ from batchify.analyse import analyse
 from batchify.parse import decode, parse
 
 
-def load_models(path: str | Path, module_name: str | None = None, only=()) -> types.ModuleType:
+def load_models(path: str | Path, module_name: str | None = None, only=(), functions=()) -> types.ModuleType:
     """A module object holding the model classes of ``path`` (and what they need), nothing else;
-    with ``only``, just those classes and what they need."""
+    with ``only``, just those classes and what they need; with ``functions``, the user's functions
+    that drive a model instance too (``--function``), and ``__batchify_driven__``, what each drives:
+    the caller binds the instance (never the script's own ``model = ...``, which is not run)."""
     path = Path(path)
     source = path.read_bytes()
     text = decode(source, str(path))
-    ir = analyse(parse(text, str(path)), str(path), only=only, declarations_needed=False)
+    ir = analyse(parse(text, str(path)), str(path), only=only, declarations_needed=False, drivers=functions)
     keep = set(ir.source_lines)
+    module_ast_names = {n: stmt for stmt in ir.module.body if hasattr(stmt, "name")
+                        for n in [getattr(stmt.name, "value", None)] if n in ir.driven}
+    keep |= {ir.positions[stmt].start.line for stmt in module_ast_names.values()}
     tree = ast.parse(text, filename=str(path))
     tree.body = [stmt for stmt in tree.body if _lines(stmt) & keep]
     name = module_name or f"batchify_original_{path.stem}"
@@ -33,6 +38,8 @@ def load_models(path: str | Path, module_name: str | None = None, only=()) -> ty
     sys.modules[name] = module
     # dont_inherit: this file's `from __future__ import annotations` must not change the user's code.
     exec(compile(tree, str(path), "exec", dont_inherit=True), module.__dict__)
+    module.__batchify_driven__ = {name: (ir.driven[name], ir.driver_methods[name], name in ir.takes_instance)
+                                  for name in ir.driven}
     return module
 
 

@@ -824,9 +824,12 @@ def value_and_grads(model, function, has_aux, shared, args, kwargs, train_vars, 
     signature = _signature_after_state(function)
     bound = signature.bind(*args, **kwargs)
     bound.apply_defaults()
-    values = list(bound.args)
-    axes = [None if name in shared else example_axis(v, name, None)
-            for name, v in zip(signature.parameters, values)]
+    values, axes = [], []
+    for name, parameter in signature.parameters.items():  # positional: a pure method takes no keyword-only
+        given = bound.arguments[name]
+        for value in (given if parameter.kind is parameter.VAR_POSITIONAL else [given]):
+            values.append(value)
+            axes.append(None if name in shared else example_axis(value, name, None))
     sizes = {jnp.shape(v)[0] for v, axis in zip(values, axes) if axis == 0}
     if len(sizes) > 1:
         raise ValueError(f"the per-example arguments have different batch sizes: {sorted(sizes)}")

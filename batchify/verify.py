@@ -53,6 +53,7 @@ from batchify.equivalence import (  # noqa: E402
     set_in_state,
     snapshot,
     start_batch,
+    to_numpy,
     write_ports,
     variables,
     tick,
@@ -164,13 +165,24 @@ def params_paths(params, prefix: str = "") -> list[str]:
 
 
 class Verifier:
-    def __init__(self, original_cls, batched_cls, drive: Drive, method: str):
+    def __init__(self, original_cls, batched_cls, drive: Drive, method: str, original_module=None):
         self.original_cls = original_cls
         self.batched_cls = batched_cls
         self.drive = drive
         self.method = method
+        self.module = original_module
+        driven = getattr(original_module, "__batchify_driven__", {})
+        self.functions = {}  # name -> (the original function, its method on the batched class, takes the instance)
+        for name in drive.functions:
+            if name not in driven:
+                raise DriveError(f"--function {name}: not a function of the source that drives a model instance")
+            instance, method_name, takes = driven[name]
+            self.functions[name] = (getattr(original_module, name), instance, method_name, takes)
         names = [p.name for p in stepping_parameters(original_cls, method)]
-        self.args = make_args(drive, names)
+        function_inputs = {p for f, _, _, takes in self.functions.values()
+                           for p in list(inspect.signature(f).parameters)[1 if takes else 0:]}
+        self.args = make_args(replace(drive, inputs={k: v for k, v in drive.inputs.items()
+                                                     if k in names or k not in function_inputs}), names)
         port_rng = np.random.default_rng(drive.seed + 3)  # its own stream: the inputs' draws stay as they were
         self.ports = [Port(path, random_input(port_rng, spec, drive.batch, drive.steps))
                       for path, spec in sorted(drive.ports.items())]
@@ -215,9 +227,63 @@ class Verifier:
                     section_from(report, "state", lambda q: q.startswith("state"))]
         strength = report.strength
         sections += self.gradients(model, strength)
+        for name in self.functions:
+            sections += self.function_sections(model, name, strength)
         result = ClassResult(d.cls, self.method, d.batch, d.steps, sections, strength=strength)
         result.speedup = self.speed(model) if speed else None
         return result
+
+    # -- the user's own functions (--function) ------------------------------------------
+    def function_sections(self, model, name: str, strength: Strength) -> list[Section]:
+        """The original function run example by example under ``bm.grad`` against the generated
+        ``NAME_grad``: losses, auxiliary outputs, the batch's mean gradient and each example's."""
+        d = self.drive
+        function, instance, method, takes = self.functions[name]
+        if not takes:
+            function.__globals__[instance] = model  # the script's own `model = ...` never ran
+        params = list(inspect.signature(function).parameters)[1 if takes else 0:]
+        missing = [p for p in params if p not in d.inputs or d.inputs[p].kind != "example"]
+        if missing:
+            raise DriveError(f"--function {name}: give its per-example inputs with --input-shape "
+                             f"({', '.join(f'{p}=SHAPE' for p in missing)})")
+        rng = np.random.default_rng(d.seed + 11)
+        values = [random_input(rng, d.inputs[p], d.batch, 1)[:, 0] for p in params]
+        call = (lambda *a: function(model, *a)) if takes else function
+        initial = snapshot(model)
+        train_vars = model.train_vars().unique()
+        probe = call(*[v[0] for v in values])
+        has_aux = isinstance(probe, tuple) and len(probe) >= 2
+        restore(model, initial)
+        grad_f = bm.grad(call, grad_vars=train_vars, has_aux=has_aux, return_value=True)
+        want = []
+        for e in range(d.batch):
+            restore(model, initial)
+            if self.random:
+                seed_example(model, d.seed, e, initial)
+            want.append(grad_f(*[v[e] for v in values]))
+        restore(model, initial)
+        batched = batch_of(self.batched_cls, model, d.batch, d.seed)
+        gradient = getattr(batched, f"{method}_grad")
+        grads, losses, aux = gradient(*values, train_vars=train_vars)
+        each, _, _ = gradient(*values, train_vars=train_vars, per_example=True)
+        restore(model, initial)
+        report = Report(steps=1, batch=d.batch)
+        rtol, atol = d.rtol * 10, d.atol * 10  # gradients: 10x, as for the stepping method's
+        compare(report, f"fn {name} loss", None, np.asarray([float(w[1]) for w in want]), losses, d.rtol, d.atol)
+        if has_aux:
+            stacked_aux = jax.tree.map(lambda *xs: np.stack(xs), *[to_numpy(w[2]) for w in want])
+            compare(report, f"fn {name} aux", None, stacked_aux, aux, d.rtol, d.atol)
+        for key in train_vars:
+            stacked = np.stack([np.asarray(w[0][key]) for w in want])
+            compare(report, f"fn {name} grad {key} (mean)", None, stacked.mean(0), grads[key], rtol, atol)
+            compare(report, f"fn {name} grad {key} (example)", None, stacked, each[key], rtol, atol)
+        losses_want = np.array([float(w[1]) for w in want])
+        if d.batch > 1 and np.all(losses_want == losses_want[0]):
+            strength.functions_alike.append(name)
+        if train_vars and all(not np.any(np.asarray(w[0][k])) for w in want for k in train_vars):
+            strength.functions_without_gradient.append(name)
+        return [section_from(report, f"fn {name}", lambda q: q.startswith(f"fn {name} ") and "grad" not in q),
+                section_from(report, f"fn {name}/grad", lambda q: q.startswith(f"fn {name} grad"))]
 
     # -- gradients ------------------------------------------------------------------
     def gradients(self, model, strength: Strength) -> list[Section]:
@@ -411,12 +477,13 @@ def run_plans(plans: list[Plan], original_module, generated_module, stateful: di
         method = plan.drive.pick_method(stateful[plan.cls])
         if probe:  # the float64 rerun: strict tolerances first, then the given ones
             strict = replace(plan.drive, rtol=plan.drive.rtol * 1e-6, atol=plan.drive.atol * 1e-6)
-            strict_result = Verifier(original, batched, strict, method).run(speed)
-            result = strict_result if strict_result.ok else Verifier(original, batched, plan.drive, method).run(speed)
+            strict_result = Verifier(original, batched, strict, method, original_module).run(speed)
+            result = strict_result if strict_result.ok else Verifier(original, batched, plan.drive, method,
+                                                                     original_module).run(speed)
             result.classification = "strict" if strict_result.ok else None
             results.append(result)
             continue
-        result = Verifier(original, batched, plan.drive, method).run(speed)
+        result = Verifier(original, batched, plan.drive, method, original_module).run(speed)
         if not result.ok and rerun_argv is not None:
             classify(result, rerun_in_float64(rerun_argv(plan.cls)))
         results.append(result)
@@ -454,6 +521,12 @@ def format_table(results: list[ClassResult], src: str, generated: str) -> str:
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
     for r in results:
         lines.append(f"  {r.cls}: covered: {r.strength.summary()}")
+        for s in r.sections:
+            if s.name.startswith("fn ") and not s.name.endswith("/grad"):
+                grad = next(g for g in r.sections if g.name == f"{s.name}/grad")
+                lines.append(f"  {r.cls}: {s.name[3:]}(): losses and outputs {'ok' if s.ok else 'MISMATCH'}, "
+                             f"gradients (mean and per example) {'ok' if grad.ok else 'MISMATCH'} against bm.grad "
+                             f"example by example")
         for reason in r.weak_reasons if r.ok else ():
             lines.append(f"  {r.cls}: WEAK: {reason}")
         for s in r.sections:

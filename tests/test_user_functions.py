@@ -207,3 +207,33 @@ def test_other_ways_of_writing_the_seed_script(variant, tmp_path) -> None:
     for key in train_vars:
         mean = np.mean([np.asarray(w[0][key]) for w in want], axis=0)
         np.testing.assert_allclose(np.asarray(grads[key]), mean, rtol=1e-5, atol=1e-6 * np.abs(mean).max())
+
+
+VERIFY = ["--init", "12, 20, 4", "--method", "step_run", "--shared", "i=time", "--input-shape", "x=12",
+          "--function", "loss_fun", "--input-shape", "x_single=12:float32:1.5", "--input-shape",
+          "y_single=1:int32:3", "--steps", "8", "--batch", "5", "--no-speed", "--no-triage", "--format", "json"]
+
+
+def test_verify_checks_the_users_function_and_catches_a_planted_bug(tmp_path, capsys) -> None:
+    """``batchify verify --function loss_fun``: the loss, its outputs and its gradients (mean and per
+    example) against the original run example by example with bm.grad; a wrong batched loss fails."""
+    import json
+
+    generated = tmp_path / "seed_script_batched.py"
+    assert main([str(SCRIPT), "-o", str(generated), "--function", "loss_fun"]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(SCRIPT), str(generated), *VERIFY, "--strict"]) == 0
+    sections = {s["name"]: s for s in json.loads(capsys.readouterr().out)["classes"][0]["sections"]}
+    assert sections["fn loss_fun"]["ok"] and sections["fn loss_fun/grad"]["ok"]
+    planted = tmp_path / "planted_batched.py"
+    planted.write_text(generated.read_text() + textwrap.dedent('''
+        _correct = RateSNNBatched.loss_fun_pure
+        def _planted(self, params, state, *args):
+            state, (loss, acc) = _correct(self, params, state, *args)
+            return state, (loss * 1.01, acc)
+        RateSNNBatched.loss_fun_pure = _planted
+    '''))
+    assert main(["verify", str(SCRIPT), str(planted), *VERIFY]) == 1
+    sections = {s["name"]: s for s in json.loads(capsys.readouterr().out)["classes"][0]["sections"]}
+    assert not sections["fn loss_fun"]["ok"] and not sections["fn loss_fun/grad"]["ok"]
+    assert sections["forward"]["ok"]  # the class itself is still right: the catch is the function check's

@@ -52,7 +52,7 @@ def loss_fun(x_single, y_single):
     model.reset_state()
     indices = np.arange(cfg["total_timepoint"])
     spike_out = bm.for_loop(functools.partial(step_run, x_single=x_single), indices)
-    frate_out = bm.sum(spike_out, axis=0) + 1.0e-6
+    frate_out = bm.sum(spike_out, axis=0) + 1.0
     predicts = bm.log(frate_out / bm.sum(frate_out)).unsqueeze(0)
     loss = bp.losses.nll_loss(predicts, y_single)  # current BrainPy negates (the seed's did not)
     acc = bm.mean(predicts.argmax(-1) == y_single)
