@@ -15,7 +15,6 @@ import textwrap
 from pathlib import Path
 
 import brainpy.math as bm
-import jax
 import numpy as np
 import pytest
 
@@ -237,3 +236,19 @@ def test_verify_checks_the_users_function_and_catches_a_planted_bug(tmp_path, ca
     sections = {s["name"]: s for s in json.loads(capsys.readouterr().out)["classes"][0]["sections"]}
     assert not sections["fn loss_fun"]["ok"] and not sections["fn loss_fun/grad"]["ok"]
     assert sections["forward"]["ok"]  # the class itself is still right: the catch is the function check's
+
+
+def test_a_python_if_on_a_value_computed_from_the_state_is_refused_at_its_line() -> None:
+    text = SCRIPT.read_text().replace("    acc = bm.mean(predicts.argmax(-1) == y_single)\n",
+                                      "    acc = bm.mean(predicts.argmax(-1) == y_single)\n"
+                                      "    if loss > 10.0:\n        loss = loss * 0.5\n", 1)
+    line = text.splitlines().index("    if loss > 10.0:") + 1
+    with pytest.raises(BatchifyError) as caught:
+        transform(text.encode(), "seed.py", command="batchify seed.py", functions=["loss_fun"])
+    found = [d for d in caught.value.diagnostics if d.code == "BFY210"]
+    assert found and found[0].line == line and "loss" in found[0].message, caught.value.diagnostics
+    # On configuration it stays a Python if.
+    fine = SCRIPT.read_text().replace("    indices = np.arange(cfg[\"total_timepoint\"])\n",
+                                      "    indices = np.arange(cfg[\"total_timepoint\"])\n"
+                                      "    if len(indices) > 100:\n        indices = indices[:100]\n", 1)
+    transform(fine.encode(), "seed.py", command="batchify seed.py", functions=["loss_fun"])

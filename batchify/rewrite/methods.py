@@ -643,8 +643,38 @@ class ExprRewriter(cst.CSTTransformer):
 
 
 class MethodRewriter:
+    STATIC = frozenset({"shape", "ndim", "dtype", "size", "batch_axis"})  # the same for every example
+
     def __init__(self, ctx: Context):
         self.ctx = ctx
+        # Locals holding a value computed from the state (``v = self.V.sum()``, ``y = self.step(x)``):
+        # each example's own, so a Python ``if`` on one cannot be taken for the batch (BFY210).
+        self.traced: set[str] = set()
+
+    def from_state(self, expr: cst.CSTNode) -> bool:
+        """Whether ``expr`` reads the state: a Variable's value, a stateful call, a traced local."""
+        calls = ExprRewriter(self.ctx)
+        for node in walk(expr):
+            if isinstance(node, cst.Name) and node.value in self.traced:
+                return True
+            if isinstance(node, cst.Call) and (calls.stateful_target(node.func) is not None or {
+                    q.name for q in self.ctx.ir.qualified.get(node.func, ())} & names.CONTROL_FLOW):
+                return True
+            if isinstance(node, cst.Attribute):
+                path = self_path(node, self.ctx.self_name)
+                ref = self.ctx.resolve(path) if path else None
+                if isinstance(ref, FieldRef) and not (ref.rest[:1] and ref.rest[0] in self.STATIC):
+                    if not any(isinstance(n, cst.Attribute) and n.attr.value in self.STATIC and n.value is node
+                               for n in walk(expr)):
+                        return True
+        return False
+
+    def track(self, targets: Sequence[cst.BaseExpression], value: cst.CSTNode) -> None:
+        traced = self.from_state(value)
+        for target in targets:
+            for node in walk(target):
+                if isinstance(node, cst.Name):
+                    (self.traced.add if traced else self.traced.discard)(node.value)
 
     # -- expressions --------------------------------------------------------------
     def expr(self, node: cst.CSTNode, hoist: bool = True) -> tuple[list[cst.SimpleStatementLine], cst.CSTNode, ExprRewriter]:
@@ -777,6 +807,12 @@ class MethodRewriter:
                 self.ctx.report(test, "BFY210", f"Python `{keyword}` on self.{shown}, a Variable: it holds "
                                 "a different value for each example, so one Python branch cannot be taken for the "
                                 "batch; use bm.where, bm.cond or bm.while_loop")
+                return
+            if isinstance(node, cst.Name) and node.value in self.traced and id(node) not in sized and not any(
+                    isinstance(n, cst.Attribute) and n.value is node and n.attr.value in static for n in walk(test)):
+                self.ctx.report(test, "BFY210", f"Python `{keyword}` on {node.value}, computed from the model's "
+                                "state: it holds a different value for each example, so one Python branch cannot "
+                                "be taken for the batch; use bm.where, bm.cond or bm.while_loop")
                 return
 
     def suite(self, suite: cst.BaseSuite) -> cst.BaseSuite:
@@ -962,6 +998,7 @@ class MethodRewriter:
     def assign(self, small: cst.Assign) -> list[cst.BaseStatement]:
         """``self.V.value = e`` / ``self.V = e`` -> ``state = state._replace(V=e)``; reads only otherwise."""
         ctx = self.ctx
+        self.track([t.target for t in small.targets if not self.writes_field(t.target)], small.value)
         pre, value, rw = self.expr(small.value)
         targets = [t.target for t in small.targets]
         if len(targets) == 1 and self.library_target(targets[0]) is not None:
@@ -1059,6 +1096,8 @@ class MethodRewriter:
 
     def aug_assign(self, small: cst.AugAssign) -> list[cst.BaseStatement]:
         """``self.V += e`` (every operator) -> ``state = state._replace(V=state.V + e)``."""
+        if isinstance(small.target, cst.Name) and self.from_state(small.value):
+            self.traced.add(small.target.value)
         pre, value, _ = self.expr(small.value)
         if self.library_target(small.target) is not None:
             return [*pre, *self.library_write(small.target, value, AUG_OPS[type(small.operator)], small)]
