@@ -41,6 +41,8 @@ CODES: dict[str, Code] = {
     "BFY012": Code("a name the model uses is not defined at module level (only in a __main__ block, or nowhere)"),
     "BFY014": Code("copied module-level code uses an instance of a model class (a module-level `model = Foo(...)`)"),
     "BFY015": Code("--shared NAME names no argument of a stepping method and no state Variable"),
+    "BFY017": Code("a function named with --function is not a module-level function of the source, or cannot "
+                   "be made a method of the model it drives"),
     # Model structure.
     "BFY101": Code("a Variable is created outside __init__"),
     "BFY102": Code("a Variable is created but not assigned directly to a self attribute"),

@@ -153,7 +153,7 @@ def driver_methods(module: cst.Module, models: dict[str, cst.ClassDef], names: I
             continue
         func = functions.get(name)
         if func is None:
-            diagnostics.append(Diagnostic(path, 1, 1, "BFY015", f"--function {name}: no module-level function of "
+            diagnostics.append(Diagnostic(path, 1, 1, "BFY017", f"--function {name}: no module-level function of "
                                           f"that name (functions here: {', '.join(sorted(functions)) or 'none'})"))
             continue
         instance = driven(func)
@@ -177,7 +177,7 @@ def driver_methods(module: cst.Module, models: dict[str, cst.ClassDef], names: I
         others = {n: renamed[n] for n in chosen if class_of(n) == class_of(name) and n != name}
         takes_instance = name in param_classes
         if not takes_instance and any(p.name.value == instance for p in (*func.params.params, *func.params.kwonly_params)):
-            report(func.name, "BFY015", f"{name}() takes a parameter named like the model instance "
+            report(func.name, "BFY017", f"{name}() takes a parameter named like the model instance "
                    f"'{instance}'; rename the parameter")
             continue
         method = func.visit(_AsMethod(instance, others, inherit, set(param_classes)))

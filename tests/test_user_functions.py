@@ -143,7 +143,7 @@ def test_a_function_that_drives_no_model_is_copied_unchanged(tmp_path) -> None:
 def test_an_unknown_function_is_a_diagnostic(tmp_path) -> None:
     with pytest.raises(BatchifyError) as caught:
         transform(SCRIPT.read_bytes(), "seed.py", command="batchify seed.py", functions=["loss"])
-    assert caught.value.diagnostics[0].code == "BFY015"
+    assert caught.value.diagnostics[0].code == "BFY017"
 
 
 def test_the_cli_takes_function_flags_and_records_them(tmp_path, monkeypatch) -> None:
