@@ -108,6 +108,7 @@ def emit(module: ModuleCode, *, source_sha256: str, command: str, source_path: s
         classes=module.classes,
         library_classes=module.builtin_classes,
         harnesses=module.harnesses,
+        loss_harnesses=module.loss_harnesses,
     )
     # One newline convention: a CRLF line copied from the source would make every later --check stale.
     return stamp(text.replace("\r\n", "\n").replace("\r", "\n"))

@@ -205,6 +205,19 @@ class HarnessCode:
 
 
 @dataclass(frozen=True)
+class LossHarnessCode:
+    """A training harness on the user's own loss (``--function NAME --harness``)."""
+
+    name: str
+    batched: str
+    bases: tuple[str, ...]
+    function: str  # the user's function
+    method: str  # its method on the batched class
+    args: tuple[str, ...]  # its per-example parameters: (x, y)
+    has_aux: bool
+
+
+@dataclass(frozen=True)
 class SupportCode:
     """A module-level statement of the source that the classes need, copied as it is."""
 
@@ -219,3 +232,4 @@ class ModuleCode:
     classes: tuple[ClassCode, ...]
     builtin_classes: tuple[BuiltinClassCode, ...]
     harnesses: tuple[HarnessCode, ...]
+    loss_harnesses: tuple[LossHarnessCode, ...] = ()

@@ -18,7 +18,7 @@ RUNTIME_API = frozenset({
     "Batched", "BuiltinBatched", "Harness", "batched_method", "batched", "unwrap", "key_variable",
     "attach_library", "one_example", "for_loop", "cond", "while_loop", "ifelse", "stateless", "with_rng",
     "next_key", "replace_item", "class_label", "nll_of_rates", "fold_keys", "stack", "example_keys",
-    "example_axis", "param_items", "params_from", "padded", "Library", "batched_grad",
+    "example_axis", "param_items", "params_from", "padded", "Library", "batched_grad", "LossHarness",
 })
 
 # Members of every batched class (``batchify.runtime.Batched``): a Variable named like one is the

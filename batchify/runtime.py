@@ -1222,3 +1222,37 @@ class Harness:
             for part in name.split("."):
                 target = getattr(target, part)
             target.value = value
+
+
+class LossHarness(Harness):
+    """Training machinery around the user's own single-example loss (``--function loss_fun --harness``):
+    ``class FooHarness(bfy.LossHarness, model=FooBatched)``. The generated subclass holds the loss for
+    one example (``loss_fn(params, x, y) -> loss`` or ``(loss, aux)``, from the state the model's reset
+    gives an example) and its vmap/grad composition; ``fit``, ``evaluate``, sharding and saving weights
+    are ``Harness``'s. ``evaluate``'s second figure is the mean of a scalar auxiliary output (the seed
+    question's ``acc``), else None.
+    """
+
+    has_aux = False
+
+    def _train_step(self, params, opt_state, xs, ys):
+        (loss, _), grads = self.value_and_grad(params, xs, ys)
+        updates, opt_state = self.optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    def _evaluate_example(self, params, x, y):
+        out = self.loss_fn(params, x, y)
+        return out if self.has_aux else (out, None)
+
+    def evaluate(self, params, xs, ys, batch_size=256, key=None):
+        """Mean loss, and the mean of a scalar auxiliary output (None without one), over a dataset."""
+        batch_size = min(batch_size, len(xs))
+        losses, aux = [], []
+        for start in range(0, len(xs), batch_size):
+            x, y = np.asarray(xs[start:start + batch_size]), np.asarray(ys[start:start + batch_size])
+            loss, extra = self._evaluate_batch(params, padded(x, batch_size), padded(y, batch_size))
+            losses.append(np.asarray(loss)[:len(x)])
+            if extra is not None and np.ndim(extra) == 1:
+                aux.append(np.asarray(extra)[:len(x)])
+        mean_aux = float(np.mean(np.concatenate(aux))) if aux else None
+        return float(np.mean(np.concatenate(losses))), mean_aux

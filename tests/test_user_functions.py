@@ -252,3 +252,36 @@ def test_a_python_if_on_a_value_computed_from_the_state_is_refused_at_its_line()
                                       "    indices = np.arange(cfg[\"total_timepoint\"])\n"
                                       "    if len(indices) > 100:\n        indices = indices[:100]\n", 1)
     transform(fine.encode(), "seed.py", command="batchify seed.py", functions=["loss_fun"])
+
+
+def test_a_harness_trains_on_the_users_own_loss(tmp_path) -> None:
+    """``--function loss_fun --harness``: fit, evaluate and the gradients run on the user's loss, not on
+    flag-chosen readouts; the harness's mean gradient is the per-example bm.grad's mean."""
+    from batchify.harness import HarnessOptions
+
+    text = transform(SCRIPT.read_bytes(), "seed_h.py", command="batchify", functions=["loss_fun"],
+                     harness=HarnessOptions()).text
+    assert "class RateSNNHarness(bfy.LossHarness, model=RateSNNBatched, has_aux=True):" in text
+    out = tmp_path / "seed_h_batched.py"
+    out.write_text(text)
+    original = run_as_script(SCRIPT, "batchify_seed_h_original")
+    generated = load_generated(out, "batchify_seed_h_batched")
+    model = original.model
+    batched = generated.RateSNNBatched.from_model(model, BATCH)
+    harness = generated.RateSNNHarness(batched, learning_rate=2e-2)
+    xs, ys = data(4)
+    (loss, (losses, accs)), grads = harness.value_and_grad(batched.params(), xs, ys)
+    grad_f = bm.grad(original.loss_fun, grad_vars={"w1": model.w1, "w2": model.w2}, has_aux=True, return_value=True)
+    want = [grad_f(xs[e], ys[e]) for e in range(BATCH)]
+    np.testing.assert_allclose(float(loss), np.mean([float(w[1]) for w in want]), rtol=1e-5)
+    for name in ("w1", "w2"):
+        mean = np.mean([np.asarray(w[0][name]) for w in want], axis=0)
+        np.testing.assert_allclose(np.asarray(getattr(grads, name)), mean, rtol=1e-5, atol=1e-6 * np.abs(mean).max())
+    rng = np.random.default_rng(5)
+    train_x = (rng.random((48, 12)) * 1.5).astype(np.float32)
+    train_y = rng.integers(0, 4, (48, 1)).astype(np.int32)
+    before, _ = harness.evaluate(batched.params(), train_x, train_y)
+    params, history = harness.fit(train_x, train_y, epochs=8, batch_size=BATCH, progress=False)
+    after, accuracy = harness.evaluate(params, train_x, train_y)
+    assert after < before and history["loss"][-1] < history["loss"][0], (before, after, history["loss"])
+    assert accuracy is not None and 0.0 <= accuracy <= 1.0

@@ -16,7 +16,7 @@ import libcst as cst
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.harness import HarnessOptions, harness_classes
 from batchify.harness import context as harness_context
-from batchify.ir import BuiltinClassCode, ModuleCode, ModuleIR, SupportCode
+from batchify.ir import BuiltinClassCode, LossHarnessCode, ModuleCode, ModuleIR, SupportCode
 from batchify.names import RUNTIME, RUNTIME_CONTRACT
 from batchify.rewrite.classes import ClassRewriter, code, statement_code
 
@@ -117,8 +117,14 @@ def rewrite_module(ir: ModuleIR, harness: HarnessOptions | None = None) -> Modul
         rewriter = ClassRewriter(ir, ir.classes[name])
         classes.append(rewriter.code())
         diagnostics.extend(rewriter.diagnostics)
-    harnesses = []
-    if harness is not None:
+    harnesses, loss_harnesses = [], []
+    if harness is not None and ir.driven:  # the user's own loss: the harness trains on it
+        chosen = [flag for flag in harness.flags()[1:] if flag.startswith("--") and flag not in ("--harness-steps",)]
+        if chosen:
+            diagnostics.append(Diagnostic(ir.path, 1, 1, "BFY013", f"harness: with --function the harness trains on "
+                                          f"your own loss; {', '.join(chosen)} would not be used, leave it out"))
+        loss_harnesses = loss_harness_code(ir, diagnostics)
+    elif harness is not None:
         for problem in harness.problems():
             diagnostics.append(Diagnostic(ir.path, 1, 1, "BFY013", f"harness: {problem}"))
         if not diagnostics:
@@ -130,7 +136,7 @@ def rewrite_module(ir: ModuleIR, harness: HarnessOptions | None = None) -> Modul
     for binding, module in REWRITE_NAMES.items():
         if any(re.search(rf"(?<![\w.]){binding}\.", block) for c in classes for block in c.body):
             extra[binding] = module
-    if harnesses:
+    if harnesses or loss_harnesses:
         extra["jnp"] = HARNESS_IMPORTS["jnp"]
         if any("optax." in h.loss_expr for h in harnesses):
             extra["optax"] = HARNESS_IMPORTS["optax"]
@@ -141,4 +147,24 @@ def rewrite_module(ir: ModuleIR, harness: HarnessOptions | None = None) -> Modul
         unique = sorted(set(diagnostics), key=lambda d: (d.line, d.column, d.code, d.message))
         raise BatchifyError(unique)
     return ModuleCode(imports=imports, support=support, classes=tuple(classes), builtin_classes=builtins,
-                      harnesses=tuple(harnesses))
+                      harnesses=tuple(harnesses), loss_harnesses=tuple(loss_harnesses))
+
+
+def loss_harness_code(ir: ModuleIR, diagnostics: list[Diagnostic]) -> list[LossHarnessCode]:
+    """A harness per loss named with --function: it trains on the user's loss, taking (x, y) per example."""
+    out = []
+    for cls in (ir.classes[n] for n in ir.targets):
+        for method, has_aux in cls.losses.items():
+            function = next(f for f, m in ir.driver_methods.items() if m == method)
+            node = cls.methods[method].node
+            args = tuple(p.name.value for p in node.params.params[1:])
+            if len(args) != 2:
+                pos = ir.positions.get(node)
+                diagnostics.append(Diagnostic(ir.path, pos.start.line if pos else 1, 1, "BFY013", (
+                    f"harness: {function}() takes {len(args)} per-example arguments; a harness trains on a "
+                    "loss of one input and one target, (x, y)")))
+                continue
+            out.append(LossHarnessCode(f"{cls.name}Harness", cls.batched_name,
+                                       ("bfy.LossHarness", f"model={cls.batched_name}", *(["has_aux=True"] if has_aux else [])),
+                                       function, method, args, has_aux))
+    return out
