@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import sys
 import types
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import NamedTuple
 
 import brainpy as bp
@@ -1157,11 +1159,15 @@ class Harness:
         return float(np.mean(np.concatenate(losses))), accuracy
 
     def fit(self, xs, ys, *, epochs=10, batch_size=64, shuffle=True, seed=0, progress=True, eval_data=None,
-            params=None):
+            params=None, checkpoint=None, history_file=None):
         """Train on ``(xs, ys)``; returns ``(params, history)`` and writes the weights into the model.
 
         Batches are ``batch_size`` examples (a multiple of the device count; the last partial batch
-        of an epoch is dropped), reshuffled every epoch when ``shuffle``.
+        of an epoch is dropped), reshuffled every epoch when ``shuffle``. With ``checkpoint`` (a
+        folder), the weights, the optimizer's state, the epoch, the shuffling and random keys and the
+        history are saved after every epoch (orbax, atomically), and a ``fit`` finding a checkpoint
+        there resumes after its epoch: stopped and resumed, it ends where an uninterrupted run ends.
+        ``history_file`` (``.json`` or ``.csv``) gets the per-epoch history.
         """
         n_devices = self.mesh.devices.size
         if batch_size % n_devices:
@@ -1171,8 +1177,14 @@ class Harness:
         rng = np.random.default_rng(seed)
         key = jax.random.PRNGKey(seed)
         history = {"loss": [], "eval_loss": [], "eval_accuracy": []}
+        start = 0
+        saver = Checkpoints(checkpoint) if checkpoint is not None else None
+        if saver is not None and saver.latest() is not None:
+            params, opt_state, key, start, rng_state, history = saver.restore(params, opt_state, key)
+            params = jax.device_put(params, self.replicated)
+            rng.bit_generator.state = rng_state
         n_batches = len(xs) // batch_size
-        for epoch in range(epochs):
+        for epoch in range(start, epochs):
             order = rng.permutation(len(xs)) if shuffle else np.arange(len(xs))
             losses = []
             # tqdm shows rate, ETA and the running loss; disable=None: silent when not on a terminal.
@@ -1199,6 +1211,12 @@ class Harness:
                     shown["eval_accuracy"] = f"{eval_accuracy:.3f}"
                 bar.set_postfix(shown)
             bar.close()
+            if saver is not None:
+                saver.save(epoch + 1, params, opt_state, key, rng.bit_generator.state, history)
+        if saver is not None:
+            saver.close()
+        if history_file is not None:
+            write_history(history_file, history)
         self.model.set_params(params)
         return params, history
 
@@ -1222,6 +1240,64 @@ class Harness:
             for part in name.split("."):
                 target = getattr(target, part)
             target.value = value
+
+
+class Checkpoints:
+    """A ``fit``'s checkpoints in a folder, with orbax-checkpoint (the JAX ecosystem's library): each
+    epoch's weights, optimizer state and random key as arrays, and its epoch, NumPy shuffling state,
+    history and weight shapes as JSON. Orbax writes a step to a temporary folder and renames it when
+    complete, so a crash while saving leaves the previous checkpoint usable; two are kept."""
+
+    def __init__(self, folder):
+        import orbax.checkpoint as ocp
+
+        self.ocp = ocp
+        self.manager = ocp.CheckpointManager(Path(folder).resolve(), options=ocp.CheckpointManagerOptions(
+            max_to_keep=2, enable_async_checkpointing=False))
+
+    def latest(self):
+        return self.manager.latest_step()
+
+    def save(self, epoch, params, opt_state, key, rng_state, history):
+        shapes = {name: list(np.shape(value)) for name, value in param_items(params)}
+        meta = {"epoch": epoch, "rng_state": rng_state, "history": history, "shapes": shapes}
+        self.manager.save(epoch, args=self.ocp.args.Composite(
+            arrays=self.ocp.args.StandardSave({"params": params, "opt_state": opt_state, "key": key}),
+            meta=self.ocp.args.JsonSave(meta)))
+        self.manager.wait_until_finished()
+
+    def restore(self, params, opt_state, key):
+        """``(params, opt_state, key, epoch, rng_state, history)`` of the latest checkpoint, shaped like
+        the given ones; a checkpoint of another model says which weight does not fit."""
+        step = self.latest()
+        meta = self.manager.restore(step, args=self.ocp.args.Composite(meta=self.ocp.args.JsonRestore()))["meta"]
+        want = {name: list(np.shape(value)) for name, value in param_items(params)}
+        for name in sorted(set(want) | set(meta["shapes"])):
+            if want.get(name) != meta["shapes"].get(name):
+                raise ValueError(f"the checkpoint in {self.manager.directory} is of another model: weight {name!r} "
+                                 f"is {meta['shapes'].get(name, 'missing')} there and {want.get(name, 'missing')} here")
+        target = {"params": params, "opt_state": opt_state, "key": key}
+        arrays = self.manager.restore(step, args=self.ocp.args.Composite(
+            arrays=self.ocp.args.StandardRestore(target)))["arrays"]
+        return (arrays["params"], arrays["opt_state"], arrays["key"], meta["epoch"], meta["rng_state"],
+                meta["history"])
+
+    def close(self):
+        self.manager.close()
+
+
+def write_history(path, history):
+    """The per-epoch history as JSON (``.json``) or CSV (one row per epoch)."""
+    path = Path(path)
+    if path.suffix == ".json":
+        path.write_text(json.dumps(history, indent=1) + "\n")
+        return
+    columns = [c for c in history if history[c]]
+    lines = [",".join(["epoch", *columns])]
+    for epoch in range(max((len(history[c]) for c in columns), default=0)):
+        lines.append(",".join([str(epoch + 1), *(f"{history[c][epoch]}" if epoch < len(history[c]) else ""
+                                                 for c in columns)]))
+    path.write_text("\n".join(lines) + "\n")
 
 
 class LossHarness(Harness):

@@ -2,7 +2,10 @@
 example) on minibatches of scikit-learn's bundled digits, with the harness batchify generated
 into examples/spiking_classifier_batched.py. No download: the digits ship with scikit-learn.
 
-    python examples/training/train_digits.py [--epochs 30] [--batch-size 64] [--no-progress]
+    python examples/training/train_digits.py [--epochs 30] [--batch-size 64] [--no-progress] [--checkpoint DIR]
+
+With ``--checkpoint DIR`` every epoch is saved there (weights, optimizer state, epoch, shuffling and
+random keys: batchify.runtime.Checkpoints, orbax), and a run finding a checkpoint resumes after it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--learning-rate", type=float, default=5e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--checkpoint", metavar="DIR", help="save every epoch there; resume from it if present")
+    parser.add_argument("--history", metavar="FILE", help="write the per-epoch history (.json or .csv)")
     args = parser.parse_args(argv)
 
     digits = load_digits()
@@ -45,7 +50,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     start = time.perf_counter()
     params, history = harness.fit(x_train, y_train, epochs=args.epochs, batch_size=args.batch_size,
-                                  seed=args.seed, progress=not args.no_progress, eval_data=(x_test, y_test))
+                                  seed=args.seed, progress=not args.no_progress, eval_data=(x_test, y_test),
+                                  checkpoint=args.checkpoint, history_file=args.history)
     seconds = time.perf_counter() - start
     test_loss, test_accuracy = harness.evaluate(params, x_test, y_test)
     # The original single-example model holds the trained weights too (the same TrainVars).
