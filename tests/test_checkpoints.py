@@ -78,3 +78,18 @@ def test_history_as_csv(tmp_path) -> None:
     history = {"loss": [1.0, 0.5], "eval_loss": [], "eval_accuracy": []}
     runtime.write_history(tmp_path / "h.csv", history)
     assert (tmp_path / "h.csv").read_text() == "epoch,loss\n1,1.0\n2,0.5\n"
+
+
+def test_a_save_cut_short_leaves_the_previous_checkpoint_usable(tmp_path) -> None:
+    """Orbax writes a step into a temporary folder and renames it when complete: a process killed
+    while saving epoch 3 leaves such a folder behind, and the next fit resumes from epoch 2."""
+    module = harness_module("two_layer_net", tmp_path)
+    harness, xs, ys = fresh("two_layer_net", module)
+    folder = tmp_path / "ckpt"
+    harness.fit(xs, ys, epochs=2, batch_size=BATCH, progress=False, checkpoint=folder)
+    (folder / "3.orbax-checkpoint-tmp-1234567").mkdir()  # what a kill during the third save leaves
+    (folder / "3.orbax-checkpoint-tmp-1234567" / "partial").write_bytes(b"\0" * 10)
+    assert runtime.Checkpoints(folder).latest() == 2
+    harness, _, _ = fresh("two_layer_net", module)
+    params, history = harness.fit(xs, ys, epochs=3, batch_size=BATCH, progress=False, checkpoint=folder)
+    assert len(history["loss"]) == 3 and runtime.Checkpoints(folder).latest() == 3
