@@ -89,7 +89,8 @@ def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics:
         fail(f"harness for {cls.name}: {method}() must take exactly one per-example input (the others "
              f"--shared, e.g. a time index); it takes {per_example}")
         return None
-    input_expr = {"sequence": "x[t]", "constant": "x"}.get(options.input) or f"{options.input[len(FUNCTION):]}(t, x)"
+    # The runtime's rollout scans a sequence itself: the step gets x[t] as x.
+    input_expr = {"sequence": "x", "constant": "x"}.get(options.input) or f"{options.input[len(FUNCTION):]}(t, x)"
     args = [input_expr if a == "STEP_INPUT" else a for a in args]
     classifies = options.loss in ("cross_entropy", "nll_rate")
     first = "jax.tree.leaves(outputs)[0]"
@@ -104,7 +105,7 @@ def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics:
         "nll_rate": "bfy.nll_of_rates(pred, bfy.class_label(y))",
     }.get(options.loss) or f"{options.loss[len(FUNCTION):]}(pred, y)"
     docs = {
-        "sequence": "``x[t]``, a sequence ``[T, ...]`` per example (T steps)",
+        "sequence": "``x``, step ``t``'s slice of a sequence ``[T, ...]`` per example (T steps)",
         "constant": "``x`` itself at every step",
         "cross_entropy": "softmax cross-entropy of the prediction against an integer label",
         "mse": "mean squared error against a target",

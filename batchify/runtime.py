@@ -1102,12 +1102,16 @@ class Harness:
         template = self.template._replace(rng_key=key) if self.random else self.template
         state = self.model.reset_example(params, template)
 
-        def step(state, t):
+        def step(state, inputs):
+            t, x_t = inputs
             # BrainPy's shared clock for this step, as DSRunner sets it: bp.share's i, t and dt.
             with brainstate.environ.context(env=brainpy_env, i=t, t=t * self.dt, dt=self.dt):
-                return self.step(params, state, t, x)
+                return self.step(params, state, t, x_t)
 
-        _, outputs = jax.lax.scan(step, state, jnp.arange(x.shape[0] if self.sequence else self.steps))
+        if self.sequence:  # scan over the inputs themselves: no per-step gather of x[t] (and its residual)
+            _, outputs = jax.lax.scan(step, state, (jnp.arange(x.shape[0]), x))
+        else:
+            _, outputs = jax.lax.scan(lambda s, t: step(s, (t, x)), state, jnp.arange(self.steps))
         return outputs
 
     def predict(self, params, x, *key):

@@ -249,3 +249,19 @@ def test_a_harness_over_a_batch_shared_variable(tmp_path: Path) -> None:
     model.h.value = bm.zeros(8)  # Force defines no reset_state: it starts where it was built
     want = [np.asarray(model.update(x[t])) for t in range(6)][-1]
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)
+
+
+def test_evaluate_compiles_at_most_twice_over_a_whole_fit(seed, caplog) -> None:
+    """Issue 15, must-show 3: evaluating after every epoch of a fit compiles the evaluation at most
+    twice per harness (it compiled four times per call before)."""
+    original, generated = seed
+    bm.random.seed(5)
+    harness = generated.SeedSNNHarness(generated.SeedSNNBatched(N_IN, N_HIDDEN, N_OUT, batch_size=2))
+    rng = np.random.default_rng(0)
+    xs, ys = rng.random((24, N_IN)).astype(np.float32), rng.integers(0, N_OUT, 24).astype(np.int32)
+    eval_x, eval_y = xs[:11], ys[:11]  # a ragged last chunk too
+    with caplog.at_level(logging.WARNING), jax.log_compiles(True):
+        harness.fit(xs, ys, epochs=3, batch_size=4, progress=False, eval_data=(eval_x, eval_y))
+    compiled = [r.getMessage() for r in caplog.records if "Compiling" in r.getMessage()]
+    evaluation = [m for m in compiled if "_evaluate_example" in m]
+    assert 1 <= len(evaluation) <= 2, compiled
