@@ -285,3 +285,30 @@ def test_a_harness_trains_on_the_users_own_loss(tmp_path) -> None:
     after, accuracy = harness.evaluate(params, train_x, train_y)
     assert after < before and history["loss"][-1] < history["loss"][0], (before, after, history["loss"])
     assert accuracy is not None and 0.0 <= accuracy <= 1.0
+
+
+def test_an_index_written_with_state_is_not_itself_state() -> None:
+    """``record[i] = self.V`` puts state into ``record``, not into the loop index ``i`` (a corpus model's
+    ``if ... and i % 2 == 0`` stays a Python if)."""
+    source = textwrap.dedent('''
+        import brainpy as bp
+        import brainpy.math as bm
+
+
+        class Rec(bp.DynamicalSystem):
+            def __init__(self):
+                super().__init__()
+                self.v = bm.Variable(bm.zeros(3))
+
+            def run(self, xs):
+                record = bm.zeros((4, 3))
+                for i in range(4):
+                    self.v.value = self.v + xs[i]
+                    record[i] = self.v
+                    if i % 2 == 0:
+                        self.v.value = self.v * 0.5
+                return record
+    ''')
+    transform(source.encode(), "rec.py", command="batchify rec.py")
+    with pytest.raises(BatchifyError, match="BFY210"):
+        transform(source.replace("if i % 2 == 0:", "if record.sum() > 0:").encode(), "rec.py", command="batchify")

@@ -671,10 +671,23 @@ class MethodRewriter:
 
     def track(self, targets: Sequence[cst.BaseExpression], value: cst.CSTNode) -> None:
         traced = self.from_state(value)
+
+        def bound(target: cst.BaseExpression) -> list[str]:
+            """The locals an assignment gives the value: ``a, (b, *c)``; ``xs[i]`` puts it into ``xs``."""
+            if isinstance(target, cst.Name):
+                return [target.value]
+            if isinstance(target, (cst.Tuple, cst.List)):
+                return [n for el in target.elements for n in bound(el.value)]
+            if isinstance(target, cst.StarredElement):
+                return bound(target.value)
+            if isinstance(target, (cst.Subscript, cst.Attribute)):
+                base = bound(target.value)
+                return base if traced else []  # writing a static value into a container leaves it as it was
+            return []
+
         for target in targets:
-            for node in walk(target):
-                if isinstance(node, cst.Name):
-                    (self.traced.add if traced else self.traced.discard)(node.value)
+            for local in bound(target):
+                (self.traced.add if traced else self.traced.discard)(local)
 
     # -- expressions --------------------------------------------------------------
     def expr(self, node: cst.CSTNode, hoist: bool = True) -> tuple[list[cst.SimpleStatementLine], cst.CSTNode, ExprRewriter]:
