@@ -433,9 +433,6 @@ class Spec:
     created_by_reset: tuple = ()  # state fields that reset_state creates
     late: bool = False  # __init__ does not call reset_state: those fields exist once the user resets
 
-    def fields(self, tree):
-        return _fields_of(tree)
-
     @functools.cached_property
     def param_fields(self):
         return _fields_of(self.params)
@@ -870,7 +867,7 @@ def keyed_like(model, grads, train_vars):
     for path, value in param_items(grads):
         target = model
         for part in path.split("."):
-            target = getattr(target, part) if part in dir(target) or hasattr(target, part) else None
+            target = getattr(target, part, None)
             if target is None:
                 break
         key = by_id.get(id(target))
