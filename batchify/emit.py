@@ -39,15 +39,8 @@ def environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.filters["indent"] = indent_lines
-    env.filters["py_tuple"] = py_tuple
     env.globals["class_header"] = class_header
     return env
-
-
-def py_tuple(items) -> str:
-    """A tuple of strings as Python writes it: ``("a",)``, ``("a", "b")``."""
-    items = list(items)
-    return f'("{items[0]}",)' if len(items) == 1 else "(" + ", ".join(f'"{i}"' for i in items) + ")"
 
 
 def class_header(name: str, bases: tuple[str, ...] | list[str], limit: int = LINE_LENGTH) -> str:

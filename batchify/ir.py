@@ -184,7 +184,7 @@ class BuiltinClassCode:
     name: str
     batched_name: str
     builtin: str
-    late: tuple[str, ...]  # Variables that exist once the model is reset
+    bases: tuple[str, ...]  # bfy.BuiltinBatched, model=Foo, and late=(...): Variables that exist once it is reset
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from batchify.harness import HarnessOptions, harness_classes
 from batchify.harness import context as harness_context
 from batchify.ir import BuiltinClassCode, LossHarnessCode, ModuleCode, ModuleIR, SupportCode
 from batchify.names import RUNTIME, RUNTIME_CONTRACT
-from batchify.rewrite.classes import ClassRewriter, code, statement_code
+from batchify.rewrite.classes import ClassRewriter, code, statement_code, tuple_literal
 
 # What every generated module imports: binding -> what it is bound to, and the import line.
 # The runtime is imported under its contract: ``from batchify.runtime import v1 as bfy``.
@@ -140,8 +140,10 @@ def rewrite_module(ir: ModuleIR, harness: HarnessOptions | None = None) -> Modul
         extra["jnp"] = HARNESS_IMPORTS["jnp"]
         if any("optax." in h.loss_expr for h in harnesses):
             extra["optax"] = HARNESS_IMPORTS["optax"]
-    builtins = tuple(BuiltinClassCode(n, f"{n}Batched", builtin, tuple(ir.library_late.get(n, ())))
-                     for n, builtin in ir.library_targets.items())
+    builtins = tuple(BuiltinClassCode(n, f"{n}Batched", builtin, (
+        f"{RUNTIME}.BuiltinBatched", f"model={n}",
+        *([f"late={tuple_literal(list(late))}"] if (late := ir.library_late.get(n)) else [])))
+        for n, builtin in ir.library_targets.items())
     imports, support = support_code(ir, diagnostics, extra)
     if diagnostics:
         unique = sorted(set(diagnostics), key=lambda d: (d.line, d.column, d.code, d.message))
