@@ -737,8 +737,11 @@ class batched_method:
         setattr(owner, name, method)
 
 
-def vmapped_call(model, function, shared, args, kwargs):
-    """``function(params, state, *args, **kwargs)`` on every example, the new state written back."""
+def flat_arguments(function, shared, args, kwargs, batch_size):
+    """A call of ``function(params, state, *args, **kwargs)`` in the form ``jax.vmap`` takes:
+    ``(values, axes, call)``, every argument a positional value with its axis (None for those named
+    in ``shared`` and Python scalars, else 0, checked against ``batch_size``), and
+    ``call(params, state, *values)`` rebuilding the original arguments."""
     signature = _signature_after_state(function)
     bound = signature.bind(*args, **kwargs)
     bound.apply_defaults()
@@ -756,9 +759,9 @@ def vmapped_call(model, function, shared, args, kwargs):
             items = [(name, value)]
         for key, v in items:
             values.append(v)
-            axes.append(None if key in shared else example_axis(v, key, model.batch_size))
+            axes.append(None if key in shared else example_axis(v, key, batch_size))
 
-    def one(params, state, *flat):
+    def call(params, state, *flat):
         args, kwargs, flat = [], {}, list(flat)
         for kind, what in layout:
             if kind == "*":
@@ -771,6 +774,12 @@ def vmapped_call(model, function, shared, args, kwargs):
                 args.append(flat.pop(0))
         return function(params, state, *args, **kwargs)
 
+    return values, axes, call
+
+
+def vmapped_call(model, function, shared, args, kwargs):
+    """``function(params, state, *args, **kwargs)`` on every example, the new state written back."""
+    values, axes, one = flat_arguments(function, shared, args, kwargs, model.batch_size)
     state, out = jax.vmap(one, in_axes=(None, model.state_axes(), *axes))(model.params(), model.state(), *values)
     model.set_state(model.reduced(state))
     return out
@@ -820,15 +829,7 @@ class batched_grad:
 
 
 def value_and_grads(model, function, has_aux, shared, args, kwargs, train_vars, per_example):
-    signature = _signature_after_state(function)
-    bound = signature.bind(*args, **kwargs)
-    bound.apply_defaults()
-    values, axes = [], []
-    for name, parameter in signature.parameters.items():  # positional: a pure method takes no keyword-only
-        given = bound.arguments[name]
-        for value in (given if parameter.kind is parameter.VAR_POSITIONAL else [given]):
-            values.append(value)
-            axes.append(None if name in shared else example_axis(value, name, None))
+    values, axes, call = flat_arguments(function, shared, args, kwargs, None)  # the batch size: the arguments'
     sizes = {jnp.shape(v)[0] for v, axis in zip(values, axes) if axis == 0}
     if len(sizes) > 1:
         raise ValueError(f"the per-example arguments have different batch sizes: {sorted(sizes)}")
@@ -838,7 +839,7 @@ def value_and_grads(model, function, has_aux, shared, args, kwargs, train_vars, 
     state_axes = model.state_axes()
 
     def one(params, state, *xs):
-        state, out = function(params, state, *xs)
+        state, out = call(params, state, *xs)
         loss, aux = (out[0], out[1] if len(out) == 2 else tuple(out[1:])) if has_aux else (out, None)
         return jnp.reshape(loss, ()), (state, aux)
 
