@@ -1,8 +1,7 @@
 """Stage 2: read-only analysis of a parsed module into a :class:`ModuleIR`.
 
-Import aliases and module-level dependencies are resolved with LibCST's ScopeProvider (qualified
-names asked of a node's scope); positions come from one code generation (positions.py); nothing
-here rewrites code.
+Import aliases and module-level dependencies are resolved by one pass over the module's scopes
+(scopes.py), positions come from one code generation (positions.py); nothing here rewrites code.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 import libcst as cst
-from libcst.metadata import GlobalScope, MetadataWrapper, ScopeProvider
 
 from batchify import names
 from batchify.aliases import Known, Normaliser, side_effects
@@ -23,6 +21,7 @@ from batchify.cstwalk import assigned, self_path, walk
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.ir import Child, Field, Method, ModelClass, ModuleIR
 from batchify.positions import Positions
+from batchify.scopes import Names
 
 # Attributes and methods the generated batched class defines: a model's Variable of such a name is
 # renamed on the batched class (`self.state_`), a method of such a name is refused (BFY010).
@@ -34,28 +33,24 @@ STATE_RESERVED = frozenset({"rng_key", "library"})
 
 
 class QualifiedNames(Mapping):
-    """``node -> {QualifiedName}``, asked of the node's scope when a rule needs it: LibCST's
-    QualifiedNameProvider gives the same names but visits every node of the module again first
-    (4 s of a 25 s transform at 10,000 lines)."""
+    """``node -> {QualifiedName}`` (scopes.py), asked when a rule needs it; a node normalisation
+    makes (aliases.py) is named like the node it replaces."""
 
-    def __init__(self, scopes: Mapping):
-        self.scopes = scopes
-        self.extra: dict = {}  # nodes made by normalisation (aliases.py), named like the nodes they replace
+    def __init__(self, names: Names):
+        self.names = names
+        self.replaced: dict[cst.CSTNode, cst.CSTNode] = {}  # new node -> the original it replaces
 
     def __getitem__(self, key):
-        if key in self.extra:
-            return self.extra[key]
-        scope = self.scopes[key]
-        return scope.get_qualified_names_for(key) if scope is not None else set()
+        return self.names.qualified_names(self.replaced.get(key, key))
 
     def __contains__(self, key) -> bool:
-        return key in self.extra or key in self.scopes
+        return key in self.replaced or key in self.names
 
     def __iter__(self):
-        return iter(self.scopes)
+        return iter(self.names.scope_of)
 
     def __len__(self) -> int:
-        return len(self.scopes)
+        return len(self.names.scope_of)
 
 
 class Analysis:
@@ -63,11 +58,9 @@ class Analysis:
 
     def __init__(self, module: cst.Module, path: str):
         self.path = path
-        # The module was parsed for us alone: no defensive deep copy. One pass resolves the providers.
-        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        self.module = self.wrapper.module
-        self.scopes = self.wrapper.resolve(ScopeProvider)
-        self.qualified = QualifiedNames(self.scopes)
+        self.module = module
+        self.names = Names(module)
+        self.qualified = QualifiedNames(self.names)
         # Positions of the source, and of the nodes normalisation makes (at the place they replace).
         self.positions = Positions(self.module)
         # First lines of the top-level statements: which one holds a node, without a parent map.
@@ -91,7 +84,7 @@ class Analysis:
         """``new`` replaces ``old`` (aliases.py): it has ``old``'s position and qualified names."""
         self.positions.inherit(new, old)
         if old in self.qualified:
-            self.qualified.extra[new] = self.qualified[old]
+            self.qualified.replaced[new] = self.qualified.replaced.get(old, old)
 
     def diagnostic(self, node: cst.CSTNode, code: str, message: str) -> Diagnostic:
         self.report(node, code, message)
@@ -901,22 +894,16 @@ def support_statements(a: Analysis, roots: list[cst.CSTNode], model_names: set[s
     ``id(statement) -> the names it binds that are used``; ``skipped``: names a root's uses leave out
     (a driving function's instance and the other driving functions, methods now)."""
     skipped = skipped or {}
-    global_scope = next(s for s in a.scopes.values() if isinstance(s, GlobalScope))
     # For each top-level statement, the top-level statements (with the names) its code refers to.
     uses: dict[int, set[tuple[int, str]]] = {}
     by_id: dict[int, cst.CSTNode] = {id(s): s for s in a.module.body}
     access_origin: dict[int, list[tuple[cst.CSTNode, str, cst.CSTNode]]] = {}
-    for scope in {s for s in a.scopes.values() if s is not None}:
-        for access in scope.accesses:
-            for ref in access.referents:
-                if getattr(ref, "scope", None) is not global_scope or not hasattr(ref, "node"):
-                    continue
-                user = a.top_level(access.node)
-                owner = a.top_level(ref.node)
-                if ref.name in skipped.get(id(user), ()):
-                    continue
-                uses.setdefault(id(user), set()).add((id(owner), ref.name))
-                access_origin.setdefault(id(user), []).append((access.node, ref.name, owner))
+    for node, name, binding, statement in a.names.global_references():
+        user, owner = a.module.body[statement], a.module.body[binding.statement]
+        if name in skipped.get(id(user), ()):
+            continue
+        uses.setdefault(id(user), set()).add((id(owner), name))
+        access_origin.setdefault(id(user), []).append((node, name, owner))
     needed: dict[int, set[str]] = {}
     todo = [id(c) for c in roots]
     seen = set(todo)
