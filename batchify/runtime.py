@@ -810,6 +810,9 @@ class batched_grad:
     the model's Params, or, given ``train_vars`` (``model.train_vars().unique()``, what the user's
     ``bp.optim`` optimizer was built on), a dict with the same keys, ready for ``opt.update(grads)``.
     The model's state afterwards is every example's, as the original's is after the loss.
+    ``microbatch=k`` (a divisor of the batch size) computes the mean gradient ``k`` examples at a
+    time, accumulated by a ``jax.lax.scan`` (as the harness's train step does): the same gradient,
+    losses, aux and state, with the backward residuals of ``k`` examples held at once.
     """
 
     def __init__(self, pure, *, has_aux=False, shared=()):
@@ -818,19 +821,19 @@ class batched_grad:
     def __set_name__(self, owner, name):
         pure_name, has_aux, shared = self.pure, self.has_aux, self.shared
 
-        def method(self, *args, train_vars=None, per_example=False, **kwargs):
+        def method(self, *args, train_vars=None, per_example=False, microbatch=None, **kwargs):
             return value_and_grads(self, getattr(self, pure_name), has_aux, shared, args, kwargs, train_vars,
-                                   per_example)
+                                   per_example, microbatch)
 
         method.__name__, method.__qualname__ = name, f"{owner.__qualname__}.{name}"
         method.__module__ = owner.__module__
         method.__doc__ = (f"``(grads, losses, aux)`` of ``{pure_name}`` on every example: the gradient of the "
                           f"batch's mean loss (``per_example=True``: each example's), keyed like ``train_vars`` "
-                          f"when given.")
+                          f"when given; ``microbatch=k``: the mean accumulated ``k`` examples at a time.")
         setattr(owner, name, method)
 
 
-def value_and_grads(model, function, has_aux, shared, args, kwargs, train_vars, per_example):
+def value_and_grads(model, function, has_aux, shared, args, kwargs, train_vars, per_example, microbatch=None):
     values, axes, call = flat_arguments(function, shared, args, kwargs, None)  # the batch size: the arguments'
     sizes = {jnp.shape(v)[0] for v, axis in zip(values, axes) if axis == 0}
     if len(sizes) > 1:
@@ -851,15 +854,63 @@ def value_and_grads(model, function, has_aux, shared, args, kwargs, train_vars, 
         (losses, (state, aux)), grads = jax.vmap(grad_one, in_axes=(None, state_axes, *axes))(
             params, model.state(), *values)
     else:
-        def mean_loss(params):
-            losses, (state, aux) = jax.vmap(one, in_axes=(None, state_axes, *axes))(params, model.state(), *values)
+        def mean_loss(params, state, *values):
+            losses, (state, aux) = jax.vmap(one, in_axes=(None, state_axes, *axes))(params, state, *values)
             return jnp.mean(losses), (losses, state, aux)
 
-        (_, (losses, state, aux)), grads = jax.value_and_grad(mean_loss, has_aux=True)(params)
+        grad_mean = jax.value_and_grad(mean_loss, has_aux=True)
+        if microbatch and microbatch < size:
+            (_, (losses, state, aux)), grads = _accumulated(grad_mean, params, model.state(), state_axes, values,
+                                                            axes, size, microbatch)
+        else:
+            (_, (losses, state, aux)), grads = grad_mean(params, model.state(), *values)
     model.set_state(model.reduced(state))
     if train_vars is not None:
         grads = keyed_like(model, grads, train_vars)
     return grads, losses, aux
+
+
+def _accumulated(grad_mean, params, state, state_axes, values, axes, size, chunk):
+    """``grad_mean(params, state, *values)`` (``((mean, (losses, state, aux)), grads)``) computed ``chunk``
+    examples at a time by a ``jax.lax.scan``: chunk ``j`` of ``n`` holds examples ``j, n + j, ...``;
+    means summed (each over ``n``), per-example outputs put back in the batch's order."""
+    if size % chunk:
+        raise ValueError(f"microbatch={chunk} must divide the batch size {size}")
+    count = size // chunk
+
+    def chunked(a):
+        return jnp.swapaxes(jnp.reshape(a, (chunk, count, *a.shape[1:])), 0, 1)
+
+    def unchunked(a):
+        return jnp.reshape(jnp.swapaxes(a, 0, 1), (size, *a.shape[2:]))
+
+    if state_axes == 0:
+        batched_state, shared_state = state, None
+    else:  # shared Variables (axis None): every chunk starts from the batch's one copy
+        batched_state = jax.tree.map(lambda axis, s: None if axis is None else s, state_axes, state,
+                                     is_leaf=lambda a: a is None)
+        shared_state = jax.tree.map(lambda axis, s: s if axis is None else None, state_axes, state,
+                                    is_leaf=lambda a: a is None)
+    mapped = [v for v, axis in zip(values, axes) if axis == 0]
+
+    def call(params, batched_state, mapped):
+        state = batched_state if shared_state is None else jax.tree.map(
+            lambda axis, b, s: s if axis is None else b, state_axes, batched_state, shared_state,
+            is_leaf=lambda a: a is None)
+        it = iter(mapped)
+        return grad_mean(params, state, *[next(it) if axis == 0 else v for v, axis in zip(values, axes)])
+
+    examples = (jax.tree.map(lambda a: a[:chunk], batched_state), [v[:chunk] for v in mapped])
+    (mean, _), grads = jax.eval_shape(call, params, *examples)
+    zeros = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), (mean, grads))
+
+    def body(total, chunk_inputs):
+        (mean, per_example), grads = call(params, *chunk_inputs)
+        return jax.tree.map(lambda t, m: t + m / count, total, (mean, grads)), per_example
+
+    (mean, grads), per_example = jax.lax.scan(body, zeros, (jax.tree.map(chunked, batched_state),
+                                                            [chunked(v) for v in mapped]))
+    return (mean, jax.tree.map(unchunked, per_example)), grads
 
 
 def keyed_like(model, grads, train_vars):

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import brainpy.math as bm
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -105,6 +106,7 @@ def assert_same_step(chunked, single, xs, ys, *key):
 
 
 def test_an_explicit_chunk_size_gives_the_single_vmaps_step(snn) -> None:
+    bm.random.seed(0)
     batched = snn.SNNBatched(16, 32, 5, batch_size=1)
     xs, ys = spikes(B)
     chunked = snn.SNNHarness(batched, microbatch=6)
@@ -114,6 +116,7 @@ def test_an_explicit_chunk_size_gives_the_single_vmaps_step(snn) -> None:
 
 def test_the_automatic_chunk_size_gives_the_single_vmaps_step(snn, monkeypatch) -> None:
     """A budget of 5 examples' residuals: the automatic rule picks 4 (the largest divisor of 24 up to 5)."""
+    bm.random.seed(0)
     batched = snn.SNNBatched(16, 32, 5, batch_size=1)
     xs, ys = spikes(B)
     chunked = snn.SNNHarness(batched)
@@ -125,6 +128,7 @@ def test_the_automatic_chunk_size_gives_the_single_vmaps_step(snn, monkeypatch) 
 def test_the_automatic_rule_splits_large_batches_only(snn) -> None:
     """The issue's SNN 64-256-10 at T = 50: one chunk for B <= 64, chunks of 64 at B = 256 and 1024
     (the fastest measured on 2 cores), none when B has no divisor near the target."""
+    bm.random.seed(0)
     harness = snn.SNNHarness(snn.SNNBatched(64, 256, 10, batch_size=1))
     per_example = harness.residual_bytes(*spikes(2, 50, 64))
     assert 150_000 < per_example < 400_000, per_example  # T = 50 steps of H = 256 floats, a few of them kept
@@ -140,6 +144,7 @@ def test_the_automatic_rule_splits_large_batches_only(snn) -> None:
 
 
 def test_an_explicit_chunk_size_must_divide_the_batch(snn) -> None:
+    bm.random.seed(0)
     harness = snn.SNNHarness(snn.SNNBatched(16, 32, 5, batch_size=1), microbatch=5)
     xs, ys = spikes(B)
     with pytest.raises(ValueError, match="microbatch=5 must divide the batch size 24"):
@@ -153,6 +158,7 @@ def test_a_random_models_chunks_draw_the_numbers_of_the_whole_batch(tmp_path) ->
     ``fold_in(key, i)`` chunked or not, so the chunked step equals the unchunked one."""
     module = generated(tmp_path, (ROOT / "examples" / "noisy_lif.py").read_text(), "microbatch_noisy",
                        harness=HarnessOptions(readout="sum"))
+    bm.random.seed(0)
     batched = module.NoisyLIFBatched(16, 5, batch_size=1)
     xs, ys = spikes(B)
     key = jax.random.PRNGKey(3)
@@ -169,6 +175,7 @@ def test_a_loss_harness_chunked_gives_the_whole_batchs_losses_aux_and_gradient(t
     and accuracy in the batch's order, the gradient and the updated weights equal the single vmap's."""
     module = generated(tmp_path, (ROOT / "tests" / "cases" / "seed_script.py").read_text(), "microbatch_seed",
                        functions=["loss_fun"], harness=HarnessOptions())
+    bm.random.seed(0)
     batched = module.RateSNNBatched(12, 20, 4, batch_size=1)
     chunked, single = module.RateSNNHarness(batched, microbatch=3), module.RateSNNHarness(batched, microbatch=0)
     rng = np.random.default_rng(1)
@@ -177,7 +184,7 @@ def test_a_loss_harness_chunked_gives_the_whole_batchs_losses_aux_and_gradient(t
     params = batched.params()
     (loss, (losses, accs)), grads = jax.jit(single.value_and_grad)(params, xs, ys)
     (got_loss, (got_losses, got_accs)), got_grads = jax.jit(chunked.microbatched_value_and_grad)(params, xs, ys)
-    assert got_losses.shape == (B,) and len(set(np.round(np.asarray(losses), 4))) > B // 2  # distinct, so order counts
+    assert got_losses.shape == (B,) and len(set(np.round(np.asarray(losses), 4))) > 2  # different, so order counts
     close(got_loss, loss, "mean loss")
     close(got_losses, losses, "each example's loss")
     close(got_accs, accs, "each example's accuracy")
@@ -192,7 +199,7 @@ def test_a_loss_harness_chunked_gives_the_whole_batchs_losses_aux_and_gradient(t
 TWO_DEVICES = r'''
 import os, sys
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
-import jax, jax.numpy as jnp, numpy as np
+import brainpy.math as bm, jax, jax.numpy as jnp, numpy as np
 sys.path.insert(0, sys.argv[1])
 import test_microbatch as t
 from batchify.loader import load_generated
@@ -200,6 +207,7 @@ from pathlib import Path
 
 assert jax.device_count() == 2
 module = t.generated(Path(sys.argv[2]), t.SNN, "microbatch_snn_2", harness=t.HarnessOptions(readout="sum"))
+bm.random.seed(0)
 batched = module.SNNBatched(16, 32, 5, batch_size=1)
 chunked, single = module.SNNHarness(batched, microbatch=4), module.SNNHarness(batched, microbatch=0)
 assert chunked.mesh.devices.size == 2
@@ -229,3 +237,73 @@ def test_two_devices_chunk_the_sharded_batch(tmp_path) -> None:
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "two devices: ok" in result.stdout, (result.stdout + result.stderr)[-4000:]
 
+
+
+def test_batched_grad_accumulates_microbatches_too(tmp_path) -> None:
+    """``model.loss_fun_grad(xs, ys, microbatch=k)``: the gradient, losses, aux and the state left
+    afterwards equal the single vmap's; a chunk that does not divide the batch is refused."""
+    module = generated(tmp_path, (ROOT / "tests" / "cases" / "seed_script.py").read_text(), "microbatch_seed_grad",
+                       functions=["loss_fun"])
+    rng = np.random.default_rng(2)
+    xs = (rng.random((B, 12)) * 1.5).astype(np.float32)
+    ys = rng.integers(0, 4, (B, 1)).astype(np.int32)
+    bm.random.seed(0)
+    batched = module.RateSNNBatched(12, 20, 4, batch_size=B)
+    want = batched.loss_fun_grad(xs, ys)
+    want_state = batched.state()
+    batched.reset_state()
+    got = batched.loss_fun_grad(xs, ys, microbatch=4)
+    assert len(set(np.round(np.asarray(want[1]), 4))) > 2  # different losses, so their order counts
+    close(got, want, "grads, losses, accs")
+    close(batched.state(), want_state, "the state after the loss")
+    assert float(jnp.abs(want[0].w1).max()) > 1e-4
+    with pytest.raises(ValueError, match="microbatch=5 must divide the batch size 24"):
+        batched.loss_fun_grad(xs, ys, microbatch=5)
+
+
+SHARED = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Net(bp.DynamicalSystem):
+    def __init__(self, n_in, n):
+        super().__init__()
+        self.w = bm.TrainVar(bm.random.normal(0.0, 1.0, (n_in, n)))
+        self.h = bm.Variable(bm.zeros(n))
+        self.trace = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.h.value = bm.tanh(x @ self.w + 0.5 * self.h + 0.1 * self.trace)
+        self.trace.value = 0.9 * self.trace + self.h
+        return self.h
+
+
+model = Net(3, 5)
+
+
+def loss(x, y):
+    model.update(x)
+    out = model.update(x)
+    return bp.losses.mean_squared_error(out, y), out
+'''
+
+
+def test_batched_grad_in_microbatches_with_a_variable_the_batch_shares(tmp_path) -> None:
+    """``--shared trace=mean``: every chunk starts from the batch's one ``trace``, and the per-example
+    updates of all chunks are reduced to one as the single vmap's are."""
+    module = generated(tmp_path, SHARED, "microbatch_shared", functions=["loss"], shared=["trace=mean"])
+    rng = np.random.default_rng(3)
+    xs, ys = rng.random((B, 3)).astype(np.float32), rng.random((B, 5)).astype(np.float32)
+    bm.random.seed(0)
+    batched = module.NetBatched(3, 5, batch_size=B)
+    batched.trace.value = jnp.linspace(0.0, 1.0, 5)
+    assert batched.state_axes().trace is None
+    start = batched.state()
+    want = batched.loss_grad(xs, ys)
+    want_state = batched.state()
+    batched.set_state(start)
+    got = batched.loss_grad(xs, ys, microbatch=6)
+    close(got, want, "grads, losses, outputs")
+    close(batched.state(), want_state, "the state after the loss, the shared trace reduced")
+    assert float(jnp.abs(want_state.trace - start.trace).max()) > 1e-3  # the shared Variable did move
