@@ -19,6 +19,8 @@ contract 1 says so in one sentence at that import (``CONTRACTS`` lists what this
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import inspect
 import json
@@ -808,6 +810,9 @@ class batched_grad:
     the model's Params, or, given ``train_vars`` (``model.train_vars().unique()``, what the user's
     ``bp.optim`` optimizer was built on), a dict with the same keys, ready for ``opt.update(grads)``.
     The model's state afterwards is every example's, as the original's is after the loss.
+    ``microbatch=k`` (a divisor of the batch size) computes the mean gradient ``k`` examples at a
+    time, accumulated by a ``jax.lax.scan`` (as the harness's train step does): the same gradient,
+    losses, aux and state, with the backward residuals of ``k`` examples held at once.
     """
 
     def __init__(self, pure, *, has_aux=False, shared=()):
@@ -816,19 +821,19 @@ class batched_grad:
     def __set_name__(self, owner, name):
         pure_name, has_aux, shared = self.pure, self.has_aux, self.shared
 
-        def method(self, *args, train_vars=None, per_example=False, **kwargs):
+        def method(self, *args, train_vars=None, per_example=False, microbatch=None, **kwargs):
             return value_and_grads(self, getattr(self, pure_name), has_aux, shared, args, kwargs, train_vars,
-                                   per_example)
+                                   per_example, microbatch)
 
         method.__name__, method.__qualname__ = name, f"{owner.__qualname__}.{name}"
         method.__module__ = owner.__module__
         method.__doc__ = (f"``(grads, losses, aux)`` of ``{pure_name}`` on every example: the gradient of the "
                           f"batch's mean loss (``per_example=True``: each example's), keyed like ``train_vars`` "
-                          f"when given.")
+                          f"when given; ``microbatch=k``: the mean accumulated ``k`` examples at a time.")
         setattr(owner, name, method)
 
 
-def value_and_grads(model, function, has_aux, shared, args, kwargs, train_vars, per_example):
+def value_and_grads(model, function, has_aux, shared, args, kwargs, train_vars, per_example, microbatch=None):
     values, axes, call = flat_arguments(function, shared, args, kwargs, None)  # the batch size: the arguments'
     sizes = {jnp.shape(v)[0] for v, axis in zip(values, axes) if axis == 0}
     if len(sizes) > 1:
@@ -849,15 +854,63 @@ def value_and_grads(model, function, has_aux, shared, args, kwargs, train_vars, 
         (losses, (state, aux)), grads = jax.vmap(grad_one, in_axes=(None, state_axes, *axes))(
             params, model.state(), *values)
     else:
-        def mean_loss(params):
-            losses, (state, aux) = jax.vmap(one, in_axes=(None, state_axes, *axes))(params, model.state(), *values)
+        def mean_loss(params, state, *values):
+            losses, (state, aux) = jax.vmap(one, in_axes=(None, state_axes, *axes))(params, state, *values)
             return jnp.mean(losses), (losses, state, aux)
 
-        (_, (losses, state, aux)), grads = jax.value_and_grad(mean_loss, has_aux=True)(params)
+        grad_mean = jax.value_and_grad(mean_loss, has_aux=True)
+        if microbatch and microbatch < size:
+            (_, (losses, state, aux)), grads = _accumulated(grad_mean, params, model.state(), state_axes, values,
+                                                            axes, size, microbatch)
+        else:
+            (_, (losses, state, aux)), grads = grad_mean(params, model.state(), *values)
     model.set_state(model.reduced(state))
     if train_vars is not None:
         grads = keyed_like(model, grads, train_vars)
     return grads, losses, aux
+
+
+def _accumulated(grad_mean, params, state, state_axes, values, axes, size, chunk):
+    """``grad_mean(params, state, *values)`` (``((mean, (losses, state, aux)), grads)``) computed ``chunk``
+    examples at a time by a ``jax.lax.scan``: chunk ``j`` of ``n`` holds examples ``j, n + j, ...``;
+    means summed (each over ``n``), per-example outputs put back in the batch's order."""
+    if size % chunk:
+        raise ValueError(f"microbatch={chunk} must divide the batch size {size}")
+    count = size // chunk
+
+    def chunked(a):
+        return jnp.swapaxes(jnp.reshape(a, (chunk, count, *a.shape[1:])), 0, 1)
+
+    def unchunked(a):
+        return jnp.reshape(jnp.swapaxes(a, 0, 1), (size, *a.shape[2:]))
+
+    if state_axes == 0:
+        batched_state, shared_state = state, None
+    else:  # shared Variables (axis None): every chunk starts from the batch's one copy
+        batched_state = jax.tree.map(lambda axis, s: None if axis is None else s, state_axes, state,
+                                     is_leaf=lambda a: a is None)
+        shared_state = jax.tree.map(lambda axis, s: s if axis is None else None, state_axes, state,
+                                    is_leaf=lambda a: a is None)
+    mapped = [v for v, axis in zip(values, axes) if axis == 0]
+
+    def call(params, batched_state, mapped):
+        state = batched_state if shared_state is None else jax.tree.map(
+            lambda axis, b, s: s if axis is None else b, state_axes, batched_state, shared_state,
+            is_leaf=lambda a: a is None)
+        it = iter(mapped)
+        return grad_mean(params, state, *[next(it) if axis == 0 else v for v, axis in zip(values, axes)])
+
+    examples = (jax.tree.map(lambda a: a[:chunk], batched_state), [v[:chunk] for v in mapped])
+    (mean, _), grads = jax.eval_shape(call, params, *examples)
+    zeros = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), (mean, grads))
+
+    def body(total, chunk_inputs):
+        (mean, per_example), grads = call(params, *chunk_inputs)
+        return jax.tree.map(lambda t, m: t + m / count, total, (mean, grads)), per_example
+
+    (mean, grads), per_example = jax.lax.scan(body, zeros, (jax.tree.map(chunked, batched_state),
+                                                            [chunked(v) for v in mapped]))
+    return (mean, jax.tree.map(unchunked, per_example)), grads
 
 
 def keyed_like(model, grads, train_vars):
@@ -1048,8 +1101,60 @@ def nll_of_rates(counts, label):
 
 
 def fold_keys(key, batch_size):
-    """One key per example of a batch: ``fold_in(key, i)``."""
-    return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(batch_size))
+    """One key per example of a batch: ``fold_in(key, i)`` for example ``i``.
+
+    Inside a microbatched train step (``Harness.microbatched_value_and_grad``) a batch of
+    ``batch_size`` is chunk ``j`` of ``n`` of the whole batch, and its example ``i`` is example
+    ``i * n + j`` of the whole: it gets that example's key, so a chunked step draws the very numbers
+    the unchunked one draws.
+    """
+    index = jnp.arange(batch_size)
+    chunk = _CHUNK.get()
+    if chunk is not None and chunk.size == batch_size:
+        index = index * chunk.count + chunk.index
+    return jax.vmap(lambda i: jax.random.fold_in(key, i))(index)
+
+
+class _Chunk(NamedTuple):
+    index: object  # j, traced: the scan's step
+    count: int  # n chunks
+    size: int  # examples in a chunk
+
+
+# The chunk of the whole batch whose value_and_grad is being traced (``fold_keys``), else None.
+_CHUNK = contextvars.ContextVar("batchify_chunk", default=None)
+
+
+@contextlib.contextmanager
+def _tracing_chunk(index, count, size):
+    token = _CHUNK.set(_Chunk(index, count, size))
+    try:
+        yield
+    finally:
+        _CHUNK.reset(token)
+
+
+# Per-device bytes of backward residuals a microbatch may hold on a CPU: measured on the 2-core
+# machine (bench/side_by_side.py's SNN at H = 128, 256, 512 and T = 50, 100), the fastest chunk was
+# always the largest whose residuals stay under 16 MiB (14-16 MB); twice that was 1.3-1.6x slower.
+CPU_MICROBATCH_BYTES = 16 << 20
+
+
+def _bytes(tree):
+    return sum(int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize for leaf in jax.tree.leaves(tree))
+
+
+def _dtype(a):
+    return a.dtype if hasattr(a, "dtype") else jnp.result_type(a)
+
+
+def _abstract(tree):
+    return jax.tree.map(lambda a: jax.ShapeDtypeStruct(jnp.shape(a), _dtype(a)), tree)
+
+
+def _examples(tree, k):
+    """The shapes of ``k`` examples of a batch (``tree``'s leaves, batch on axis 0)."""
+    return jax.tree.map(lambda a: jax.ShapeDtypeStruct((k, *jnp.shape(a)[1:]), _dtype(a)), tree)
 
 
 class Harness:
@@ -1061,6 +1166,15 @@ class Harness:
     This base runs the rollout (a ``jax.lax.scan`` from one example's reset state), a jitted
     optax train step, ``evaluate``, ``fit`` with data-parallel sharding over ``devices``, and
     saving and loading weights.
+
+    ``microbatch``: the train step splits a large batch into microbatches (chunks) and accumulates
+    their gradients with a ``jax.lax.scan`` inside the jitted step, each chunk through the generated
+    ``value_and_grad``; loss and gradient are the whole batch's mean (each chunk's mean weighted by
+    its share of the batch), and a random model's examples draw the numbers they draw unchunked.
+    ``None`` (default): the chunk size is chosen from the batch size and the model's backward
+    residuals per example (``microbatch_size``); an int: chunks of that many examples (a divisor of
+    the batch size and a multiple of the device count); ``0`` or ``False``: never split.
+    ``per_example_grads`` is not chunked.
     """
 
     steps = 25
@@ -1075,7 +1189,14 @@ class Harness:
         for name, value in declared.items():
             setattr(cls, name, value)
 
-    def __init__(self, model, optimizer=None, *, steps=None, learning_rate=1e-3, devices=None, dt=None):
+    def __init__(self, model, optimizer=None, *, steps=None, learning_rate=1e-3, devices=None, dt=None,
+                 microbatch=None):
+        if microbatch is True:
+            microbatch = None
+        if microbatch is not None and (not isinstance(microbatch, int) or microbatch < 0):
+            raise ValueError(f"microbatch must be None (automatic), a chunk size or 0 (never split), not {microbatch!r}")
+        self.microbatch = microbatch
+        self._residual_bytes = {}
         self.model = model
         self.steps = self.steps if steps is None else steps
         self.dt = bm.get_dt() if dt is None else dt
@@ -1128,9 +1249,123 @@ class Harness:
 
     # -- a batch -----------------------------------------------------------------------------------
     def _train_step(self, params, opt_state, xs, ys, *key):
-        loss, grads = self.value_and_grad(params, xs, ys, *key)
+        loss, grads = self.microbatched_value_and_grad(params, xs, ys, *key)
         updates, opt_state = self.optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
+
+    # -- microbatches --------------------------------------------------------------------------------
+    def microbatched_value_and_grad(self, params, xs, ys, *key):
+        """What ``value_and_grad(params, xs, ys[, key])`` returns, computed in chunks of
+        ``microbatch_size`` examples by a ``jax.lax.scan``: chunk ``j`` of ``n`` holds examples
+        ``j, n + j, 2n + j, ...`` (``xs.reshape(size, n, ...)``, scanned over axis 1), so on a mesh
+        every device holds its part of every chunk. The means (loss, gradient) are summed over
+        chunks, each divided by ``n``; per-example values (a ``LossHarness``'s losses and aux) are
+        put back in the batch's order.
+        """
+        size = self.microbatch_size(xs, ys, params, *key)
+        batch = jax.tree.leaves(xs)[0].shape[0]
+        if size >= batch:
+            return self.value_and_grad(params, xs, ys, *key)
+        count = batch // size
+
+        def chunked(a):  # [B, ...] -> [n, size, ...]: chunk j is examples j, n + j, ...
+            a = jnp.swapaxes(jnp.reshape(a, (size, count, *a.shape[1:])), 0, 1)
+            return self._batch_sharded_on(a, 1)
+
+        def unchunked(a):  # [n, size, ...] -> [B, ...], the batch's order
+            return jnp.reshape(jnp.swapaxes(a, 0, 1), (batch, *a.shape[2:]))
+
+        one = jax.eval_shape(self.value_and_grad, _abstract(params), _examples(xs, size), _examples(ys, size),
+                             *_abstract(key))
+        means, _ = self._means_and_examples(one)
+        zeros = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), means)
+
+        def body(total, chunk):
+            j, x, y = chunk
+            x, y = jax.tree.map(lambda a: self._batch_sharded_on(a, 0), (x, y))
+            with _tracing_chunk(j, count, size):
+                means, per_example = self._means_and_examples(self.value_and_grad(params, x, y, *key))
+            return jax.tree.map(lambda t, m: t + m / count, total, means), per_example
+
+        total, per_example = jax.lax.scan(body, zeros, (jnp.arange(count), jax.tree.map(chunked, xs),
+                                                        jax.tree.map(chunked, ys)))
+        return self._from_means_and_examples(total, jax.tree.map(unchunked, per_example))
+
+    def _means_and_examples(self, value_and_grad):
+        """``value_and_grad``'s result as (batch means, per-example values): ``(loss, grads)``, none."""
+        return value_and_grad, None
+
+    def _from_means_and_examples(self, means, per_example):
+        return means
+
+    def _batch_sharded_on(self, a, axis):
+        """``a`` split over the mesh along ``axis`` (a no-op on one device)."""
+        if self.mesh.devices.size == 1:
+            return a
+        return jax.lax.with_sharding_constraint(a, NamedSharding(self.mesh, PartitionSpec(*[None] * axis, "batch")))
+
+    def _mean_loss(self, params, xs, ys, *key):
+        """The batch's mean loss alone (what ``value_and_grad`` differentiates)."""
+        return self.batch_loss(params, xs, ys, *key)
+
+    def residual_bytes(self, xs, ys, params=None, *key):
+        """Bytes the backward pass keeps per example (its residuals): those of the mean loss's ``jax.vjp``
+        over two examples less those over one, so weights and other shared values do not count.
+        From shapes alone (``jax.eval_shape``); remembered per example shape."""
+        params = self.model.params() if params is None else params
+        if self.random and not key:
+            key = (jax.random.PRNGKey(0),)
+        signature = str(jax.tree.map(lambda a: (jnp.shape(a)[1:], _dtype(a)), (xs, ys)))
+        if signature not in self._residual_bytes:
+            def residuals(k):
+                def kept(params, x, y, *key):
+                    return jax.vjp(lambda p: self._mean_loss(p, x, y, *key), params)[1]
+
+                return _bytes(jax.eval_shape(kept, _abstract(params), _examples(xs, k), _examples(ys, k),
+                                             *_abstract(key)))
+
+            self._residual_bytes[signature] = max(residuals(2) - residuals(1), 1)
+        return self._residual_bytes[signature]
+
+    def microbatch_budget(self):
+        """Bytes of backward residuals one device may hold for a chunk: ``CPU_MICROBATCH_BYTES`` on a CPU
+        (measured for speed); on an accelerator a quarter of its memory (not measured for speed there:
+        chunking only keeps a batch that would not fit from running out of memory)."""
+        device = self.mesh.devices.flat[0]
+        if device.platform == "cpu":
+            return CPU_MICROBATCH_BYTES
+        stats = device.memory_stats() or {}
+        return stats.get("bytes_limit", 16 << 30) // 4
+
+    def microbatch_size(self, xs, ys, params=None, *key):
+        """The examples in one chunk of ``microbatched_value_and_grad`` for a batch shaped like ``xs``:
+        the batch size itself when it is not split.
+
+        Automatic (``microbatch=None``): the target is as many examples as fit ``microbatch_budget``
+        per device (``residual_bytes`` each, at least one per device); a batch no larger is not
+        split; else the chunk is the largest divisor of the batch size that is a multiple of the
+        device count and at most the target, or no split when that is under a quarter of the target
+        (a batch size with no good divisor: many tiny chunks would be slower than one vmap).
+        """
+        batch = jax.tree.leaves(xs)[0].shape[0]
+        devices = self.mesh.devices.size
+        if self.microbatch == 0:
+            return batch
+        if self.microbatch is not None:
+            size = self.microbatch
+            if size >= batch:
+                return batch
+            if batch % size or size % devices:
+                raise ValueError(f"microbatch={size} must divide the batch size {batch} and be a multiple of "
+                                 f"the {devices} devices")
+            return size
+        if batch <= devices:
+            return batch
+        target = max(devices, devices * (self.microbatch_budget() // self.residual_bytes(xs, ys, params, *key)))
+        if batch <= target:
+            return batch
+        size = next((c for c in range(target - target % devices, 0, -devices) if batch % c == 0), 0)
+        return size if 4 * size >= target else batch
 
     def shard(self, batch):
         """Place a batch on the mesh, split along its first axis (with several hosts: this host's part)."""
@@ -1314,9 +1549,20 @@ class LossHarness(Harness):
     has_aux = False
 
     def _train_step(self, params, opt_state, xs, ys):
-        (loss, _), grads = self.value_and_grad(params, xs, ys)
+        (loss, _), grads = self.microbatched_value_and_grad(params, xs, ys)
         updates, opt_state = self.optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
+
+    def _means_and_examples(self, value_and_grad):
+        (loss, per_example), grads = value_and_grad  # per_example: (losses, aux)
+        return (loss, grads), per_example
+
+    def _from_means_and_examples(self, means, per_example):
+        loss, grads = means
+        return (loss, per_example), grads
+
+    def _mean_loss(self, params, xs, ys, *key):
+        return self.batch_loss(params, xs, ys)[0]
 
     def _evaluate_example(self, params, x, y):
         out = self.loss_fn(params, x, y)

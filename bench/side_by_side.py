@@ -1,17 +1,23 @@
-"""The generated harness's train step side by side with hand-written JAX and with the user's loop.
+"""The generated harness's train step side by side with hand-written JAX, hand-batched BrainPy and the user's loop.
 
 One SNN (64 inputs, H hidden LIF units, 10 outputs, surrogate spikes), a sequence input ``x[t]`` per
 example (T steps), the sum of output spikes as the prediction, softmax cross-entropy, one SGD step:
 
-- ``harness``: the ``train_step`` of the harness batchify generates for the single-example class;
+- ``harness``: the ``train_step`` of the harness batchify generates for the single-example class,
+  with its automatic microbatching (a large batch is split into chunks whose gradients a
+  ``lax.scan`` accumulates inside the jitted step; the chunk size is printed);
+- ``harness, microbatch=0``: the same harness never splitting the batch (one vmap over all of it);
 - ``pure JAX``: the same model written directly in JAX, independently of the generated code,
   ``jit(value_and_grad(mean(vmap(loss))))`` with a ``lax.scan`` over the inputs;
+- ``hand-batched BrainPy``: the same SNN written by hand for BrainPy's ``BatchingMode`` (Variables
+  with a leading batch axis, ``batch_axis=0``, weights shared), trained with BrainPy's own tools:
+  ``bm.for_loop`` over time, ``bm.grad`` of the batch mean, ``bp.optim.SGD``, all in one ``bm.jit``;
 - ``per-example loop``: what a BrainPy user does without batchify, a Python loop over the examples
   of the batch through a jitted ``bm.grad`` of the original model, gradients averaged.
 
-The three mean gradients are checked to agree first (1e-5 relative). Times are medians of
-interleaved rounds (every variant once per round), so machine load hits all alike; the table gives
-ratios to the harness. Usage: python bench/side_by_side.py [--batches 1,8,64,256,1024] [--steps 50]
+All five mean gradients are checked to agree first (1e-5 relative). Times are medians of
+interleaved rounds (every variant once per round, each sample at least ~50 ms of back-to-back
+calls), so machine load hits all alike; the table gives ratios to the harness. Usage: python bench/side_by_side.py [--batches 1,8,64,256,1024] [--steps 50]
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import brainpy as bp
 import brainpy.math as bm
 import jax
 import jax.numpy as jnp
@@ -101,10 +108,67 @@ def pure_jax_step(decay):
     return train_step
 
 
-def timed(function, *args):
+class HandBatchedSNN(bp.DynamicalSystem):
+    """The SNN written by hand for a batch, as BrainPy's BatchingMode has it: state Variables with a
+    leading batch axis (``batch_axis=0``), weights shared by every example."""
+
+    def __init__(self, w_in, w_out, batch_size, decay=0.9):
+        super().__init__(mode=bm.BatchingMode(batch_size))
+        self.n_hidden, self.n_out, self.decay = w_in.shape[1], w_out.shape[1], decay
+        self.w_in = bm.TrainVar(w_in)
+        self.w_out = bm.TrainVar(w_out)
+        self.v1 = bm.Variable(bm.zeros((batch_size, self.n_hidden)), batch_axis=0)
+        self.v2 = bm.Variable(bm.zeros((batch_size, self.n_out)), batch_axis=0)
+
+    def reset_state(self, batch_size):
+        self.v1.value = bm.zeros((batch_size, self.n_hidden))
+        self.v2.value = bm.zeros((batch_size, self.n_out))
+
+    def update(self, x):  # x: [B, n_in], one time step of every example
+        self.v1.value = self.decay * self.v1 + x @ self.w_in
+        s1 = bm.surrogate.sigmoid(self.v1 - 1.0, alpha=4.0)
+        self.v1.value = self.v1 * (1.0 - s1)
+        self.v2.value = self.decay * self.v2 + s1 @ self.w_out
+        s2 = bm.surrogate.sigmoid(self.v2 - 1.0, alpha=4.0)
+        self.v2.value = self.v2 * (1.0 - s2)
+        return s2
+
+
+def hand_batched_brainpy(w_in, w_out, batch):
+    """``(grad, step)``: the batch mean's ``bm.grad`` and a ``bm.jit`` SGD step of ``HandBatchedSNN``."""
+    net = HandBatchedSNN(w_in, w_out, batch)
+    weights = {"w_in": net.w_in, "w_out": net.w_out}
+
+    def loss(xs, ys):
+        net.reset_state(xs.shape[0])
+        outs = bm.for_loop(net.update, bm.swapaxes(xs, 0, 1))  # over time: [T, B, 10]
+        return bm.mean(optax.softmax_cross_entropy_with_integer_labels(bm.as_jax(outs.sum(0)), ys))
+
+    grad = bm.grad(loss, grad_vars=weights, return_value=True)
+    optimizer = bp.optim.SGD(lr=LR, train_vars=weights)
+
+    @bm.jit
+    def step(xs, ys):
+        grads, value = grad(xs, ys)
+        optimizer.update(grads)
+        return value
+
+    return bm.jit(grad), step
+
+
+def check(name, got, want):
+    for key in ("w_in", "w_out"):
+        w = np.asarray(getattr(want, key))
+        np.testing.assert_allclose(np.asarray(got[key]), w, rtol=1e-5, atol=1e-6 * float(np.abs(w).max()),
+                                   err_msg=f"{name}: {key}")
+
+
+def timed(function, reps=1):
+    """Seconds per call of ``function``, over ``reps`` calls back to back."""
     start = time.perf_counter()
-    jax.block_until_ready(function(*args))
-    return time.perf_counter() - start
+    for _ in range(reps):
+        jax.block_until_ready(function())
+    return (time.perf_counter() - start) / reps
 
 
 def main() -> None:
@@ -113,7 +177,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--loop-limit", type=int, default=256, help="largest batch the per-example loop runs")
+    parser.add_argument("--loop-limit", type=int, default=1024, help="largest batch the per-example loop runs")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp())
     (folder / "snn.py").write_text(SOURCE)
@@ -127,19 +191,16 @@ def main() -> None:
         bm.random.seed(0)
         model = original(64, args.hidden, 10)
         batched = generated.SNNBatched.from_model(model, batch)
-        harness = generated.SNNHarness(batched, optax.sgd(LR))
+        harness = generated.SNNHarness(batched, optax.sgd(LR))  # automatic microbatching
+        single = generated.SNNHarness(batched, optax.sgd(LR), microbatch=0)
         params = batched.params()
         opt_state = harness.optimizer.init(params)
         rng = np.random.default_rng(batch)
         xs = jnp.asarray((rng.random((batch, args.steps, 64)) < 0.2).astype(np.float32) * 1.5)
         ys = jnp.asarray(rng.integers(0, 10, batch).astype(np.int32))
+        chunk = harness.microbatch_size(xs, ys)
         pure_params = {"w_in": params.w_in, "w_out": params.w_out}
-        # The same mean gradient, first.
-        _, want = harness.value_and_grad(params, xs, ys)
-        _, _, got = pure(pure_params, xs, ys)
-        for name in ("w_in", "w_out"):
-            np.testing.assert_allclose(np.asarray(got[name]), np.asarray(getattr(want, name)), rtol=1e-5,
-                                       atol=1e-6 * float(jnp.abs(getattr(want, name)).max()))
+        hand_grad, hand_step = hand_batched_brainpy(params.w_in, params.w_out, batch)
         weights = {"w_in": model.w_in, "w_out": model.w_out}
 
         def user_loss(x, y):
@@ -149,32 +210,51 @@ def main() -> None:
 
         user_grad = bm.jit(bm.grad(user_loss, grad_vars=weights))
 
-        def user_loop():
+        def user_mean_grad():
             grads = [user_grad(xs[e], ys[e]) for e in range(batch)]
-            mean = {k: sum(g[k] for g in grads) / batch for k in weights}
+            return {k: sum(g[k] for g in grads) / batch for k in weights}
+
+        def user_loop():
+            mean = user_mean_grad()
             for k, v in weights.items():
                 v.value = v.value - LR * mean[k]
             return mean
 
+        run_loop = batch <= args.loop_limit
+        # The same mean gradient, first: every variant against the harness's single vmap.
+        _, want = jax.jit(single.value_and_grad)(params, xs, ys)
+        check("harness (microbatched)", jax.jit(harness.microbatched_value_and_grad)(params, xs, ys)[1]._asdict(), want)
+        check("pure JAX", pure(pure_params, xs, ys)[2], want)
+        check("hand-batched BrainPy", hand_grad(xs, ys)[0], want)
+        if run_loop:
+            check("per-example loop", user_mean_grad(), want)
+
         variants = {"harness": lambda: harness.train_step(params, opt_state, xs, ys),
-                    "pure JAX": lambda: pure(pure_params, xs, ys)}
-        if batch <= args.loop_limit:
+                    "harness, microbatch=0": lambda: single.train_step(params, opt_state, xs, ys),
+                    "pure JAX": lambda: pure(pure_params, xs, ys),
+                    "hand-batched BrainPy": lambda: hand_step(xs, ys)}
+        if run_loop:
             variants["per-example loop"] = user_loop
         for run in variants.values():  # compile
             timed(run)
+        # Every sample lasts at least ~50 ms (one call, or as many as that takes for the harness), so a
+        # sub-millisecond step is not timed by a single call's scheduling noise; the same for all variants.
+        reps = max(1, round(0.05 / timed(variants["harness"], 3)))
         times = {name: [] for name in variants}
         for _ in range(args.rounds):  # interleaved rounds
             for name, run in variants.items():
-                times[name].append(timed(run))
+                times[name].append(timed(run, reps))
         median = {name: statistics.median(t) for name, t in times.items()}
-        rows.append((batch, median))
-        print(f"B={batch:5d}  harness {median['harness'] * 1e3:8.2f} ms  "
+        rows.append((batch, chunk, median))
+        print(f"B={batch:5d} chunk {chunk:4d}  harness {median['harness'] * 1e3:8.2f} ms  "
               + "  ".join(f"{n} {median[n] / median['harness']:.2f}x" for n in median if n != "harness"), flush=True)
-    print("\n| B | harness train_step | pure JAX single vmap (time / harness) | per-example loop (time / harness) |")
-    print("|---|---|---|---|")
-    for batch, median in rows:
-        loop = f"{median['per-example loop'] / median['harness']:.1f}x" if "per-example loop" in median else "-"
-        print(f"| {batch} | {median['harness'] * 1e3:.2f} ms | {median['pure JAX'] / median['harness']:.2f}x | {loop} |")
+    names = ["harness, microbatch=0", "pure JAX", "hand-batched BrainPy", "per-example loop"]
+    print("\n| B | chunk (auto) | harness train_step | " + " | ".join(f"{n} (time / harness)" for n in names) + " |")
+    print("|---|---|---|" + "---|" * len(names))
+    for batch, chunk, median in rows:
+        cells = [f"{median[n] / median['harness']:.2f}x" if n in median else "-" for n in names]
+        shown = f"{chunk} ({batch // chunk} chunks)" if chunk < batch else f"{batch} (unsplit)"
+        print(f"| {batch} | {shown} | {median['harness'] * 1e3:.2f} ms | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
