@@ -643,7 +643,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     ir.targets = [n for n in order if n in targets]
     ir.library_targets = {n: derived[n] for n in library_targets}
     ir.library_late = {n: tuple(late_state(a, n, class_defs, derived)) for n in library_targets}
-    roots: list[cst.CSTNode] = [models[n] for n in ir.targets] + [class_defs[n] for n in library_targets]
+    # The source's class statements (a class grown with driver methods is a new node, not one of them).
+    roots: list[cst.CSTNode] = [class_defs[n] for n in [*ir.targets, *library_targets]]
     defined = {s.name.value: s for s in a.module.body if isinstance(s, cst.FunctionDef)}
     functions = [*functions, *copied_drivers]
     for name in functions:

@@ -140,6 +140,39 @@ def test_a_function_that_drives_no_model_is_copied_unchanged(tmp_path) -> None:
     assert copied in text
 
 
+MODULE_INSTANCE = """
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Net(bp.DynamicalSystem):
+    def __init__(self, n_in, n):
+        super().__init__()
+        self.w = bm.TrainVar(bm.random.normal(0.0, 1.0, (n_in, n)))
+        self.h = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.h.value = bm.tanh(x @ self.w + 0.5 * self.h)
+        return self.h
+
+
+model = Net(3, 5)
+
+
+def loss(x, y):
+    out = model.update(x)
+    return bm.mean((out - y) ** 2), out
+"""
+
+
+def test_the_model_class_keeps_its_imports_when_a_function_drives_a_module_level_instance(tmp_path) -> None:
+    """The class grown with the driver's methods is a new node: what the class itself reads
+    (``bp`` in its base, read nowhere else) is still copied. Before: BFY900, 'bp' never bound."""
+    text = transform(MODULE_INSTANCE.encode(), "net.py", command="batchify net.py", functions=["loss"]).text
+    assert "import brainpy as bp\n" in text
+    compile(text, "net_batched.py", "exec")
+
+
 def test_an_unknown_function_is_a_diagnostic(tmp_path) -> None:
     with pytest.raises(BatchifyError) as caught:
         transform(SCRIPT.read_bytes(), "seed.py", command="batchify seed.py", functions=["loss"])
