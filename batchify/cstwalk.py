@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
@@ -23,6 +23,9 @@ FORMATTING = (
     cst.RightCurlyBrace, cst.Comma, cst.Dot, cst.Semicolon, cst.Colon, cst.AssignEqual,
 )
 _FIELDS: dict[type, tuple[str, ...]] = {}
+# Per node type: the fields holding one node (or None, or a sentinel), and those holding a sequence.
+_SHAPES: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+_IS_NODE: dict[type, bool] = {}  # isinstance(x, cst.CSTNode) goes through ABCMeta: a dict is faster
 
 
 def _node_types(annotation) -> list[type]:
@@ -32,29 +35,58 @@ def _node_types(annotation) -> list[type]:
     return [t for arg in typing.get_args(annotation) for t in _node_types(arg)]
 
 
+def _is_sequence(annotation) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union:
+        return any(_is_sequence(arg) for arg in typing.get_args(annotation))
+    return origin is not None and isinstance(origin, type) and issubclass(origin, (list, tuple, Sequence))
+
+
 def _child_fields(node_type: type) -> tuple[str, ...]:
+    """The fields of ``node_type`` that can hold a node other than formatting, in field order."""
     names = _FIELDS.get(node_type)
     if names is None:
         hints = typing.get_type_hints(node_type)
         names = _FIELDS[node_type] = tuple(
             f.name for f in dataclasses.fields(node_type)
             if not all(issubclass(t, FORMATTING) for t in _node_types(hints[f.name])))
+        _SHAPES[node_type] = (tuple(n for n in names if not _is_sequence(hints[n])),
+                              tuple(n for n in names if _is_sequence(hints[n])))
     return names
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """``node`` and every node below it, parents before children, siblings in field order."""
     stack = [node]
+    shapes, is_node = _SHAPES, _IS_NODE
     while stack:
         current = stack.pop()
         yield current
-        children: list[cst.CSTNode] = []
-        for name in _child_fields(type(current)):
-            value = getattr(current, name)
-            if isinstance(value, cst.CSTNode):
-                children.append(value)
-            elif isinstance(value, (list, tuple)):
-                children.extend(item for item in value if isinstance(item, cst.CSTNode))
+        kind = type(current)
+        if kind not in shapes:
+            _child_fields(kind)
+        single, sequences = shapes[kind]
+        if not sequences:
+            children = []
+            for name in single:
+                value = getattr(current, name)
+                known = is_node.get(type(value))
+                if known is None:
+                    known = is_node[type(value)] = isinstance(value, cst.CSTNode)
+                if known:
+                    children.append(value)
+        else:
+            children = []
+            for name in _FIELDS[kind]:
+                value = getattr(current, name)
+                if name in sequences and (type(value) is tuple or type(value) is list):
+                    children.extend(value)
+                    continue
+                known = is_node.get(type(value))
+                if known is None:
+                    known = is_node[type(value)] = isinstance(value, cst.CSTNode)
+                if known:
+                    children.append(value)
         stack.extend(reversed(children))
 
 
