@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from batchify.cstwalk import assigned, self_path, walk
+from batchify.cstwalk import Transformer, assigned, self_path, walk
 
 # In-place methods of a BrainPy Array (its value is replaced): rewritten, or refused by name.
 FILL_METHODS = {"fill": "full_like", "fill_": "full_like"}
@@ -424,7 +424,7 @@ class Normaliser:
                             f"(self.{'.'.join(path)}.value = ...)")
 
 
-class _Inline(cst.CSTTransformer):
+class _Inline(Transformer):
     """Replaces aliases by their Variable and getattr/setattr/fill by the plain forms."""
 
     def __init__(self, owner: Normaliser, aliases: dict, removed: dict[int, list[int]], loops: dict[int, str]):

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from batchify.cstwalk import walk
+from batchify.cstwalk import Transformer, walk
 from batchify.diagnostics import Diagnostic
 
 
@@ -42,7 +42,7 @@ def names_read(func: cst.FunctionDef) -> set[str]:
     return {n.value for n in walk(func.body) if isinstance(n, cst.Name)}
 
 
-class _AsMethod(cst.CSTTransformer):
+class _AsMethod(Transformer):
     """The function with the instance as ``self`` and the other driving functions as its methods:
     ``model.step_run(i, x)`` -> ``self.step_run(i, x)``, ``model(x)`` -> ``self.update(x)``,
     ``step_run(i, x)`` -> ``self.step_run_fn(i, x)`` (``step_run(model, i, x)`` too, for a function

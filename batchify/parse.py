@@ -12,6 +12,7 @@ import unicodedata
 
 import libcst as cst
 
+from batchify.cstwalk import Transformer
 from batchify.diagnostics import BatchifyError, Diagnostic
 
 # How deeply expressions and blocks may nest (CPython's syntax tree levels). Real models stay far
@@ -83,7 +84,7 @@ def parse(text: str, path: str) -> cst.Module:
     return module if text.isascii() else module.visit(_NormalisedNames())
 
 
-class _NormalisedNames(cst.CSTTransformer):
+class _NormalisedNames(Transformer):
     """Identifiers as Python reads them: NFKC-normalised (PEP 3131), so ``self.Ｖ`` is ``self.V``."""
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:

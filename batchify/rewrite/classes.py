@@ -11,7 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from batchify.analyse import RESERVED, is_super_call, self_name_of
-from batchify.cstwalk import assigned, self_path, walk
+from batchify.cstwalk import Transformer, assigned, self_path, walk
 from batchify.diagnostics import Diagnostic
 from batchify.ir import ClassCode, FieldLine, ModelClass, ModuleIR
 from batchify.names import (RUNTIME, SHARED_CLOCK_PARAMS, SHARED_DICT_PARAMS, STATE_FACTORIES, STATE_VARIABLES,
@@ -240,7 +240,7 @@ class ClassRewriter:
         self.diagnostics.append(Diagnostic(self.ir.path, line, col, code_, message))
 
 
-class ModelNameRenamer(cst.CSTTransformer):
+class ModelNameRenamer(Transformer):
     """References to a model class of the file (``super(Foo, self)``, ``isinstance(x, Foo)``,
     ``Foo.helper(...)``) name its batched class: the generated module defines no ``Foo``."""
 
@@ -276,7 +276,7 @@ class ModelNameRenamer(cst.CSTTransformer):
         return updated_node.with_changes(name=original_node.name)
 
 
-class ConstructorRewriter(cst.CSTTransformer):
+class ConstructorRewriter(Transformer):
     """The original constructor, building a batch: state Variables and children get ``batch_size``."""
 
     def __init__(self, ir: ModuleIR, cls: ModelClass, self_name: str, seed_name: str = "seed"):

@@ -27,7 +27,7 @@ import libcst as cst
 
 from batchify import names
 from batchify.analyse import deterministic_initializer, is_super_call, self_name_of
-from batchify.cstwalk import self_path, walk
+from batchify.cstwalk import Transformer, self_path, walk
 from batchify.diagnostics import Diagnostic
 from batchify.ir import Method, ModelClass, ModuleIR
 
@@ -190,12 +190,12 @@ class Context:
         return assign([self.state], build(0))
 
 
-class ExprRewriter(cst.CSTTransformer):
+class ExprRewriter(Transformer):
     """Rewrites reads in one expression and moves stateful calls out of it (into ``pre``)."""
 
     # Inside these, a call may not run at all or run many times, so it cannot be moved out.
-    NO_HOIST = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.IfExp,
-                cst.BooleanOperation, cst.FunctionDef, cst.ClassDef)
+    NO_HOIST = frozenset({cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.IfExp,
+                          cst.BooleanOperation, cst.FunctionDef, cst.ClassDef})
 
     def __init__(self, ctx: Context, hoist: bool = True):
         super().__init__()
@@ -208,13 +208,13 @@ class ExprRewriter(cst.CSTTransformer):
         self.deferred: set[int] = set()
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, self.NO_HOIST):
+        if type(node) in self.NO_HOIST:
             self.blocked += 1
         return super().on_visit(node)
 
     def on_leave(self, original_node, updated_node):
         result = super().on_leave(original_node, updated_node)
-        if isinstance(original_node, self.NO_HOIST):
+        if type(original_node) in self.NO_HOIST:
             self.blocked -= 1
         return result
 
@@ -1215,7 +1215,7 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     return pure, ctx.diagnostics
 
 
-class _ExampleReads(cst.CSTTransformer):
+class _ExampleReads(Transformer):
     """In a derivative property handed to an integrator: ``self.v`` (a state Variable, ``.value``
     dropped) reads ``self._example.state.v``, ``self.w`` (a weight) ``self._example.params.w``."""
 
@@ -1249,7 +1249,7 @@ def rewrite_context_property(ir: ModuleIR, cls: ModelClass, method: Method) -> t
     return func.with_changes(body=body), ctx.diagnostics
 
 
-class _DropValue(cst.CSTTransformer):
+class _DropValue(Transformer):
     """``self.v.value`` -> ``self.v`` for a field, so that ``_ExampleReads`` sees one form."""
 
     def __init__(self, self_name: str, ctx: Context):
@@ -1264,7 +1264,7 @@ class _DropValue(cst.CSTTransformer):
         return updated_node
 
 
-class _HolderCalls(cst.CSTTransformer):
+class _HolderCalls(Transformer):
     """In a pure method: a statement calling an integrator that holds state-reading derivatives
     (``V = self.integral(...)``) runs ``with bfy.one_example(self, params, state):``."""
 
