@@ -71,12 +71,12 @@ def path_expr(me: str, path: list[str]) -> cst.BaseExpression:
 def constant_name(call: cst.Call, me: str, function: str, arity: tuple[int, ...]) -> str | None | bool:
     """For ``getattr(self, "V")`` / ``setattr(self, "V", e)``: ``"V"``; False when the name is computed;
     None when this is not such a call on ``self``."""
-    if not (isinstance(call.func, cst.Name) and call.func.value == function and len(call.args) in arity
-            and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == me
+    if not (type(call.func) is cst.Name and call.func.value == function and len(call.args) in arity
+            and type(call.args[0].value) is cst.Name and call.args[0].value.value == me
             and all(a.keyword is None and a.star == "" for a in call.args)):
         return None
     key = call.args[1].value
-    if isinstance(key, cst.SimpleString) and key.prefix.lower() in ("", "u"):
+    if type(key) is cst.SimpleString and key.prefix.lower() in ("", "u"):
         text = key.evaluated_value
         return text if isinstance(text, str) and text.isidentifier() else False
     return False
@@ -90,36 +90,36 @@ def bound_names(func: cst.FunctionDef, nodes: list[cst.CSTNode] | None = None) -
     counts: dict[str, int] = {}
 
     def add(target: cst.CSTNode) -> None:
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             counts[target.value] = counts.get(target.value, 0) + 1
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) in (cst.Tuple, cst.List):
             for el in target.elements:
                 add(el.value)
-        elif isinstance(target, cst.StarredElement):
+        elif type(target) is cst.StarredElement:
             add(target.value)
 
     for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params):
         add(p.name)
     for star in (func.params.star_arg, func.params.star_kwarg):
-        if isinstance(star, cst.Param):
+        if type(star) is cst.Param:
             add(star.name)
     for node in (walk(func.body) if nodes is None else nodes):
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             for t in node.targets:
                 add(t.target)
-        elif isinstance(node, (cst.AnnAssign, cst.For, cst.CompFor)):
+        elif type(node) in (cst.AnnAssign, cst.For, cst.CompFor):
             add(node.target)
-        elif isinstance(node, cst.AsName):
+        elif type(node) is cst.AsName:
             add(node.name)
-        elif isinstance(node, cst.NamedExpr):
+        elif type(node) is cst.NamedExpr:
             add(node.target)
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        elif type(node) in (cst.FunctionDef, cst.ClassDef):
             add(node.name)
-        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+        elif type(node) in (cst.Global, cst.Nonlocal):
             for item in node.names:
                 add(item.name)
                 add(item.name)  # never an alias
-        elif isinstance(node, cst.Del):
+        elif type(node) is cst.Del:
             add(node.target)
     return counts
 
@@ -149,17 +149,17 @@ class Normaliser:
         self.check_loose_aliases(func, counts, aliases)
         self.check_containers(func, aliases)
         loops = self.list_loops(func, counts)
-        self.items_loops = {n.target.value for n in self.nodes if isinstance(n, cst.For) and id(n) in loops}
+        self.items_loops = {n.target.value for n in self.nodes if type(n) is cst.For and id(n) in loops}
         self.check_unknown_variables(func, aliases)
-        if not (aliases or loops or any(self.needs_inline(n) for n in self.nodes if isinstance(n, cst.Call))
-                or any(self.piped_module(n) for n in self.nodes if isinstance(n, cst.BinaryOperation))):
+        if not (aliases or loops or any(self.needs_inline(n) for n in self.nodes if type(n) is cst.Call)
+                or any(self.piped_module(n) for n in self.nodes if type(n) is cst.BinaryOperation)):
             return func  # nothing reached by another name: the method as it is
         new = func.visit(_Inline(self, aliases, removed, loops))
-        return new if isinstance(new, cst.FunctionDef) else func
+        return new if type(new) is cst.FunctionDef else func
 
     def piped_module(self, node: cst.BinaryOperation) -> bool:
         """``x >> self.neu1``: BrainPy's pipe, which calls the model (``DynamicalSystem.__rrshift__``)."""
-        if not isinstance(node.operator, cst.RightShift):
+        if not type(node.operator) is cst.RightShift:
             return False
         path = self_path(node.right, self.me)
         return bool(path) and len(path) == 1 and (path[0] in self.known.children or path[0] in self.known.libraries)
@@ -167,9 +167,9 @@ class Normaliser:
     def needs_inline(self, call: cst.Call) -> bool:
         """A call the inlining pass rewrites or checks: getattr/setattr, an in-place method, a helper."""
         func = call.func
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             return func.value in ("getattr", "setattr") or func.value in self.helpers
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             name = func.attr.value
             return (name in FILL_METHODS or name in ZERO_METHODS or in_place_method(name)
                     or f"self.{name}" in self.helpers)
@@ -181,7 +181,7 @@ class Normaliser:
         written = self.names_written_through(func)
         out: dict[int, str] = {}
         for node in self.nodes:
-            if not (isinstance(node, cst.For) and isinstance(node.target, cst.Name)):
+            if not (type(node) is cst.For and type(node.target) is cst.Name):
                 continue
             path = self_path(node.iter, self.me)
             if path is None or len(path) != 1 or path[0] not in self.known.lists:
@@ -201,7 +201,7 @@ class Normaliser:
 
     # -- which names are aliases --------------------------------------------------------------
     def variable_path(self, value: cst.BaseExpression) -> list[str] | None:
-        if isinstance(value, cst.Call):
+        if type(value) is cst.Call:
             name = constant_name(value, self.me, "getattr", (2,))
             return [name] if isinstance(name, str) and self.known.variable([name]) else None
         path = self_path(value, self.me)
@@ -213,21 +213,21 @@ class Normaliser:
         removed: dict[int, list[int]] = {}  # id(Assign) -> the element positions that were aliases
         written = self.names_written_through(func)
         for stmt in func.body.body:
-            if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
-                    and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1):
+            if not (type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1
+                    and type(stmt.body[0]) is cst.Assign and len(stmt.body[0].targets) == 1):
                 continue
             small = stmt.body[0]
             target, value = small.targets[0].target, small.value
             pairs = [(target, value)]
-            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) and len(
+            if type(target) in (cst.Tuple, cst.List) and type(value) in (cst.Tuple, cst.List) and len(
                     target.elements) == len(value.elements) and not any(
-                    isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
+                    type(e) is cst.StarredElement for e in (*target.elements, *value.elements)):
                 pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
             for i, (t, v) in enumerate(pairs):
-                if not isinstance(t, cst.Name) or counts.get(t.value, 0) != 1:
+                if not type(t) is cst.Name or counts.get(t.value, 0) != 1:
                     continue
                 # `w = v` where `v` is an alias already: the same Variable object.
-                path = aliases[v.value][0] if isinstance(v, cst.Name) and v.value in aliases else self.variable_path(v)
+                path = aliases[v.value][0] if type(v) is cst.Name and v.value in aliases else self.variable_path(v)
                 if path is None or (not self.known.variable(path) and t.value not in written):
                     continue  # a built-in's attribute is inlined only when it is written through
                 aliases[t.value] = (path, v)
@@ -243,14 +243,14 @@ class Normaliser:
         nodes = self.nodes if func is self.current else walk(func.body)
         for node in nodes:
             for el in assigned(node):
-                if isinstance(node, cst.AugAssign) and isinstance(el, cst.Name):
+                if type(node) is cst.AugAssign and type(el) is cst.Name:
                     out.add(el.value)
-                elif isinstance(el, cst.Attribute) and el.attr.value == "value" and isinstance(el.value, cst.Name):
+                elif type(el) is cst.Attribute and el.attr.value == "value" and type(el.value) is cst.Name:
                     out.add(el.value.value)
-                elif isinstance(el, cst.Subscript) and isinstance(el.value, cst.Name):
+                elif type(el) is cst.Subscript and type(el.value) is cst.Name:
                     out.add(el.value.value)
-            if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-                    and isinstance(node.func.value, cst.Name)
+            if (type(node) is cst.Call and type(node.func) is cst.Attribute
+                    and type(node.func.value) is cst.Name
                     and (node.func.attr.value in ("update", *FILL_METHODS, *ZERO_METHODS)
                          or in_place_method(node.func.attr.value))):
                 out.add(node.func.value.value)
@@ -263,11 +263,11 @@ class Normaliser:
         written_names = self.names_written_through(func)
         written_paths = self.paths_written(func)
         for node in self.nodes:
-            if not isinstance(node, cst.Assign):
+            if not type(node) is cst.Assign:
                 continue
             for t in node.targets:
                 target = t.target
-                if not isinstance(target, cst.Name) or target.value in aliases:
+                if not type(target) is cst.Name or target.value in aliases:
                     continue
                 path = self.variable_path(node.value)
                 if path is None:
@@ -289,21 +289,21 @@ class Normaliser:
         params = {p.name.value for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)}
         strong: dict[str, cst.CSTNode] = {}
         for node in self.nodes:
-            if isinstance(node, cst.Assign):
+            if type(node) is cst.Assign:
                 for t in node.targets:
                     target = t.target
                     # (`v[i] = e` is left out: a NumPy buffer in a step is written so too.)
-                    if (isinstance(target, cst.Attribute) and target.attr.value == "value"
-                          and isinstance(target.value, cst.Name)):
+                    if (type(target) is cst.Attribute and target.attr.value == "value"
+                          and type(target.value) is cst.Name):
                         strong.setdefault(target.value.value, node)
-            elif (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-                  and isinstance(node.func.value, cst.Name)
+            elif (type(node) is cst.Call and type(node.func) is cst.Attribute
+                  and type(node.func.value) is cst.Name
                   and node.func.attr.value in ("update", *FILL_METHODS, *ZERO_METHODS)):
                 strong.setdefault(node.func.value.value, node)
         written = self.names_written_through(func)
         for node in self.nodes:
-            if not (isinstance(node, cst.Assign) and len(node.targets) == 1
-                    and isinstance(node.targets[0].target, cst.Name) and isinstance(node.value, cst.Call)):
+            if not (type(node) is cst.Assign and len(node.targets) == 1
+                    and type(node.targets[0].target) is cst.Name and type(node.value) is cst.Call):
                 continue
             name = node.targets[0].target.value
             path = self_path(node.value.func, self.me)
@@ -323,7 +323,7 @@ class Normaliser:
         if method is None:
             return False
         for n in walk(method.body):
-            if isinstance(n, cst.Return) and n.value is not None:
+            if type(n) is cst.Return and n.value is not None:
                 path = self_path(n.value, self.me)
                 if path is not None and self.known.variable(path):
                     return True
@@ -333,9 +333,9 @@ class Normaliser:
         out: set[tuple[str, ...]] = set()
         for node in self.nodes:
             for el in assigned(node):
-                if isinstance(el, cst.Subscript):
+                if type(el) is cst.Subscript:
                     el = el.value
-                if isinstance(el, cst.Attribute) and el.attr.value == "value":
+                if type(el) is cst.Attribute and el.attr.value == "value":
                     el = el.value
                 path = self_path(el, self.me)
                 if path:
@@ -348,8 +348,8 @@ class Normaliser:
         written = self.names_written_through(func)
         for node in self.nodes:
             # `for v in (self.a, self.b): v += e`: each pass writes a Variable through the loop name.
-            if (isinstance(node, cst.For) and isinstance(node.iter, (cst.List, cst.Tuple, cst.Set))
-                    and isinstance(node.target, cst.Name) and node.target.value in written):
+            if (type(node) is cst.For and type(node.iter) in (cst.List, cst.Tuple, cst.Set)
+                    and type(node.target) is cst.Name and node.target.value in written):
                 for el in node.iter.elements:
                     path = self.variable_path(el.value)
                     if path is not None and self.known.variable(path):
@@ -358,14 +358,14 @@ class Normaliser:
                                     "Variable in a statement of its own (or keep them in a bm.VarList)")
                         break
                 continue
-            if not (isinstance(node, cst.Assign) and isinstance(node.value, (cst.List, cst.Set, cst.Dict, cst.Tuple))):
+            if not (type(node) is cst.Assign and type(node.value) in (cst.List, cst.Set, cst.Dict, cst.Tuple)):
                 continue
-            if len(node.targets) == 1 and isinstance(node.targets[0].target, (cst.Tuple, cst.List)):
+            if len(node.targets) == 1 and type(node.targets[0].target) in (cst.Tuple, cst.List):
                 continue  # unpacking: aliases, one each
-            values = ([e.value for e in node.value.elements] if not isinstance(node.value, cst.Dict)
-                      else [e.value for e in node.value.elements if isinstance(e, cst.DictElement)])
+            values = ([e.value for e in node.value.elements] if not type(node.value) is cst.Dict
+                      else [e.value for e in node.value.elements if type(e) is cst.DictElement])
             for v in values:
-                name = v.value if isinstance(v, cst.Name) else None
+                name = v.value if type(v) is cst.Name else None
                 path = aliases[name][0] if name in aliases else self.variable_path(v)
                 if path is not None and self.known.variable(path):
                     self.report(v, "BFY213", f"self.{'.'.join(path)} is put into a container here, as the Variable "
@@ -378,18 +378,18 @@ class Normaliser:
         params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
         written = self.names_written_through(helper) & set(params)
         for node in walk(helper.body):
-            if isinstance(node, cst.Call):
+            if type(node) is cst.Call:
                 callee = self.helper_of(node)
                 if callee is not None and callee.name.value not in seen:
                     inner = self.mutated_params(callee, seen | {helper.name.value})
                     for position, name in self.arguments(node, callee):
-                        if isinstance(name, cst.Name) and name.value in params and position in inner:
+                        if type(name) is cst.Name and name.value in params and position in inner:
                             written.add(name.value)
         return written
 
     def helper_of(self, call: cst.Call) -> cst.FunctionDef | None:
         func = call.func
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             return self.helpers.get(func.value)
         path = self_path(func, self.me)
         return self.helpers.get(f"self.{path[0]}") if path and len(path) == 1 else None
@@ -398,7 +398,7 @@ class Normaliser:
     def arguments(call: cst.Call, helper: cst.FunctionDef) -> list[tuple[str, cst.BaseExpression]]:
         """``(parameter name, argument)`` for the plain arguments of a call of ``helper``."""
         params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
-        if isinstance(call.func, cst.Attribute):
+        if type(call.func) is cst.Attribute:
             params = params[1:]  # self
         out = []
         for i, arg in enumerate(call.args):
@@ -467,8 +467,8 @@ class _Inline(Transformer):
 
     def visit_Assign(self, node: cst.Assign) -> bool:
         for t in node.targets:  # the names an assignment binds (not `v` in `v.value = e`)
-            targets = [e.value for e in t.target.elements] if isinstance(t.target, (cst.Tuple, cst.List)) else [t.target]
-            self.skip.update(id(n) for n in targets if isinstance(n, cst.Name))
+            targets = [e.value for e in t.target.elements] if type(t.target) in (cst.Tuple, cst.List) else [t.target]
+            self.skip.update(id(n) for n in targets if type(n) is cst.Name)
         return True
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
@@ -482,9 +482,9 @@ class _Inline(Transformer):
         drop = self.removed.get(id(original_node))
         # `v += e` targets are handled by leave_AugAssign; alias targets of plain assignments here.
         target = updated_node.targets[0].target if len(updated_node.targets) == 1 else None
-        if isinstance(target, cst.Name) and target.value in self.aliases and drop:
+        if type(target) is cst.Name and target.value in self.aliases and drop:
             return cst.RemovalSentinel.REMOVE
-        if drop and isinstance(target, (cst.Tuple, cst.List)):
+        if drop and type(target) in (cst.Tuple, cst.List):
             keep = [i for i in range(len(target.elements)) if i not in drop]
             if not keep:
                 return cst.RemovalSentinel.REMOVE
@@ -499,7 +499,7 @@ class _Inline(Transformer):
 
     def leave_AugAssign(self, original_node: cst.AugAssign, updated_node: cst.AugAssign) -> cst.AugAssign:
         target = original_node.target
-        if isinstance(target, cst.Name) and target.value in self.aliases:
+        if type(target) is cst.Name and target.value in self.aliases:
             return updated_node.with_changes(target=path_expr(self.owner.me, self.aliases[target.value][0]))
         return updated_node
 
@@ -516,7 +516,7 @@ class _Inline(Transformer):
                               "Variable batchify cannot see; assign the attribute (self.NAME = ...)")
         self.owner.check_helper_call(updated_node)
         func = updated_node.func
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             path = self_path(func.value, me)
             if path is not None and self.owner.known.variable(path) and in_place_method(func.attr.value):
                 self.owner.report(original_node, "BFY205", f"self.{'.'.join(path)}.{func.attr.value}() changes "
@@ -526,10 +526,10 @@ class _Inline(Transformer):
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
         """``setattr(self, "V", e)`` and ``self.U.fill(e)`` as statements: plain writes."""
-        if len(updated_node.body) != 1 or not isinstance(updated_node.body[0], cst.Expr):
+        if len(updated_node.body) != 1 or not type(updated_node.body[0]) is cst.Expr:
             return updated_node
         call = updated_node.body[0].value
-        if not isinstance(call, cst.Call):
+        if not type(call) is cst.Call:
             return updated_node
         me = self.owner.me
         name = constant_name(call, me, "setattr", (3,))
@@ -537,7 +537,7 @@ class _Inline(Transformer):
             return updated_node.with_changes(body=[cst.Assign([cst.AssignTarget(path_expr(me, [name]))],
                                                               call.args[2].value)])
         func = call.func
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             path = self_path(func.value, me)
             method = func.attr.value
             if path is not None and self.owner.known.variable(path) and method in {**FILL_METHODS, **ZERO_METHODS}:
@@ -568,29 +568,29 @@ def side_effects(func: cst.FunctionDef, me: str | None, module_data: set[str],
     method = func.name.value
 
     def global_root(node: cst.CSTNode) -> str | None:
-        while isinstance(node, (cst.Attribute, cst.Subscript)):
+        while type(node) in (cst.Attribute, cst.Subscript):
             node = node.value
-        if isinstance(node, cst.Name) and node.value in module_data and node.value not in local:
+        if type(node) is cst.Name and node.value in module_data and node.value not in local:
             return node.value
         return None
 
     def self_plain(node: cst.CSTNode) -> str | None:
-        while isinstance(node, cst.Subscript):
+        while type(node) is cst.Subscript:
             node = node.value
         path = self_path(node, me) if me else None
         return path[0] if path and len(path) == 1 and plain_attribute(path[0]) else None
 
     once = f"in the original it happens at every step; in the batched code once, when {method}() is traced"
     for node in nodes:
-        if isinstance(node, (cst.Global, cst.Nonlocal)):
+        if type(node) in (cst.Global, cst.Nonlocal):
             report(node, "BFY214", f"{method}() declares {', '.join(n.name.value for n in node.names)} global: "
                    f"a write to it {once}; keep such state in a bm.Variable")
         for el in assigned(node):
-            root = global_root(el) if isinstance(el, (cst.Attribute, cst.Subscript)) else None
+            root = global_root(el) if type(el) in (cst.Attribute, cst.Subscript) else None
             if root:
                 report(el, "BFY214", f"{method}() writes the module-level object '{root}': {once}; keep "
                        "such state in a bm.Variable of the model")
-        if not isinstance(node, cst.Call):
+        if not type(node) is cst.Call:
             continue
         names = qualified(node.func)
         if names & {"builtins.open", "builtins.input"}:
@@ -603,7 +603,7 @@ def side_effects(func: cst.FunctionDef, me: str | None, module_data: set[str],
             report(node, "BFY214", f"{sorted(names & SEEDS)[0]}() in {method}() reseeds a global stream: {once}, "
                    "and every example draws from its own key; seed before running the model")
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in MUTATORS:
+        if type(func) is cst.Attribute and func.attr.value in MUTATORS:
             root = global_root(func.value)
             attribute = self_plain(func.value)
             if root or attribute:

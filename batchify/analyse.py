@@ -97,16 +97,16 @@ class Analysis:
 
 def is_super_call(func: cst.BaseExpression) -> bool:
     """``super().m``"""
-    return (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call)
-            and isinstance(func.value.func, cst.Name) and func.value.func.value == "super")
+    return (type(func) is cst.Attribute and type(func.value) is cst.Call
+            and type(func.value.func) is cst.Name and func.value.func.value == "super")
 
 
 def deterministic_initializer(call: cst.Call, qualified_names: Callable[[cst.CSTNode], set[str]]) -> bool:
     """``bp.init.variable_(bm.zeros, ...)``: its initializer draws no random numbers."""
     init = call.args[0].value if call.args else None
-    if isinstance(init, cst.Call):
+    if type(init) is cst.Call:
         init = init.func
-    if isinstance(init, (cst.Integer, cst.Float)):
+    if type(init) in (cst.Integer, cst.Float):
         return True
     return init is not None and bool(qualified_names(init) & names.DETERMINISTIC_INITIALIZERS)
 
@@ -115,20 +115,20 @@ def definitely_assigned(body, me: str) -> set[str]:
     """``self.NAME`` attributes assigned on every path through ``body`` (both arms of an if/else)."""
     out: set[str] = set()
     for stmt in body:
-        if isinstance(stmt, cst.SimpleStatementLine):
+        if type(stmt) is cst.SimpleStatementLine:
             for small in stmt.body:
-                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else (
-                    [small.target] if isinstance(small, cst.AnnAssign) else [])
+                targets = [t.target for t in small.targets] if type(small) is cst.Assign else (
+                    [small.target] if type(small) is cst.AnnAssign else [])
                 for target in targets:
                     path = self_path(target, me)
                     if path and len(path) == 1:
                         out.add(path[0])
-        elif isinstance(stmt, cst.If):
+        elif type(stmt) is cst.If:
             orelse = stmt.orelse
-            other = (definitely_assigned([orelse], me) if isinstance(orelse, cst.If)
-                     else definitely_assigned(orelse.body.body, me) if isinstance(orelse, cst.Else) else set())
+            other = (definitely_assigned([orelse], me) if type(orelse) is cst.If
+                     else definitely_assigned(orelse.body.body, me) if type(orelse) is cst.Else else set())
             out |= definitely_assigned(stmt.body.body, me) & other
-        elif isinstance(stmt, cst.With):
+        elif type(stmt) is cst.With:
             out |= definitely_assigned(stmt.body.body, me)
     return out
 
@@ -137,9 +137,9 @@ def calls_own(func: cst.FunctionDef, method: str) -> bool:
     """``self.<method>(...)`` as a statement of ``func``'s body."""
     me = self_name_of(func)
     for stmt in func.body.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
+        if type(stmt) is cst.SimpleStatementLine:
             for small in stmt.body:
-                if (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                if (type(small) is cst.Expr and type(small.value) is cst.Call
                         and self_path(small.value.func, me or "self") == [method]):
                     return True
     return False
@@ -156,13 +156,13 @@ def method_kind(a: Analysis, func: cst.FunctionDef) -> str:
         for qn in a.qualified_names(dec.decorator):
             if qn.startswith("builtins.") and qn[9:] in kinds:
                 return kinds[qn[9:]]
-        if isinstance(dec.decorator, cst.Name) and dec.decorator.value in kinds:
+        if type(dec.decorator) is cst.Name and dec.decorator.value in kinds:
             return kinds[dec.decorator.value]
     return "method"
 
 
 def find_model_classes(a: Analysis) -> dict[str, cst.ClassDef]:
-    top = [s for s in a.module.body if isinstance(s, cst.ClassDef)]
+    top = [s for s in a.module.body if type(s) is cst.ClassDef]
     models: dict[str, cst.ClassDef] = {}
     changed = True
     while changed:  # a class is a model if a base is a BrainPy model base or a model of this file
@@ -172,7 +172,7 @@ def find_model_classes(a: Analysis) -> dict[str, cst.ClassDef]:
                 continue
             for base in cls.bases:
                 qn = a.qualified_names(base.value)
-                local = isinstance(base.value, cst.Name) and base.value.value in models
+                local = type(base.value) is cst.Name and base.value.value in models
                 if qn & names.MODEL_BASES or local:
                     models[cls.name.value] = cls
                     changed = True
@@ -184,7 +184,7 @@ def find_library_classes(a: Analysis, models: dict[str, cst.ClassDef]) -> dict[s
     """Classes of this file deriving from a concrete BrainPy built-in (``class COBA(bp.dyn.SynOut)``):
     their Variables are created by BrainPy, so an attribute holding one is library code too.
     ``name -> the built-in it derives from``."""
-    top = [s for s in a.module.body if isinstance(s, cst.ClassDef) and s.name.value not in models]
+    top = [s for s in a.module.body if type(s) is cst.ClassDef and s.name.value not in models]
     found: dict[str, str] = {}
     changed = True
     while changed:
@@ -194,7 +194,7 @@ def find_library_classes(a: Analysis, models: dict[str, cst.ClassDef]) -> dict[s
                 continue
             for base in cls.bases:
                 qn = sorted(q for q in a.qualified_names(base.value) if names.is_library(q))
-                if isinstance(base.value, cst.Name) and base.value.value in found:
+                if type(base.value) is cst.Name and base.value.value in found:
                     qn = [found[base.value.value]]
                 if qn:
                     found[cls.name.value] = qn[0]
@@ -207,13 +207,13 @@ def late_state(a: Analysis, name: str, classes: dict[str, cst.ClassDef], derived
     """Paths of the Variables a class batched whole gets only once reset: those its reset_state
     creates when its __init__ never calls it (``IP.p`` for ``self.IP = IPersistent(size)``, whose
     gate is created in ``reset_state(self, V, batch_size=None)``), as its users reset it before running."""
-    funcs = {s.name.value: s for s in classes[name].body.body if isinstance(s, cst.FunctionDef)}
+    funcs = {s.name.value: s for s in classes[name].body.body if type(s) is cst.FunctionDef}
     init, reset = funcs.get("__init__"), funcs.get("reset_state")
     paths = []
     if reset is not None and not (init is not None and calls_own(init, "reset_state")):
         me = self_name_of(reset) or "self"
         for node in walk(reset.body):
-            if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Call):
+            if type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) is cst.Call:
                 path = self_path(node.targets[0].target, me)
                 if path and len(path) == 1 and a.qualified_names(node.value.func) & (
                         names.STATE_VARIABLES | names.PARAM_VARIABLES | names.STATE_FACTORIES):
@@ -221,8 +221,8 @@ def late_state(a: Analysis, name: str, classes: dict[str, cst.ClassDef], derived
     if init is not None:  # built-ins of this file held by the class: `self.IP = IPersistent(size)`
         me = self_name_of(init) or "self"
         for node in walk(init.body):
-            if (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Call)
-                    and isinstance(node.value.func, cst.Name) and node.value.func.value in derived
+            if (type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) is cst.Call
+                    and type(node.value.func) is cst.Name and node.value.func.value in derived
                     and node.value.func.value != name):
                 path = self_path(node.targets[0].target, me)
                 if path and len(path) == 1:
@@ -241,7 +241,7 @@ def describe(a: Analysis, cls: cst.ClassDef) -> str:
 
 
 def model_base(a: Analysis, cls: cst.ClassDef, models: dict[str, cst.ClassDef]) -> str | None:
-    local = [b.value.value for b in cls.bases if isinstance(b.value, cst.Name) and b.value.value in models]
+    local = [b.value.value for b in cls.bases if type(b.value) is cst.Name and b.value.value in models]
     return local[0] if local else None
 
 
@@ -263,7 +263,7 @@ class _ClassScan:
         self.certain: set[str] = set()  # attributes assigned on every path through __init__ (and reset_state)
 
     def functions(self) -> list[cst.FunctionDef]:
-        return [s for s in self.cls.body.body if isinstance(s, cst.FunctionDef)]
+        return [s for s in self.cls.body.body if type(s) is cst.FunctionDef]
 
     def scan(self) -> None:
         init = self.init = next((f for f in self.functions() if f.name.value == "__init__"), None)
@@ -291,14 +291,14 @@ class _ClassScan:
         for func in self.functions():
             me = self_name_of(func)
             for node in walk(func.body):
-                if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Call):
+                if type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) is cst.Call:
                     path = self_path(node.targets[0].target, me) if me else None
                     if path and path[0] in fields and path[1:] in ([], ["value"]):
                         direct.add(id(node.value))
         # Every other Variable construction in the class is unsupported for now.
         for func in self.functions():
             for node in walk(func):
-                if isinstance(node, cst.Call) and id(node) not in direct:
+                if type(node) is cst.Call and id(node) not in direct:
                     qn = self.a.qualified_names(node.func)
                     if qn & (names.STATE_VARIABLES | names.PARAM_VARIABLES):
                         if func.name.value == "__init__":
@@ -316,10 +316,10 @@ class _ClassScan:
         me = self_name_of(init) or "self"
         fields = {f.name for f in self.fields}
         for node in walk(init.body):
-            if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Lambda)):
+            if not (type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) is cst.Lambda):
                 continue
             path = self_path(node.targets[0].target, me)
-            read = sorted({p[0] for n in walk(node.value) if isinstance(n, cst.Attribute)
+            read = sorted({p[0] for n in walk(node.value) if type(n) is cst.Attribute
                            for p in [self_path(n, me)] if p and p[0] in fields})
             if path and len(path) == 1 and read:
                 self.a.report(node.value, "BFY212", f"self.{path[0]} is a function that reads self.{read[0]}, a "
@@ -330,19 +330,19 @@ class _ClassScan:
         me = self_name_of(func)
         self.certain |= definitely_assigned(func.body.body, me or "self")
         for node in walk(func.body):
-            if isinstance(node, (cst.Assign, cst.AnnAssign)):
-                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if type(node) in (cst.Assign, cst.AnnAssign):
+                targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
                 if len(targets) == 1 and node.value is not None:
                     path = self_path(targets[0], me) if me else None
                     if path is None or len(path) != 1:
                         continue
-                    if variables_only and not (isinstance(node.value, cst.Call) and self.a.qualified_names(
+                    if variables_only and not (type(node.value) is cst.Call and self.a.qualified_names(
                             node.value.func) & (names.STATE_VARIABLES | names.PARAM_VARIABLES | names.STATE_FACTORIES)):
                         continue
                     self.classify(path[0], node.value, targets[0], direct)
 
     def classify(self, name: str, value: cst.BaseExpression, target: cst.CSTNode, direct: set[int]) -> None:
-        if not isinstance(value, cst.Call):
+        if not type(value) is cst.Call:
             self.check_container(name, value)
             return
         qn = self.a.qualified_names(value.func)
@@ -358,14 +358,14 @@ class _ClassScan:
             direct.add(id(value))
         elif any(names.is_library(q) for q in qn):
             self.add_library(name, value, sorted(q for q in qn if names.is_library(q))[0], direct)
-        elif isinstance(value.func, cst.Name) and value.func.value in self.library_classes:
+        elif type(value.func) is cst.Name and value.func.value in self.library_classes:
             builtin = self.library_classes[value.func.value]
             self.add_library(name, value, f"{value.func.value} (derived from {builtin})", direct)
         elif qn & names.UNSUPPORTED_VARIABLES:
             direct.add(id(value))
             self.a.report(value, "BFY103", f"self.{name} is a {sorted(qn & names.UNSUPPORTED_VARIABLES)[0]}, "
                           "which batchify does not batch yet")
-        elif isinstance(value.func, cst.Name) and value.func.value in self.models:
+        elif type(value.func) is cst.Name and value.func.value in self.models:
             self.children.append(Child(name, value.func.value))
         elif qn & names.SDE_INTEGRATORS:
             self.noisy_integrators.append(name)
@@ -377,13 +377,13 @@ class _ClassScan:
         the library call would not bind. Variables made for its arguments are its own."""
         own_children = {ch.name for ch in self.children}
         direct.update(id(node) for node in walk(value))
-        read_values = {id(n.value) for n in walk(value) if isinstance(n, cst.Attribute) and n.attr.value == "value"}
+        read_values = {id(n.value) for n in walk(value) if type(n) is cst.Attribute and n.attr.value == "value"}
         kinds = {f.name: f.kind for f in self.fields}
         for node in walk(value):
-            local = isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in self.models
+            local = type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in self.models
             # `IA = PoissonStim(...)` earlier in __init__, then `bp.synapses.Exponential(IA, ...)`.
-            local = local or (isinstance(node, cst.Name) and node.value in self.local_models)
-            path = self_path(node, self_name_of(self.init)) if isinstance(node, cst.Attribute) else None
+            local = local or (type(node) is cst.Name and node.value in self.local_models)
+            path = self_path(node, self_name_of(self.init)) if type(node) is cst.Attribute else None
             if local or (path and path[0] in own_children):
                 self.a.report(node, "BFY104", f"self.{name} is the BrainPy built-in {builtin}, held as library "
                               "code, but it is given a model of this file, which it would call unbatched; "
@@ -402,19 +402,19 @@ class _ClassScan:
     @functools.cached_property
     def local_models(self) -> set[str]:
         """Local names of __init__ bound to a model of this file: ``IA = PoissonStim(...)``."""
-        return {t.target.value for node in walk(self.init.body) if isinstance(node, cst.Assign)
-                and isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name)
-                and node.value.func.value in self.models for t in node.targets if isinstance(t.target, cst.Name)}
+        return {t.target.value for node in walk(self.init.body) if type(node) is cst.Assign
+                and type(node.value) is cst.Call and type(node.value.func) is cst.Name
+                and node.value.func.value in self.models for t in node.targets if type(t.target) is cst.Name}
 
     def check_container(self, name: str, value: cst.BaseExpression) -> None:
         """Models of this file inside a list, dict, tuple or call: children batchify cannot follow."""
-        if isinstance(value, cst.Name) and value.value in self.local_models:
+        if type(value) is cst.Name and value.value in self.local_models:
             self.a.report(value, "BFY105", f"self.{name} is a model of this file built into the local "
                           f"'{value.value}' first; assign it directly (self.{name} = {value.value}'s constructor "
                           "call) so that batchify builds it batched")
             return
         for node in walk(value):
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in self.models:
+            if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in self.models:
                 self.a.report(node, "BFY105", f"self.{name} holds models in a container; "
                               "assign each child model to its own attribute")
                 return
@@ -434,9 +434,9 @@ class _ClassScan:
 
 def matrix_operands(a: Analysis, node: cst.CSTNode) -> list[cst.BaseExpression]:
     """The right operand of a matrix product, where weights stand: ``x @ self.w``, ``bm.dot(r, self.w)``."""
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+    if type(node) is cst.BinaryOperation and type(node.operator) is cst.MatrixMultiply:
         return [node.right]
-    if isinstance(node, cst.Call) and a.qualified_names(node.func) & names.MATRIX_PRODUCTS:
+    if type(node) is cst.Call and a.qualified_names(node.func) & names.MATRIX_PRODUCTS:
         return [arg.value for arg in node.args[1:2]]
     return []
 
@@ -456,20 +456,20 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
     if me is not None:
         for node in walk(func.body):
             for operand in matrix_operands(a, node):
-                path = self_path(operand, me) if isinstance(operand, cst.Attribute) else None
+                path = self_path(operand, me) if type(operand) is cst.Attribute else None
                 if path and path[0] in fields and path[1:] in ([], ["value"]):
                     multiplied.add(path[0])
-            if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Attribute):
+            if type(node) is cst.AugAssign and type(node.target) is cst.Attribute:
                 path = self_path(node.target, me)
                 if path and path[0] in fields:
                     incremented.add(path[0])
-            if isinstance(node, cst.Call) and not any(arg.keyword and arg.keyword.value == "key" for arg in node.args):
+            if type(node) is cst.Call and not any(arg.keyword and arg.keyword.value == "key" for arg in node.args):
                 qn = a.qualified_names(node.func)
                 draws = draws or any(names.random_sampler(q) for q in qn) or (
                     bool(qn & names.STATE_FACTORIES) and func.name.value != "__init__"
                     and not deterministic_initializer(node, a.qualified_names)) or (
                     me is not None and self_path(node.func, me) in [[n] for n in noisy])
-            if isinstance(node, cst.Attribute):
+            if type(node) is cst.Attribute:
                 path = self_path(node, me)
                 if path and path[0] in libraries:
                     reads.add(path[0])
@@ -479,10 +479,10 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                 if path and (path[0] in fields or (path[0] in children and len(path) > 1
                                                     and path[1] not in children[path[0]])):
                     reads.add(path[0])
-            elif isinstance(node, cst.Call):
-                path = self_path(node.func, me) if isinstance(node.func, (cst.Attribute, cst.Name)) else None
+            elif type(node) is cst.Call:
+                path = self_path(node.func, me) if type(node.func) in (cst.Attribute, cst.Name) else None
                 for arg in node.args:  # `bm.for_loop(self.step, xs)`: the method runs, as if called
-                    arg_path = self_path(arg.value, me) if isinstance(arg.value, cst.Attribute) else None
+                    arg_path = self_path(arg.value, me) if type(arg.value) is cst.Attribute else None
                     if arg_path and len(arg_path) == 1 and arg_path[0] in methods:
                         self_calls.add(arg_path[0])
                 if path and len(path) == 1 and path[0] in methods:
@@ -493,11 +493,11 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                     child_calls.add((path[0], path[1]))
                 elif is_super_call(node.func):
                     self_calls.add(node.func.attr.value)
-            elif isinstance(node, (cst.Assign, cst.AugAssign)):
-                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            elif type(node) in (cst.Assign, cst.AugAssign):
+                targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
                 for target in targets:
                     for sub in walk(target):
-                        if isinstance(sub, cst.Attribute):
+                        if type(sub) is cst.Attribute:
                             path = self_path(sub, me)
                             if path and path[0] in fields:
                                 writes.add(path[0])
@@ -530,7 +530,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             models[class_name] = grown
             named = {renamed[n] for n in drivers if n in renamed}  # the losses named; the rest they call
             driver_losses[class_name] = {m.name.value: returns_aux(m) for m in methods if m.name.value in named}
-    classes = class_defs = {s.name.value: s for s in a.module.body if isinstance(s, cst.ClassDef)}
+    classes = class_defs = {s.name.value: s for s in a.module.body if type(s) is cst.ClassDef}
     derived = find_library_classes(a, models)
     only = list(dict.fromkeys(only))
     # Classes deriving from a built-in, batched whole as library code: those named, or, in a file
@@ -579,7 +579,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     for name in models:
         visit(name)
 
-    module_functions = {s.name.value: s for s in a.module.body if isinstance(s, cst.FunctionDef)}
+    module_functions = {s.name.value: s for s in a.module.body if type(s) is cst.FunctionDef}
     module_data = module_data_names(a.module)
     classes: dict[str, ModelClass] = {}
     modes = {item.partition("=")[0]: item.partition("=")[2] or "mean" for item in shared}
@@ -645,7 +645,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     ir.library_late = {n: tuple(late_state(a, n, class_defs, derived)) for n in library_targets}
     # The source's class statements (a class grown with driver methods is a new node, not one of them).
     roots: list[cst.CSTNode] = [class_defs[n] for n in [*ir.targets, *library_targets]]
-    defined = {s.name.value: s for s in a.module.body if isinstance(s, cst.FunctionDef)}
+    defined = {s.name.value: s for s in a.module.body if type(s) is cst.FunctionDef}
     functions = [*functions, *copied_drivers]
     for name in functions:
         if name in defined:
@@ -688,15 +688,15 @@ def environment_setting(a: Analysis, stmt: cst.CSTNode) -> bool:
     reads the script's own data (``bm.set(mode=bm.TrainingMode(args.batch_size))`` after
     ``args = parser.parse_args()``) is the script's business: copying it would drag argument
     parsing into the generated module."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
-            and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)
+    if not (type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1
+            and type(stmt.body[0]) is cst.Expr and type(stmt.body[0].value) is cst.Call
             and a.qualified_names(stmt.body[0].value.func) & names.ENVIRONMENT_SETTERS):
         return False
     call = stmt.body[0].value
     nodes = [n for arg in call.args for n in walk(arg.value)]
-    not_roots = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
+    not_roots = {id(n.attr) for n in nodes if type(n) is cst.Attribute}
     for node in nodes:
-        if isinstance(node, cst.Name) and id(node) not in not_roots and node.value not in ("True", "False", "None"):
+        if type(node) is cst.Name and id(node) not in not_roots and node.value not in ("True", "False", "None"):
             if not any(q.split(".")[0] in ("brainpy", "jax", "numpy") for q in a.qualified_names(node)):
                 return False
     return True
@@ -744,10 +744,10 @@ def module_data_names(module: cst.Module) -> set[str]:
     """Names that module-level assignments bind (data a step could mutate), not imports or defs."""
     out: set[str] = set()
     for stmt in module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
+        if type(stmt) is cst.SimpleStatementLine:
             for small in stmt.body:
-                targets = [small.target] if isinstance(small, cst.AnnAssign) else assigned(small)
-                out.update(t.value for t in targets if isinstance(t, cst.Name))
+                targets = [small.target] if type(small) is cst.AnnAssign else assigned(small)
+                out.update(t.value for t in targets if type(t) is cst.Name)
     return out
 
 
@@ -789,30 +789,30 @@ def check_escaping_methods(a: Analysis, cls: ModelClass, scan) -> None:
     if init is None:
         return
     me = self_name_of(init) or "self"
-    called = {id(n.func) for n in walk(init.body) if isinstance(n, cst.Call)}
+    called = {id(n.func) for n in walk(init.body) if type(n) is cst.Call}
     methods, properties, holders, values = set(), set(), set(), {}
     params = init.params
     own_names = {q.name.value for q in (*params.posonly_params, *params.params, *params.kwonly_params)} | {
-        q.name.value for q in (params.star_arg, params.star_kwarg) if isinstance(q, cst.Param)} | {
-        t.value for n in walk(init.body) for t in assigned(n) if isinstance(t, cst.Name)}
+        q.name.value for q in (params.star_arg, params.star_kwarg) if type(q) is cst.Param} | {
+        t.value for n in walk(init.body) for t in assigned(n) if type(t) is cst.Name}
     for stmt in walk(init.body):
-        if not isinstance(stmt, cst.SimpleStatementLine):
+        if not type(stmt) is cst.SimpleStatementLine:
             continue
         for small in stmt.body:
             nodes = list(walk(small))
-            refs = [n for n in nodes if isinstance(n, cst.Attribute) and id(n) not in called
+            refs = [n for n in nodes if type(n) is cst.Attribute and id(n) not in called
                     and (p := self_path(n, me)) and len(p) == 1 and p[0] in cls.stateful and p[0] in cls.methods]
             if not refs:
                 continue
-            target = self_path(small.targets[0].target, me) if isinstance(small, cst.Assign) and len(
+            target = self_path(small.targets[0].target, me) if type(small) is cst.Assign and len(
                 small.targets) == 1 else None
-            integrator = isinstance(small, cst.Assign) and any(
-                isinstance(n, cst.Call) and any(q.startswith(INTEGRATOR_FACTORIES) for q in a.qualified_names(n.func))
+            integrator = type(small) is cst.Assign and any(
+                type(n) is cst.Call and any(q.startswith(INTEGRATOR_FACTORIES) for q in a.qualified_names(n.func))
                 for n in nodes)
             # __init__'s parameters and locals the statement reads: from_model could not rebuild it.
-            not_reads = {id(x.keyword) for x in nodes if isinstance(x, cst.Arg) and x.keyword} | {
-                id(x.attr) for x in nodes if isinstance(x, cst.Attribute)} | {id(t) for t in assigned(small)}
-            local = sorted({n.value for n in nodes if isinstance(n, cst.Name) and id(n) not in not_reads
+            not_reads = {id(x.keyword) for x in nodes if type(x) is cst.Arg and x.keyword} | {
+                id(x.attr) for x in nodes if type(x) is cst.Attribute} | {id(t) for t in assigned(small)}
+            local = sorted({n.value for n in nodes if type(n) is cst.Name and id(n) not in not_reads
                             and n.value in own_names and n.value != me})
             for node in refs:
                 name = node.attr.value
@@ -913,8 +913,8 @@ def support_statements(a: Analysis, roots: list[cst.CSTNode], model_names: set[s
         current = todo.pop()
         for owner_id, name in sorted(uses.get(current, ()), key=lambda x: x[1]):
             owner = by_id[owner_id]
-            if isinstance(owner, cst.ClassDef) and owner.name.value in model_names:
-                if current in pulled_by and not isinstance(by_id[current], cst.ClassDef):
+            if type(owner) is cst.ClassDef and owner.name.value in model_names:
+                if current in pulled_by and not type(by_id[current]) is cst.ClassDef:
                     # `model = Foo(...)` at module level, used by copied code: the generated module
                     # has no Foo, and one shared instance cannot serve a batch.
                     node, used = pulled_by[current]
@@ -943,20 +943,20 @@ def support_statements(a: Analysis, roots: list[cst.CSTNode], model_names: set[s
 
 
 def _copyable(stmt: cst.CSTNode) -> bool:
-    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+    if type(stmt) in (cst.FunctionDef, cst.ClassDef):
         return True
-    if isinstance(stmt, cst.SimpleStatementLine):
-        return all(isinstance(s, (cst.Import, cst.ImportFrom, cst.Assign, cst.AnnAssign, cst.AugAssign))
+    if type(stmt) is cst.SimpleStatementLine:
+        return all(type(s) in (cst.Import, cst.ImportFrom, cst.Assign, cst.AnnAssign, cst.AugAssign)
                    for s in stmt.body)
     return False
 
 
 def _prune_imports(stmt: cst.CSTNode, used: set[str]) -> cst.CSTNode:
     """Keep only the imported names that are used: ``from x import a, b`` -> ``from x import a``."""
-    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+    if not type(stmt) is cst.SimpleStatementLine or len(stmt.body) != 1:
         return stmt
     small = stmt.body[0]
-    if not isinstance(small, (cst.Import, cst.ImportFrom)) or isinstance(small.names, cst.ImportStar):
+    if not type(small) in (cst.Import, cst.ImportFrom) or type(small.names) is cst.ImportStar:
         return stmt
 
     def bound(alias: cst.ImportAlias) -> str:
@@ -969,4 +969,4 @@ def _prune_imports(stmt: cst.CSTNode, used: set[str]) -> cst.CSTNode:
         return stmt
     kept = [al.with_changes(comma=cst.MaybeSentinel.DEFAULT) for al in kept]
     return stmt.with_changes(body=[small.with_changes(names=kept, lpar=None, rpar=None)
-                                   if isinstance(small, cst.ImportFrom) else small.with_changes(names=kept)])
+                                   if type(small) is cst.ImportFrom else small.with_changes(names=kept)])

@@ -6,6 +6,11 @@ node through every level above it (quadratic on deep trees); reading the datacla
 node type (cached) visits the same nodes, statements in source order, in linear time. The walk
 leaves out formatting (whitespace, comments, parentheses, commas, dots, colons): more than half the
 nodes of a typical statement, and nothing a rule reads.
+
+Node tests on hot paths here and in analysis and rewrite read ``type(node) is cst.Name`` rather
+than ``isinstance``: LibCST's node classes are ABCs, whose ``isinstance`` goes through
+``ABCMeta.__instancecheck__`` (a fifth of a transform), and its concrete node classes have no
+subclasses, so the two tests agree.
 """
 
 from __future__ import annotations
@@ -55,8 +60,28 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
     return names
 
 
-def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """``node`` and every node below it, parents before children, siblings in field order."""
+_WALKED: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
+
+
+def walk(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``node`` and every node below it, parents before children, siblings in field order.
+
+    Analysis and rewrite walk the same method many times (names, aliases, reads, loop bodies):
+    the list is kept for the node (immutable) until ``forget_walks`` at the end of a transform."""
+    key = id(node)
+    found = _WALKED.get(key)
+    if found is not None and found[0] is node:
+        return found[1]
+    nodes = list(_walk(node))
+    _WALKED[key] = (node, nodes)  # holding the node keeps its id from being reused
+    return nodes
+
+
+def forget_walks() -> None:
+    _WALKED.clear()
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [node]
     shapes, is_node = _SHAPES, _IS_NODE
     while stack:
@@ -93,10 +118,10 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 def self_path(node: cst.BaseExpression, self_name: str) -> list[str] | None:
     """``self.a.b`` -> ``["a", "b"]``; None when the chain does not start at ``self``."""
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if isinstance(node, cst.Name) and node.value == self_name and parts:
+    if type(node) is cst.Name and node.value == self_name and parts:
         return parts[::-1]
     return None
 
@@ -104,16 +129,16 @@ def self_path(node: cst.BaseExpression, self_name: str) -> list[str] | None:
 def assigned(node: cst.CSTNode) -> list[cst.BaseExpression]:
     """What an ``Assign`` / ``AugAssign`` writes, unpacking one level of tuples and lists:
     ``a.value, b[i] = ...`` -> ``[a.value, b[i]]``."""
-    if isinstance(node, cst.AugAssign):
+    if type(node) is cst.AugAssign:
         targets = [node.target]
-    elif isinstance(node, cst.Assign):
+    elif type(node) is cst.Assign:
         targets = [t.target for t in node.targets]
     else:
         return []
     out = []
     for t in targets:
-        for el in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else [t]):
-            out.append(el.value if isinstance(el, (cst.Element, cst.StarredElement)) else el)
+        for el in (t.elements if type(t) in (cst.Tuple, cst.List) else [t]):
+            out.append(el.value if type(el) in (cst.Element, cst.StarredElement) else el)
     return out
 
 

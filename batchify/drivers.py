@@ -24,22 +24,22 @@ def module_instances(module: cst.Module, models: dict[str, cst.ClassDef]) -> dic
     """Module-level names bound once to an instance of a model class of the file: ``model = SNN(...)``."""
     bound: dict[str, list[str | None]] = {}
     for stmt in module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
+        if not type(stmt) is cst.SimpleStatementLine:
             continue
         for small in stmt.body:
-            if isinstance(small, (cst.Assign, cst.AnnAssign)):
-                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+            if type(small) in (cst.Assign, cst.AnnAssign):
+                targets = [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
                 value = small.value
                 for target in targets:
-                    if isinstance(target, cst.Name):
-                        cls = (value.func.value if isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+                    if type(target) is cst.Name:
+                        cls = (value.func.value if type(value) is cst.Call and type(value.func) is cst.Name
                                and value.func.value in models else None)
                         bound.setdefault(target.value, []).append(cls)
     return {name: classes[0] for name, classes in bound.items() if len(classes) == 1 and classes[0]}
 
 
 def names_read(func: cst.FunctionDef) -> set[str]:
-    return {n.value for n in walk(func.body) if isinstance(n, cst.Name)}
+    return {n.value for n in walk(func.body) if type(n) is cst.Name}
 
 
 class _AsMethod(Transformer):
@@ -68,15 +68,15 @@ class _AsMethod(Transformer):
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
         func = original_node.func
-        if isinstance(func, cst.Name) and func.value == self.instance:  # model(x): its update
+        if type(func) is cst.Name and func.value == self.instance:  # model(x): its update
             return updated_node.with_changes(func=cst.Attribute(cst.Name("self"), cst.Name("update")))
-        if (isinstance(func, cst.Name) and func.value in self.takes_instance and original_node.args
-                and isinstance(original_node.args[0].value, cst.Name)
+        if (type(func) is cst.Name and func.value in self.takes_instance and original_node.args
+                and type(original_node.args[0].value) is cst.Name
                 and original_node.args[0].value.value == self.instance):
             return updated_node.with_changes(args=updated_node.args[1:])  # step_run(model, i, x): a method now
         args = original_node.args
-        if (len(args) >= 2 and isinstance(args[0].value, cst.Name) and args[0].value.value in self.takes_instance
-                and isinstance(args[1].value, cst.Name) and args[1].value.value == self.instance):
+        if (len(args) >= 2 and type(args[0].value) is cst.Name and args[0].value.value in self.takes_instance
+                and type(args[1].value) is cst.Name and args[1].value.value == self.instance):
             # functools.partial(step_run, model, x_single=x): the instance is self now
             return updated_node.with_changes(args=[updated_node.args[0], *updated_node.args[2:]])
         return updated_node
@@ -99,7 +99,7 @@ def driver_methods(module: cst.Module, models: dict[str, cst.ClassDef], names: I
     method each function became (``{"loss_fun": "loss_fun", "step_run": "step_run_fn"}``), the
     instance each drives, the functions that drive no model (copied as they are), diagnostics and the
     functions that take the instance as their first parameter."""
-    functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    functions = {s.name.value: s for s in module.body if type(s) is cst.FunctionDef}
     instances = module_instances(module, models)
     diagnostics: list[Diagnostic] = []
     plain: list[str] = []
@@ -114,16 +114,16 @@ def driver_methods(module: cst.Module, models: dict[str, cst.ClassDef], names: I
         param = func.params.params[0]
         first = param.name.value
         annotation = param.annotation.annotation if param.annotation is not None else None
-        if isinstance(annotation, cst.Name) and annotation.value in models:
+        if type(annotation) is cst.Name and annotation.value in models:
             param_classes[func.name.value] = annotation.value
             return first
-        called = {n.func.attr.value for n in walk(func.body) if isinstance(n, cst.Call)
-                  and isinstance(n.func, cst.Attribute) and isinstance(n.func.value, cst.Name)
+        called = {n.func.attr.value for n in walk(func.body) if type(n) is cst.Call
+                  and type(n.func) is cst.Attribute and type(n.func.value) is cst.Name
                   and n.func.value.value == first}
         if not called:
             return None
         fits = [c for c, node in models.items() if called - {"reset_state", "reset", "update"}
-                <= {s.name.value for s in node.body.body if isinstance(s, cst.FunctionDef)}]
+                <= {s.name.value for s in node.body.body if type(s) is cst.FunctionDef}]
         if len(fits) == 1:
             param_classes[func.name.value] = fits[0]
             return first
@@ -169,7 +169,7 @@ def driver_methods(module: cst.Module, models: dict[str, cst.ClassDef], names: I
 
     for name, instance in chosen.items():
         cls = models[class_of(name)]
-        taken = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+        taken = {s.name.value for s in cls.body.body if type(s) is cst.FunctionDef}
         renamed[name] = f"{name}_fn" if name in taken else name
     order = list(functions)
     for name, instance in sorted(chosen.items(), key=lambda item: order.index(item[0])):
@@ -197,5 +197,5 @@ def driver_methods(module: cst.Module, models: dict[str, cst.ClassDef], names: I
 
 def returns_aux(func: cst.FunctionDef) -> bool:
     """Whether a loss returns ``(loss, aux, ...)``: its returns are tuples of two or more."""
-    returns = [n for n in walk(func.body) if isinstance(n, cst.Return) and n.value is not None]
-    return bool(returns) and all(isinstance(r.value, cst.Tuple) and len(r.value.elements) >= 2 for r in returns)
+    returns = [n for n in walk(func.body) if type(n) is cst.Return and n.value is not None]
+    return bool(returns) and all(type(r.value) is cst.Tuple and len(r.value.elements) >= 2 for r in returns)

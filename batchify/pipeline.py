@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from batchify.analyse import analyse
+from batchify.cstwalk import forget_walks
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.emit import emit
 from batchify.rewrite import rewrite_module
@@ -61,6 +62,8 @@ def transform(
             raise
         raise BatchifyError([Diagnostic(path, 1, 1, "BFY009", f"the code nests too deeply to transform "
                                         f"(batchify reads at most {MAX_DEPTH} levels)")]) from None
+    finally:
+        forget_walks()
 
 
 def caused_by_recursion(exc: BaseException | None) -> bool:

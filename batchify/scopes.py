@@ -90,7 +90,7 @@ class Binding:
         self.name, self.node, self.scope, self.statement = name, node, scope, statement
 
     def qualified_names(self, full_name: str) -> set[QualifiedName]:
-        if isinstance(self.node, (cst.Import, cst.ImportFrom)):
+        if type(self.node) in (cst.Import, cst.ImportFrom):
             return _imported(self.node, full_name)
         prefix = self.scope.prefix()
         return {QualifiedName(f"{prefix}.{full_name}" if prefix else full_name, QualifiedNameSource.LOCAL)}
@@ -99,12 +99,12 @@ class Binding:
 def _imported(node: cst.Import | cst.ImportFrom, full_name: str) -> set[QualifiedName]:
     """LibCST's ImportAssignment.get_qualified_names_for."""
     module = ""
-    if isinstance(node, cst.ImportFrom):
+    if type(node) is cst.ImportFrom:
         module = (get_full_name_for_node(node.module) or "") if node.module else ""
         if node.relative:
             module = "." * len(node.relative) + module
     out: set[QualifiedName] = set()
-    if isinstance(node.names, cst.ImportStar):
+    if type(node.names) is cst.ImportStar:
         return out
     for alias in node.names:
         dotted = get_full_name_for_node(alias.name)
@@ -178,19 +178,19 @@ class Names:
                     later.append((node.value, scope, False))
                 else:
                     head = node
-                    while isinstance(head, cst.Attribute):
+                    while type(head) is cst.Attribute:
                         head = head.value
-                    if isinstance(head, cst.Name):  # `a.b.c`: a read of `a`, or of `a.b` where an import binds it
+                    if type(head) is cst.Name:  # `a.b.c`: a read of `a`, or of `a.b` where an import binds it
                         self.reads.append((node, get_full_name_for_node(node) or head.value, scope, statement))
                         scope_of[head] = scope
                         inner = node.value  # (an attribute's own name has no scope, as in LibCST)
-                        while isinstance(inner, cst.Attribute):
+                        while type(inner) is cst.Attribute:
                             scope_of[inner] = scope
                             inner = inner.value
                         continue
                     later.append((node.value, scope, False))
             elif kind in (cst.Import, cst.ImportFrom):
-                if not isinstance(node.names, cst.ImportStar):
+                if not type(node.names) is cst.ImportStar:
                     for alias in node.names:
                         scope_of[alias] = scope
                         if alias.asname is not None:
@@ -209,7 +209,7 @@ class Names:
                         later.append((node.returns, scope, False))
                 params = node.params
                 for param in (*params.posonly_params, *params.params, *params.kwonly_params,
-                              *(p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param))):
+                              *(p for p in (params.star_arg, params.star_kwarg) if type(p) is cst.Param)):
                     bind(param.name.value, param, inner, statement)
                     scope_of[param] = scope_of[param.name] = inner
                     later.extend((v, scope, False) for v in (param.default, param.annotation) if v is not None)
@@ -287,7 +287,7 @@ class Names:
         if scope is None or full_name is None:
             return set()
         own = self.bound_by.get(node)
-        if own is not None and not isinstance(own.node, (cst.Import, cst.ImportFrom)):
+        if own is not None and not type(own.node) in (cst.Import, cst.ImportFrom):
             return own.qualified_names(full_name)  # the name an assignment binds
         for prefix in _dotted_prefixes(full_name):
             found = scope.lookup(prefix)
@@ -313,7 +313,7 @@ class Names:
                 found = scope.lookup(name)
                 if not found:
                     continue
-                if isinstance(node, cst.Attribute):
+                if type(node) is cst.Attribute:
                     for _ in range(dotted.count(".") - name.count(".")):
                         node = node.value
                 for binding in found:

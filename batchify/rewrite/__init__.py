@@ -36,17 +36,17 @@ REWRITE_NAMES = {"jnp": "jax.numpy", "bm": "brainpy.math"}
 def import_bindings(stmt: cst.CSTNode) -> list[tuple[str, str, cst.ImportAlias]]:
     """(bound name, what it is bound to, alias) for each name an import statement binds."""
     out = []
-    if not isinstance(stmt, cst.SimpleStatementLine):
+    if not type(stmt) is cst.SimpleStatementLine:
         return out
     for small in stmt.body:
-        if isinstance(small, cst.Import):
+        if type(small) is cst.Import:
             for al in small.names:
                 dotted = "".join(code(al.name).split())  # `import brainpy .math` binds brainpy.math
                 if al.asname is not None:
                     out.append((al.asname.name.value, dotted, al))
                 else:
                     out.append((dotted.split(".")[0], dotted.split(".")[0], al))
-        elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar) and not small.relative:
+        elif type(small) is cst.ImportFrom and not type(small.names) is cst.ImportStar and not small.relative:
             module = "".join(code(small.module).split()) if small.module is not None else ""
             for al in small.names:
                 nm = code(al.name)
@@ -80,24 +80,24 @@ def support_code(ir: ModuleIR, diagnostics: list[Diagnostic],
             if keep:
                 small = stmt.body[0]
                 keep = [al.with_changes(comma=cst.MaybeSentinel.DEFAULT) for al in keep]
-                if isinstance(small, cst.ImportFrom):
+                if type(small) is cst.ImportFrom:
                     small = small.with_changes(names=keep, lpar=None, rpar=None)
                 else:
                     small = small.with_changes(names=keep)
                 imports.append(statement_code(stmt.with_changes(body=[small])))
             continue
-        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and stmt.name.value in reserved:
+        if type(stmt) in (cst.FunctionDef, cst.ClassDef) and stmt.name.value in reserved:
             _clash(ir, stmt.name, stmt.name.value, diagnostics)
         rest.append(stmt)
     # Every module-level binding of a reserved name in the source would shadow ours.
     for stmt in ir.module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
+        if type(stmt) is cst.SimpleStatementLine:
             for small in stmt.body:
-                if isinstance(small, cst.Assign):
+                if type(small) is cst.Assign:
                     for t in small.targets:
-                        if isinstance(t.target, cst.Name) and t.target.value in reserved and stmt in ir.support:
+                        if type(t.target) is cst.Name and t.target.value in reserved and stmt in ir.support:
                             _clash(ir, t.target, t.target.value, diagnostics)
-    support = tuple(SupportCode(statement_code(stmt), isinstance(stmt, cst.SimpleStatementLine)) for stmt in rest)
+    support = tuple(SupportCode(statement_code(stmt), type(stmt) is cst.SimpleStatementLine) for stmt in rest)
     extra_lines = [HARNESS_IMPORT_LINES[name] for name in extra_imports]
     return (*STANDARD_IMPORT_LINES, *dict.fromkeys(extra_lines), *imports), support
 

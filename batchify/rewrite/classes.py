@@ -65,7 +65,7 @@ class ClassRewriter:
         # A plain attribute named like a member of the batched class (`self.params = params`, a
         # configuration object) would hide that member: it is `self.params_` on the batched class.
         init = self.init_node = next((s for s in cls.node.body.body
-                                      if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+                                      if type(s) is cst.FunctionDef and s.name.value == "__init__"), None)
         self.init_self = (self_name_of(init) or "self") if init is not None else "self"
         own = {f.name for f in ir.all_fields(cls)}
         self.plain_renamed = {t[0]: t[0] + "_" for n in (walk(init.body) if init is not None else ())
@@ -75,7 +75,7 @@ class ClassRewriter:
 
     def renamed(self, node: cst.CSTNode) -> cst.CSTNode:
         # A walk is much cheaper than a transform: most methods never name a model class.
-        if not any(isinstance(n, cst.Name) and (n.value in self.renamer.names or n.value in self.plain_renamed)
+        if not any(type(n) is cst.Name and (n.value in self.renamer.names or n.value in self.plain_renamed)
                    for n in walk(node)):
             return node
         return node.visit(self.renamer)
@@ -141,7 +141,7 @@ class ClassRewriter:
     def bases(self) -> list[str]:
         parts = [] if self.cls.model_base else [f"{RUNTIME}.Batched"]
         for base in self.cls.node.bases:
-            if isinstance(base.value, cst.Name) and base.value.value == self.cls.model_base:
+            if type(base.value) is cst.Name and base.value.value == self.cls.model_base:
                 parts.append(self.ir.classes[self.cls.model_base].batched_name)
             else:
                 parts.append(code(base.with_changes(comma=cst.MaybeSentinel.DEFAULT)))
@@ -152,7 +152,7 @@ class ClassRewriter:
         body = list(self.cls.node.body.body)
         if body and _is_docstring(body[0]):
             body = body[1:]
-        return [statement_code(self.renamed(s)) for s in body if not isinstance(s, cst.FunctionDef)]
+        return [statement_code(self.renamed(s)) for s in body if not type(s) is cst.FunctionDef]
 
     def init(self) -> str:
         init = self.init_node
@@ -260,7 +260,7 @@ class ModelNameRenamer(Transformer):
     # Names that are not references keep their spelling.
     def leave_Attribute(self, original_node, updated_node):
         attribute = original_node.attr
-        if (self.self_names and isinstance(original_node.value, cst.Name)
+        if (self.self_names and type(original_node.value) is cst.Name
                 and original_node.value.value == self.self_names[-1] and attribute.value in self.attributes):
             attribute = cst.Name(self.attributes[attribute.value])
         return updated_node.with_changes(attr=attribute)
@@ -296,10 +296,10 @@ class ConstructorRewriter(Transformer):
 
     def is_reset_call(self, stmt: cst.CSTNode) -> bool:
         """``self.reset_state(...)``, which creates this class's Variables."""
-        if not self.cls.reset_fields or not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        if not self.cls.reset_fields or not type(stmt) is cst.SimpleStatementLine or len(stmt.body) != 1:
             return False
         small = stmt.body[0]
-        return (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+        return (type(small) is cst.Expr and type(small.value) is cst.Call
                 and self_path(small.value.func, self.self_name) == ["reset_state"])
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
@@ -381,7 +381,7 @@ class ConstructorRewriter(Transformer):
         """The value assigned to ``self.NAME`` in the batched constructor: a state Variable batched,
         a child built with ``batch_size``; anything else unchanged."""
         path = self_path(target, self.self_name)
-        if path is None or len(path) != 1 or not isinstance(value, cst.Call):
+        if path is None or len(path) != 1 or not type(value) is cst.Call:
             return updated
         return self.batched_variable(path[0], value, updated) or self.batched_child(path[0], value, updated) or updated
 
@@ -395,7 +395,7 @@ class ConstructorRewriter(Transformer):
 
     def batched_child(self, attribute: str, value: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         """``self.c = Child(n)`` -> ``self.c = ChildBatched(n, batch_size=batch_size)``."""
-        if attribute in self.children and isinstance(value.func, cst.Name):
+        if attribute in self.children and type(value.func) is cst.Name:
             args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated.args]
             args.append(keyword_arg("batch_size", cst.Name("batch_size")))
             return updated.with_changes(func=cst.Name(self.children[attribute]), args=args)
@@ -420,6 +420,6 @@ class ConstructorRewriter(Transformer):
 
 
 def _is_docstring(stmt: cst.CSTNode) -> bool:
-    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
-            and isinstance(stmt.body[0], cst.Expr)
-            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+    return (type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1
+            and type(stmt.body[0]) is cst.Expr
+            and type(stmt.body[0].value) in (cst.SimpleString, cst.ConcatenatedString))

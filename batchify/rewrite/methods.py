@@ -85,8 +85,8 @@ class Namespace:
 
     def __init__(self, node: cst.CSTNode):
         nodes = list(walk(node))
-        attributes = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}  # `x.value` binds no `value`
-        self.used = {n.value for n in nodes if isinstance(n, cst.Name) and id(n) not in attributes}
+        attributes = {id(n.attr) for n in nodes if type(n) is cst.Attribute}  # `x.value` binds no `value`
+        self.used = {n.value for n in nodes if type(n) is cst.Name and id(n) not in attributes}
 
     def fresh(self, base: str) -> str:
         candidate, n = base, 1
@@ -221,9 +221,9 @@ class ExprRewriter(Transformer):
     def visit_Call(self, node: cst.Call) -> bool:
         if {q.name for q in self.ctx.ir.qualified.get(node.func, ())} & names.CONTROL_FLOW:
             bodies = [a.value for a in node.args]
-            bodies += [el.value for a in node.args if isinstance(a.value, (cst.List, cst.Tuple)) for el in a.value.elements]
+            bodies += [el.value for a in node.args if type(a.value) in (cst.List, cst.Tuple) for el in a.value.elements]
             for body in bodies:
-                if isinstance(body, cst.Lambda) and isinstance(body.body, cst.Call) and self.body_target(body.body.func):
+                if type(body) is cst.Lambda and type(body.body) is cst.Call and self.body_target(body.body.func):
                     self.deferred.add(id(body.body))
         return True
 
@@ -231,7 +231,7 @@ class ExprRewriter(Transformer):
         """What a call of ``func`` runs with the state: ``(self.m_pure, True)`` for a stateful method
         (it takes params and state), ``(body, False)`` for a closure that carries the state; None otherwise."""
         ctx = self.ctx
-        if isinstance(func, cst.Name) and func.value in ctx.closures:
+        if type(func) is cst.Name and func.value in ctx.closures:
             return func, False
         path = self_path(func, ctx.self_name)
         if path and len(path) == 1 and path[0] in ctx.cls.stateful:
@@ -257,7 +257,7 @@ class ExprRewriter(Transformer):
 
     def container_item_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
         """``self.xs[i].value`` of a bm.VarList / VarDict -> ``state.xs[i]``: the item is an array."""
-        if original_node.attr.value == "value" and isinstance(original_node.value, cst.Subscript):
+        if original_node.attr.value == "value" and type(original_node.value) is cst.Subscript:
             base = self_path(original_node.value.value, self.ctx.self_name)
             item = self.ctx.resolve(base) if base else None
             if isinstance(item, FieldRef) and item.container:
@@ -292,7 +292,7 @@ class ExprRewriter(Transformer):
     def builtin_pipe(self, original_node: cst.BinaryOperation,
                      updated_node: cst.BinaryOperation) -> cst.BaseExpression | None:
         """``x >> self.layer`` calls the built-in (BrainPy's ``__rrshift__``): a library call."""
-        if not isinstance(original_node.operator, cst.RightShift):
+        if not type(original_node.operator) is cst.RightShift:
             return None
         path = self_path(original_node.right, self.ctx.self_name)
         ref = self.ctx.resolve(path) if path else None
@@ -340,7 +340,7 @@ class ExprRewriter(Transformer):
     def loop_body_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
         """A direct call of a closure that carries the state: ``state, y = body(state, x)``."""
         func = original_node.func
-        if not (isinstance(func, cst.Name) and func.value in self.ctx.closures):
+        if not (type(func) is cst.Name and func.value in self.ctx.closures):
             return None
         if id(original_node) in self.deferred:
             return updated_node  # the lambda around it carries the state (carried_lambda)
@@ -456,7 +456,7 @@ class ExprRewriter(Transformer):
     def initial_value(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         """``bp.init.variable_(init, sizes, batch_or_mode)`` -> ``bp.init.parameter(init, sizes)``: one
         example's initial value (the batch axis comes from vmap, not from a batch size or mode)."""
-        if not isinstance(updated_node.func, cst.Attribute) or len(updated_node.args) < 1:
+        if not type(updated_node.func) is cst.Attribute or len(updated_node.args) < 1:
             self.ctx.report(original_node, "BFY103", "call variable_ through its module (bp.init.variable_) "
                             "with the initializer and the size as its first arguments")
             return updated_node
@@ -471,12 +471,12 @@ class ExprRewriter(Transformer):
         """A loop or branch body that changes state, as ``f(state, *x) -> (state, y)``; None if it
         changes none."""
         ctx = self.ctx
-        if isinstance(node, cst.Name) and node.value in ctx.closures:
+        if type(node) is cst.Name and node.value in ctx.closures:
             return node
-        if isinstance(node, cst.Call) and "functools.partial" in {q.name for q in ctx.ir.qualified.get(node.func, ())}:
-            return self.carried_partial(node, updated if isinstance(updated, cst.Call) else node)
-        if isinstance(node, cst.Lambda) and id(node.body) in self.deferred:
-            return self.carried_lambda(node, updated if isinstance(updated, cst.Lambda) else node)
+        if type(node) is cst.Call and "functools.partial" in {q.name for q in ctx.ir.qualified.get(node.func, ())}:
+            return self.carried_partial(node, updated if type(updated) is cst.Call else node)
+        if type(node) is cst.Lambda and id(node.body) in self.deferred:
+            return self.carried_lambda(node, updated if type(updated) is cst.Lambda else node)
         path = self_path(node, ctx.self_name)
         if path and len(path) == 1 and path[0] in ctx.cls.stateful:  # `self.step`, a stateful method
             args = ctx.ns.fresh("args")
@@ -503,7 +503,7 @@ class ExprRewriter(Transformer):
             return None
         target = node.args[0].value
         path = self_path(target, ctx.self_name)
-        if isinstance(target, cst.Name) and target.value in ctx.closures:
+        if type(target) is cst.Name and target.value in ctx.closures:
             func, head = target, [cst.Arg(name(ctx.state))]
         elif path and len(path) == 1 and path[0] in ctx.cls.stateful:
             func = attr(name(ctx.self_name), pure_name(path[0]))
@@ -535,7 +535,7 @@ class ExprRewriter(Transformer):
         given, original_args = by_name(updated_node), by_name(original_node)
         if kind == "ifelse":
             listed = original_args.get("branches")
-            if listed is None or not isinstance(listed.value, (cst.List, cst.Tuple)):
+            if listed is None or not type(listed.value) in (cst.List, cst.Tuple):
                 return None
             bodies = [(el.value, new.value) for el, new in zip(listed.value.elements, given["branches"].value.elements)]
         else:
@@ -655,16 +655,16 @@ class MethodRewriter:
         """Whether ``expr`` reads the state: a Variable's value, a stateful call, a traced local."""
         calls = ExprRewriter(self.ctx)
         for node in walk(expr):
-            if isinstance(node, cst.Name) and node.value in self.traced:
+            if type(node) is cst.Name and node.value in self.traced:
                 return True
-            if isinstance(node, cst.Call) and (calls.stateful_target(node.func) is not None or {
+            if type(node) is cst.Call and (calls.stateful_target(node.func) is not None or {
                     q.name for q in self.ctx.ir.qualified.get(node.func, ())} & names.CONTROL_FLOW):
                 return True
-            if isinstance(node, cst.Attribute):
+            if type(node) is cst.Attribute:
                 path = self_path(node, self.ctx.self_name)
                 ref = self.ctx.resolve(path) if path else None
                 if isinstance(ref, FieldRef) and not (ref.rest[:1] and ref.rest[0] in self.STATIC):
-                    if not any(isinstance(n, cst.Attribute) and n.attr.value in self.STATIC and n.value is node
+                    if not any(type(n) is cst.Attribute and n.attr.value in self.STATIC and n.value is node
                                for n in walk(expr)):
                         return True
         return False
@@ -674,13 +674,13 @@ class MethodRewriter:
 
         def bound(target: cst.BaseExpression) -> list[str]:
             """The locals an assignment gives the value: ``a, (b, *c)``; ``xs[i]`` puts it into ``xs``."""
-            if isinstance(target, cst.Name):
+            if type(target) is cst.Name:
                 return [target.value]
-            if isinstance(target, (cst.Tuple, cst.List)):
+            if type(target) in (cst.Tuple, cst.List):
                 return [n for el in target.elements for n in bound(el.value)]
-            if isinstance(target, cst.StarredElement):
+            if type(target) is cst.StarredElement:
                 return bound(target.value)
-            if isinstance(target, (cst.Subscript, cst.Attribute)):
+            if type(target) in (cst.Subscript, cst.Attribute):
                 base = bound(target.value)
                 return base if traced else []  # writing a static value into a container leaves it as it was
             return []
@@ -709,7 +709,7 @@ class MethodRewriter:
                    cst.AnnAssign: "annotated_assign"}
 
     def statement(self, stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
-        if isinstance(stmt, cst.SimpleStatementLine):
+        if type(stmt) is cst.SimpleStatementLine:
             out: list[cst.BaseStatement] = []
             for small in stmt.body:
                 out.extend(self.small(small, stmt))
@@ -721,7 +721,7 @@ class MethodRewriter:
         rule = self.STATEMENT_RULES.get(type(stmt))
         if rule is not None:
             return getattr(self, rule)(stmt)
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.ctx.closures:
+        if type(stmt) is cst.FunctionDef and stmt.name.value in self.ctx.closures:
             return [self.pure_closure(stmt)]
         return self.nested(stmt)
 
@@ -730,9 +730,9 @@ class MethodRewriter:
         self.check_static(stmt.test, "if")
         pre, test, _ = self.expr(stmt.test, hoist=hoist)
         orelse = stmt.orelse
-        if isinstance(orelse, cst.If):
+        if type(orelse) is cst.If:
             orelse = self.if_(orelse, hoist=False)[0]
-        elif isinstance(orelse, cst.Else):
+        elif type(orelse) is cst.Else:
             orelse = orelse.with_changes(body=self.suite(orelse.body))
         return [*pre, stmt.with_changes(test=test, body=self.suite(stmt.body), orelse=orelse)]
 
@@ -783,8 +783,8 @@ class MethodRewriter:
     def nested(self, stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
         """Nested functions and classes: reads are rewritten, writes refused (BFY203)."""
         for node in walk(stmt):
-            if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
-                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign):
+                targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
                 for target in targets:
                     if self.writes_field(target):
                         self.ctx.report(node, "BFY203", "state is written inside a nested function; only closures "
@@ -807,10 +807,10 @@ class MethodRewriter:
     def check_static(self, test: cst.BaseExpression, keyword: str) -> None:
         """A Python ``if``/``while`` may test configuration, not state: under vmap state is traced."""
         static = {"shape", "ndim", "dtype", "size", "batch_axis"}  # the same for every example
-        sized = {id(a.value) for n in walk(test) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)
+        sized = {id(a.value) for n in walk(test) if type(n) is cst.Call and type(n.func) is cst.Name
                  and n.func.value in ("len", "isinstance") for a in n.args}
         for node in walk(test):
-            path = self_path(node, self.ctx.self_name) if isinstance(node, cst.Attribute) else None
+            path = self_path(node, self.ctx.self_name) if type(node) is cst.Attribute else None
             ref = self.ctx.resolve(path) if path and id(node) not in sized else None
             if isinstance(ref, FieldRef) and ref.rest[:1] and ref.rest[0] in static:
                 sized.update(id(n) for n in walk(node))  # `self.V.shape[0]`: nothing inside it is traced
@@ -821,15 +821,15 @@ class MethodRewriter:
                                 "a different value for each example, so one Python branch cannot be taken for the "
                                 "batch; use bm.where, bm.cond or bm.while_loop")
                 return
-            if isinstance(node, cst.Name) and node.value in self.traced and id(node) not in sized and not any(
-                    isinstance(n, cst.Attribute) and n.value is node and n.attr.value in static for n in walk(test)):
+            if type(node) is cst.Name and node.value in self.traced and id(node) not in sized and not any(
+                    type(n) is cst.Attribute and n.value is node and n.attr.value in static for n in walk(test)):
                 self.ctx.report(test, "BFY210", f"Python `{keyword}` on {node.value}, computed from the model's "
                                 "state: it holds a different value for each example, so one Python branch cannot "
                                 "be taken for the batch; use bm.where, bm.cond or bm.while_loop")
                 return
 
     def suite(self, suite: cst.BaseSuite) -> cst.BaseSuite:
-        if isinstance(suite, cst.IndentedBlock):
+        if type(suite) is cst.IndentedBlock:
             body = self.block(suite.body)
             return suite.with_changes(body=body or [line(cst.Pass())])
         # `if x: a; b` on one line: expand into an indented block.
@@ -840,7 +840,7 @@ class MethodRewriter:
         rule = self.SMALL_RULES.get(type(small))
         if rule is not None:
             return getattr(self, rule)(small)
-        if isinstance(small, cst.Del):
+        if type(small) is cst.Del:
             self.check_no_write(small.target, "del")
         pre, new, _ = self.expr(small)
         return [*pre, line(new)]
@@ -852,7 +852,7 @@ class MethodRewriter:
             return [return_state(ctx)]
         pre, value, _ = self.expr(small.value)
         elements = [cst.Element(unwrapped(ctx)), cst.Element(value)]
-        if isinstance(value, cst.Tuple) and not value.lpar:
+        if type(value) is cst.Tuple and not value.lpar:
             elements[1] = cst.Element(value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
         return [*pre, line(cst.Return(cst.Tuple(elements, lpar=[], rpar=[])))]
 
@@ -862,7 +862,7 @@ class MethodRewriter:
         if update is not None:
             return update
         pre, value, rw = self.expr(small.value)
-        if isinstance(value, cst.Name) and value.value in rw.hoisted and pre:
+        if type(value) is cst.Name and value.value in rw.hoisted and pre:
             return self.rename_last(pre, rw, value.value, self.ctx.ns.fresh("_") if "_" in self.ctx.ns.used else "_")
         return [*pre, line(small.with_changes(value=value))]
 
@@ -880,7 +880,7 @@ class MethodRewriter:
 
     def variable_update(self, value: cst.BaseExpression) -> list[cst.BaseStatement] | None:
         """``self.V.update(e)`` as a statement: a write."""
-        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        if not (type(value) is cst.Call and type(value.func) is cst.Attribute):
             return None
         path = self_path(value.func, self.ctx.self_name)
         if not path or path[-1] not in ("update", "fill_", "copy_", "value_"):
@@ -902,11 +902,11 @@ class MethodRewriter:
         """A write target on a field: ``self.V``, ``self.V.value``, ``self.c.V`` or those subscripted;
         ``self.xs[i].value`` for an item of a bm.VarList / VarDict."""
         index = None
-        item_value = isinstance(target, cst.Attribute) and target.attr.value == "value" and isinstance(
+        item_value = type(target) is cst.Attribute and target.attr.value == "value" and isinstance(
             target.value, cst.Subscript)
         if item_value:
             target = target.value
-        if isinstance(target, cst.Subscript):
+        if type(target) is cst.Subscript:
             index = target.slice
             target = target.value
         path = self_path(target, self.ctx.self_name)
@@ -920,7 +920,7 @@ class MethodRewriter:
     def library_target(self, target: cst.BaseExpression) -> tuple[LibraryRef, cst.SubscriptElement | None] | None:
         """A write target on a built-in's attribute: ``self.N.input``, ``self.N.input.value``, subscripted."""
         index = None
-        if isinstance(target, cst.Subscript):
+        if type(target) is cst.Subscript:
             index = target.slice
             target = target.value
         path = self_path(target, self.ctx.self_name)
@@ -947,7 +947,7 @@ class MethodRewriter:
 
     def writes_field(self, target: cst.BaseExpression) -> bool:
         for node in walk(target):
-            if isinstance(node, cst.Attribute):
+            if type(node) is cst.Attribute:
                 path = self_path(node, self.ctx.self_name)
                 if path and isinstance(self.ctx.resolve(path), FieldRef):
                     return True
@@ -990,7 +990,7 @@ class MethodRewriter:
 
     def container_item_write(self, ref: FieldRef, index, current, value, op, node) -> cst.BaseExpression | None:
         """``self.xs[i] = e`` of a bm.VarList / VarDict -> ``bfy.replace_item(state.xs, i, e)``."""
-        if len(index) != 1 or not isinstance(index[0].slice, cst.Index):
+        if len(index) != 1 or not type(index[0].slice) is cst.Index:
             self.ctx.report(node, "BFY205", f"a slice or several indices of the bm.VarList self.{ref.name} "
                             "written at once; write one item at a time (self.NAME[i].value = ...)")
             return None
@@ -1025,7 +1025,7 @@ class MethodRewriter:
                 p, nt, _ = self.expr(t)
                 pre.extend(p)
                 new_targets.append(nt)
-            if (len(targets) == 1 and isinstance(targets[0], cst.Name) and isinstance(value, cst.Name)
+            if (len(targets) == 1 and type(targets[0]) is cst.Name and type(value) is cst.Name
                     and value.value in rw.hoisted and pre):
                 return self.rename_last(pre, rw, value.value, targets[0].value)
             return [*pre, line(small.with_changes(targets=new_targets, value=value))]
@@ -1043,9 +1043,9 @@ class MethodRewriter:
         writes: list[tuple[FieldRef, object, str, cst.CSTNode]] = []
 
         def lower(target: cst.BaseExpression) -> cst.BaseExpression:
-            if isinstance(target, (cst.Tuple, cst.List)):
+            if type(target) in (cst.Tuple, cst.List):
                 return target.with_changes(elements=[
-                    el.with_changes(value=lower(el.value)) if not isinstance(el, cst.StarredElement)
+                    el.with_changes(value=lower(el.value)) if not type(el) is cst.StarredElement
                     else self.starred(el) for el in target.elements])
             if self.library_target(target) is not None:
                 ctx.report(target, "BFY205", "a built-in's Variable written in an unpacking or chained assignment "
@@ -1076,15 +1076,15 @@ class MethodRewriter:
         """``self.a.value, self.b.value = self.b, self.a``: the right side holds the Variable objects,
         so the original reads each one when its target is written, after the earlier targets changed
         it (``b`` ends as its own old value, not ``a``'s). Refused rather than silently swapped."""
-        if len(targets) != 1 or not isinstance(targets[0], (cst.Tuple, cst.List)):
+        if len(targets) != 1 or not type(targets[0]) in (cst.Tuple, cst.List):
             return
-        if not isinstance(value, (cst.Tuple, cst.List)) or len(value.elements) != len(targets[0].elements):
+        if not type(value) in (cst.Tuple, cst.List) or len(value.elements) != len(targets[0].elements):
             return
         written: set[str] = set()
         for target_el, value_el in zip(targets[0].elements, value.elements):
             item = value_el.value
-            bare = not (isinstance(item, cst.Attribute) and item.attr.value == "value")
-            found = self.field_target(item) if bare and isinstance(item, cst.Attribute) else None
+            bare = not (type(item) is cst.Attribute and item.attr.value == "value")
+            found = self.field_target(item) if bare and type(item) is cst.Attribute else None
             if found is not None and found[1] is None and found[0].name in written:
                 self.ctx.report(item, "BFY205", f"self.{found[0].name} on the right of this unpacking is the "
                                 "Variable itself, read only when its target is written, after an earlier target "
@@ -1101,15 +1101,15 @@ class MethodRewriter:
 
     def plain_target(self, target: cst.BaseExpression) -> bool:
         """A write to a plain ``self`` attribute (reported): ``self.x``, ``self.x[i]``, in unpackings too."""
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) in (cst.Tuple, cst.List):
             return any([self.plain_target(el.value) for el in target.elements])  # a list: report each
-        if isinstance(target, cst.Subscript):
+        if type(target) is cst.Subscript:
             target = target.value
-        return isinstance(target, cst.Attribute) and self.plain_attribute(target)
+        return type(target) is cst.Attribute and self.plain_attribute(target)
 
     def aug_assign(self, small: cst.AugAssign) -> list[cst.BaseStatement]:
         """``self.V += e`` (every operator) -> ``state = state._replace(V=state.V + e)``."""
-        if isinstance(small.target, cst.Name) and self.from_state(small.value):
+        if type(small.target) is cst.Name and self.from_state(small.value):
             self.traced.add(small.target.value)
         pre, value, _ = self.expr(small.value)
         if self.library_target(small.target) is not None:
@@ -1146,11 +1146,11 @@ def _paren(expr: cst.BaseExpression, op: type) -> cst.BaseExpression:
     """Parenthesise ``b`` in the rebuilt ``a op b`` of ``a op= b`` only where precedence needs it."""
     if expr.lpar:
         return expr
-    if isinstance(expr, cst.BinaryOperation):
+    if type(expr) is cst.BinaryOperation:
         strength = PRECEDENCE[type(expr.operator)]
-    elif isinstance(expr, cst.UnaryOperation):
+    elif type(expr) is cst.UnaryOperation:
         strength = 7
-    elif isinstance(expr, (cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.Lambda, cst.NamedExpr)):
+    elif type(expr) in (cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.Lambda, cst.NamedExpr):
         strength = 0
     else:
         return expr
@@ -1161,12 +1161,12 @@ def _paren(expr: cst.BaseExpression, op: type) -> cst.BaseExpression:
 
 def loop_closures(ir: ModuleIR, func: cst.FunctionDef) -> set[str]:
     """Functions defined in ``func`` and given to BrainPy's control flow as a body: they carry the state."""
-    nested = {s.name.value for s in walk(func.body) if isinstance(s, cst.FunctionDef)}
+    nested = {s.name.value for s in walk(func.body) if type(s) is cst.FunctionDef}
     found = set()
     for node in walk(func.body):
-        if isinstance(node, cst.Call) and {q.name for q in ir.qualified.get(node.func, ())} & names.CONTROL_FLOW:
+        if type(node) is cst.Call and {q.name for q in ir.qualified.get(node.func, ())} & names.CONTROL_FLOW:
             found |= {n.value for a in node.args for n in walk(a.value)
-                      if isinstance(n, cst.Name) and n.value in nested}
+                      if type(n) is cst.Name and n.value in nested}
     return found
 
 
@@ -1175,7 +1175,7 @@ def drop_unused_star_params(func: cst.FunctionDef) -> cst.FunctionDef:
     used = Namespace(func.body).used
     params = func.params
     star = params.star_arg
-    if isinstance(star, cst.Param) and star.name.value not in used and not params.kwonly_params:
+    if type(star) is cst.Param and star.name.value not in used and not params.kwonly_params:
         params = params.with_changes(star_arg=cst.MaybeSentinel.DEFAULT)
     if params.star_kwarg is not None and params.star_kwarg.name.value not in used:
         params = params.with_changes(star_kwarg=None)
@@ -1240,7 +1240,7 @@ def rewrite_context_property(ir: ModuleIR, cls: ModelClass, method: Method) -> t
     func = method.node
     self_name = self_name_of(func) or "self"
     ctx = Context(ir, cls, method, self_name, "params", "state", Namespace(func))
-    built_ins = [n for n in walk(func.body) if isinstance(n, cst.Attribute)
+    built_ins = [n for n in walk(func.body) if type(n) is cst.Attribute
                  and (p := self_path(n, self_name)) and isinstance(ctx.resolve(p), LibraryRef)]
     if built_ins:
         ctx.report(built_ins[0], "BFY208", f"{method.name} reads a built-in's Variable in a derivative handed to an "
@@ -1283,7 +1283,7 @@ class _HolderCalls(Transformer):
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
                                   updated_node: cst.SimpleStatementLine):
-        if not any(isinstance(n, cst.Call) and (p := self_path(n.func, self.self_name)) and p[0] in self.holders
+        if not any(type(n) is cst.Call and (p := self_path(n.func, self.self_name)) and p[0] in self.holders
                    for n in walk(original_node)):
             return updated_node
         item = cst.WithItem(cst.Call(runtime("one_example"), [cst.Arg(name(v)) for v in
