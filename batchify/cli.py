@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import hashlib
-import json
 import os
 import re
 import shlex
@@ -276,6 +274,8 @@ def same_file(a: Path, b: Path) -> bool:
 
 def report(diagnostics: list[Diagnostic], fmt: str) -> None:
     if fmt == "json":
+        import json  # (lazily, as difflib: a plain run's start-up is what hooks and IDEs wait for)
+
         sys.stderr.write(json.dumps({"version": 1, "diagnostics": [d.to_json() for d in diagnostics]}) + "\n")
     else:
         for d in diagnostics:
@@ -398,6 +398,8 @@ def run(args: argparse.Namespace) -> int:
         current = current_output(job.out)
         stale = current != text
         if args.diff and stale:
+            import difflib  # --diff only
+
             sys.stdout.writelines(difflib.unified_diff(
                 (current or "").splitlines(keepends=True), text.splitlines(keepends=True),
                 fromfile=job.out_shown, tofile=f"{job.out_shown} (regenerated)"))
@@ -595,6 +597,8 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
         if diagnostic is None:
             raise  # batchify's own code: an internal error
         raise BatchifyError([diagnostic]) from None
+    import json
+
     if args.x64_probe:
         sys.stdout.write(json.dumps(engine.probe_summary(results)) + "\n")
         return EXIT_OK

@@ -55,6 +55,9 @@ KINDS = {"update": one_update, "classes": many_classes, "methods": many_methods}
 ROUND_TRIP = "import sys, libcst; text = open(sys.argv[1]).read(); assert libcst.parse_module(text).code == text"
 
 
+# Both run from bytecode, as installed packages do (see transform_bench.py).
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
 # Each measured process reports its own peak memory when it exits.
 PEAK = ("import atexit, resource, sys; atexit.register(lambda: sys.stderr.write("
         "f'\\nPEAK {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n'))")
@@ -66,7 +69,7 @@ def measure(argv: list[str]) -> tuple[float, float]:
     code = argv[1] if argv[0] == "-c" else f"import runpy, sys; sys.argv = {['batchify', *argv[2:]]!r}; " \
         "runpy.run_module('batchify', run_name='__main__')"
     rest = argv[2:] if argv[0] == "-c" else []
-    proc = subprocess.run([sys.executable, "-c", f"{PEAK}\n{code}", *rest], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", f"{PEAK}\n{code}", *rest], capture_output=True, text=True, env=ENV)
     if proc.returncode != 0:
         raise SystemExit(f"{argv}: exit {proc.returncode}\n{proc.stderr[-2000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -104,3 +104,30 @@ def test_the_stamp_is_part_of_the_output_and_checks_it(repo: Path) -> None:
     assert not up_to_date(text, source, command + " --class X")
     assert not up_to_date(text.replace("bfy.unwrap(state)", "state", 1), source, command)
     assert without_stamp(text).count("\n") == text.count("\n") - 1
+
+
+def test_compiled_templates_are_kept_between_processes_and_change_nothing(tmp_path, monkeypatch) -> None:
+    """Issue 15: the templates' compiled code is cached (Jinja's bytecode cache, keyed by each
+    template's source checksum), unless Python itself is told to write no bytecode."""
+    import jinja2
+
+    from batchify import emit, transform
+
+    source = (ROOT / "examples" / "rate_rnn.py").read_bytes()
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    assert emit.template_cache() is None
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE")
+    cache = emit.template_cache()
+    assert isinstance(cache, jinja2.FileSystemBytecodeCache)
+    cache.directory = str(tmp_path)
+    uncached = transform(source, "rate_rnn.py", command="batchify").text
+    emit.environment.cache_clear()
+    monkeypatch.setattr(emit, "template_cache", lambda: cache)
+    try:
+        first = transform(source, "rate_rnn.py", command="batchify").text  # compiles and stores
+        assert any(tmp_path.glob("__jinja2_*.cache"))
+        emit.environment.cache_clear()
+        second = transform(source, "rate_rnn.py", command="batchify").text  # loads
+    finally:
+        emit.environment.cache_clear()
+    assert first == second == uncached
