@@ -604,6 +604,10 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         known = known_variables(ir, cls)
         helpers = {**module_functions, **{f"self.{m}": meth.node for m, meth in inherited.items()},
                    **{f"self.{f.name.value}": f for f in scan.functions()}}
+        # Once per class, not per method: a class with thousands of methods made these quadratic.
+        method_names = set(inherited) | own_names
+        libraries = set(ir.all_libraries(cls))
+        noisy = {n for c in ir.chain(cls) for n in c.noisy_integrators}
         for func in scan.functions():
             if func.name.value in RESERVED:
                 a.report(func.name, "BFY010", f"the generated class defines '{func.name.value}'; rename this method")
@@ -613,9 +617,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             me = self_name_of(func) if kind in ("method", "property") else None
             if me is not None:  # Variables reached by another name: into the plain self.V forms (aliases.py)
                 func = Normaliser(me, known, helpers, a.report, a.inherit).normalise(func)
-            cls.methods[func.name.value] = scan_method(a, func, fields, children, set(inherited) | own_names, kind,
-                                                       set(ir.all_libraries(cls)),
-                                                       {n for c in ir.chain(cls) for n in c.noisy_integrators})
+            cls.methods[func.name.value] = scan_method(a, func, fields, children, method_names, kind, libraries,
+                                                       noisy)
         mark_stateful(ir, cls)
         check_escaping_methods(a, cls, scan)
         plain = plain_attribute_test(ir, cls)

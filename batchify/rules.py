@@ -1060,7 +1060,7 @@ RULES: tuple[Rule, ...] = (
         'any import alias',
         ('`import brainpy.math as bm`, `from brainpy.math import Variable, TrainVar`, '
          '`bp.math.Variable`'),
-        "resolved with LibCST's `QualifiedNameProvider`: the same Variables",
+        "resolved as LibCST's `QualifiedNameProvider` resolves them: the same Variables",
         Case(before='return self.Q',
              after='self.Q = bfy.batched(bp.math.Variable(bm.zeros(2)), batch_size)',
              init='self.Q = bp.math.Variable(bm.zeros(2))',

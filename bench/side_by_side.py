@@ -13,7 +13,10 @@ example (T steps), the sum of output spikes as the prediction, softmax cross-ent
   with a leading batch axis, ``batch_axis=0``, weights shared), trained with BrainPy's own tools:
   ``bm.for_loop`` over time, ``bm.grad`` of the batch mean, ``bp.optim.SGD``, all in one ``bm.jit``;
 - ``per-example loop``: what a BrainPy user does without batchify, a Python loop over the examples
-  of the batch through a jitted ``bm.grad`` of the original model, gradients averaged.
+  of the batch through a jitted ``bm.grad`` of the original model, gradients averaged;
+- ``harness, every core``: the same harness sharding each batch over one XLA host device per core
+  (``--cores``, default all: ``XLA_FLAGS=--xla_force_host_platform_device_count=N``, set here before
+  JAX starts), as ``fit`` does over ``jax.devices()``. Every other variant runs on one device.
 
 All five mean gradients are checked to agree first (1e-5 relative). Times are medians of
 interleaved rounds (every variant once per round, each sample at least ~50 ms of back-to-back
@@ -23,10 +26,24 @@ calls), so machine load hits all alike; the table gives ratios to the harness. U
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+
+def _cores() -> int:
+    """``--cores N`` (read before JAX starts: the host device count is fixed when it does)."""
+    if "--cores" in sys.argv[1:-1]:
+        return int(sys.argv[sys.argv.index("--cores") + 1])
+    return os.cpu_count() or 1
+
+
+CORES = _cores()
+if CORES > 1 and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={CORES}").strip()
 
 import brainpy as bp
 import brainpy.math as bm
@@ -178,6 +195,7 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--loop-limit", type=int, default=1024, help="largest batch the per-example loop runs")
+    parser.add_argument("--cores", type=int, default=CORES, help="host devices for the every-core harness")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp())
     (folder / "snn.py").write_text(SOURCE)
@@ -191,8 +209,10 @@ def main() -> None:
         bm.random.seed(0)
         model = original(64, args.hidden, 10)
         batched = generated.SNNBatched.from_model(model, batch)
-        harness = generated.SNNHarness(batched, optax.sgd(LR))  # automatic microbatching
-        single = generated.SNNHarness(batched, optax.sgd(LR), microbatch=0)
+        one = jax.devices()[:1]
+        harness = generated.SNNHarness(batched, optax.sgd(LR), devices=one)  # automatic microbatching
+        single = generated.SNNHarness(batched, optax.sgd(LR), microbatch=0, devices=one)
+        spread = generated.SNNHarness(batched, optax.sgd(LR)) if len(jax.devices()) > 1 else None
         params = batched.params()
         opt_state = harness.optimizer.init(params)
         rng = np.random.default_rng(batch)
@@ -228,6 +248,14 @@ def main() -> None:
         check("hand-batched BrainPy", hand_grad(xs, ys)[0], want)
         if run_loop:
             check("per-example loop", user_mean_grad(), want)
+        if spread is not None and batch % len(jax.devices()) == 0:
+            spread_params = jax.device_put(params, spread.replicated)
+            spread_opt = spread.optimizer.init(spread_params)
+            spread_xs, spread_ys = spread.shard((xs, ys))
+            check("harness, every core", jax.jit(spread.microbatched_value_and_grad)(
+                spread_params, spread_xs, spread_ys)[1]._asdict(), want)
+        else:
+            spread = None
 
         variants = {"harness": lambda: harness.train_step(params, opt_state, xs, ys),
                     "harness, microbatch=0": lambda: single.train_step(params, opt_state, xs, ys),
@@ -235,6 +263,8 @@ def main() -> None:
                     "hand-batched BrainPy": lambda: hand_step(xs, ys)}
         if run_loop:
             variants["per-example loop"] = user_loop
+        if spread is not None:
+            variants["harness, every core"] = lambda: spread.train_step(spread_params, spread_opt, spread_xs, spread_ys)
         for run in variants.values():  # compile
             timed(run)
         # Every sample lasts at least ~50 ms (one call, or as many as that takes for the harness), so a
@@ -248,13 +278,18 @@ def main() -> None:
         rows.append((batch, chunk, median))
         print(f"B={batch:5d} chunk {chunk:4d}  harness {median['harness'] * 1e3:8.2f} ms  "
               + "  ".join(f"{n} {median[n] / median['harness']:.2f}x" for n in median if n != "harness"), flush=True)
-    names = ["harness, microbatch=0", "pure JAX", "hand-batched BrainPy", "per-example loop"]
+    names = ["harness, microbatch=0", "pure JAX", "hand-batched BrainPy", "per-example loop", "harness, every core"]
     print("\n| B | chunk (auto) | harness train_step | " + " | ".join(f"{n} (time / harness)" for n in names) + " |")
     print("|---|---|---|" + "---|" * len(names))
     for batch, chunk, median in rows:
         cells = [f"{median[n] / median['harness']:.2f}x" if n in median else "-" for n in names]
         shown = f"{chunk} ({batch // chunk} chunks)" if chunk < batch else f"{batch} (unsplit)"
         print(f"| {batch} | {shown} | {median['harness'] * 1e3:.2f} ms | " + " | ".join(cells) + " |")
+    if any("harness, every core" in m and "per-example loop" in m for _, _, m in rows):
+        print(f"\nper-example loop over the harness on every core ({len(jax.devices())} devices):")
+        for batch, _, median in rows:
+            if "harness, every core" in median and "per-example loop" in median:
+                print(f"  B = {batch}: {median['per-example loop'] / median['harness, every core']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -73,10 +73,12 @@ class ClassRewriter:
                               if t and len(t) == 1 and t[0] in RESERVED and t[0] not in own}
         self.renamer = ModelNameRenamer({n: ir.classes[n].batched_name for n in ir.targets}, self.plain_renamed)
 
-    def renamed(self, node: cst.CSTNode) -> cst.CSTNode:
+    def renamed(self, node: cst.CSTNode, source: cst.CSTNode | None = None) -> cst.CSTNode:
+        """``node`` naming the batched classes. ``source``: the method ``node`` was rewritten from,
+        whose names (walked already) say whether it has any to rename: a rewrite adds none."""
         # A walk is much cheaper than a transform: most methods never name a model class.
         if not any(type(n) is cst.Name and (n.value in self.renamer.names or n.value in self.plain_renamed)
-                   for n in walk(node)):
+                   for n in walk(node if source is None else source)):
             return node
         return node.visit(self.renamer)
 
@@ -186,7 +188,7 @@ class ClassRewriter:
                 continue
             pure, diagnostics = rewrite_method(self.ir, self.cls, method)
             self.diagnostics.extend(diagnostics)
-            block = comment + statement_code(self.renamed(with_example_for_holders(pure, self.cls)))
+            block = comment + statement_code(self.renamed(with_example_for_holders(pure, self.cls), method.node))
             if method.name != "reset_state" and not method.name.startswith("_"):  # bfy.Batched has reset_state
                 block += "\n\n" + self.wrapper(method.node)
             if method.name in self.cls.losses:  # the user's own loss (--function): its batch gradient

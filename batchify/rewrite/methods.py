@@ -134,6 +134,7 @@ class Context:
     # Nested functions given to bm.for_loop / bm.cond that change state: rewritten to take and
     # return the state, ``def body(state, x) -> (state, y)``.
     closures: set[str] = field(default_factory=set)
+    members_of: dict = field(default_factory=dict)  # class name -> (fields, children, built-ins)
 
     def report(self, node: cst.CSTNode, code: str, message: str) -> None:
         pos = self.ir.positions.get(node)
@@ -145,9 +146,8 @@ class Context:
         """Follow ``path`` through children; a FieldRef, or (children, child class, rest) for a child."""
         cls, children = self.cls, ()
         for i, part in enumerate(path):
-            fields = self.ir.field_map(cls)
-            kids = self.ir.child_map(cls)
-            if part in self.ir.all_libraries(cls):
+            fields, kids, libraries = self.members(cls)
+            if part in libraries:
                 rest = tuple(path[i + 1:])
                 return LibraryRef(children, part, rest[:-1] if rest[-1:] == ("value",) else rest)
             if part in fields:
@@ -160,6 +160,15 @@ class Context:
                 continue
             return (children, cls, tuple(path[i:])) if children else None
         return children, cls, ()
+
+    def members(self, cls: ModelClass) -> tuple[dict, dict, tuple[str, ...]]:
+        """A class's fields, children and built-ins, as ``resolve`` reads them at every attribute
+        (kept: the classes are final by the rewrite stage)."""
+        found = self.members_of.get(cls.name)
+        if found is None:
+            found = self.members_of[cls.name] = (self.ir.field_map(cls), self.ir.child_map(cls),
+                                                 self.ir.all_libraries(cls))
+        return found
 
     def library(self, method: str, *args: cst.BaseExpression) -> cst.Call:
         """``self.library.<method>(...)``: the class's built-ins, run with one example's values bound."""
