@@ -14,9 +14,11 @@ example (T steps), the sum of output spikes as the prediction, softmax cross-ent
   ``bm.for_loop`` over time, ``bm.grad`` of the batch mean, ``bp.optim.SGD``, all in one ``bm.jit``;
 - ``per-example loop``: what a BrainPy user does without batchify, a Python loop over the examples
   of the batch through a jitted ``bm.grad`` of the original model, gradients averaged;
-- ``harness, every core``: the same harness sharding each batch over one XLA host device per core
-  (``--cores``, default all: ``XLA_FLAGS=--xla_force_host_platform_device_count=N``, set here before
-  JAX starts), as ``fit`` does over ``jax.devices()``. Every other variant runs on one device.
+- ``harness, every core`` (only with ``--cores N``): the same harness sharding each batch over N XLA
+  host devices (``XLA_FLAGS=--xla_force_host_platform_device_count=N``, set here before JAX starts),
+  as ``fit`` does over ``jax.devices()``; every other variant runs on one device. On the 2-core CI
+  machine this was 1.3-2x slower than one device at B = 64-1024, not faster: XLA:CPU's host
+  devices do not turn into a second core's worth of work here.
 
 All five mean gradients are checked to agree first (1e-5 relative). Times are medians of
 interleaved rounds (every variant once per round, each sample at least ~50 ms of back-to-back
@@ -38,7 +40,7 @@ def _cores() -> int:
     """``--cores N`` (read before JAX starts: the host device count is fixed when it does)."""
     if "--cores" in sys.argv[1:-1]:
         return int(sys.argv[sys.argv.index("--cores") + 1])
-    return os.cpu_count() or 1
+    return 1
 
 
 CORES = _cores()
