@@ -139,3 +139,40 @@ def reference_walk(node: cst.CSTNode):
 def test_the_walk_is_every_node_but_formatting_in_order(path: Path) -> None:
     module = cst.parse_module(path.read_text(encoding="utf-8"))
     assert list(walk(module)) == [n for n in reference_walk(module) if not isinstance(n, FORMATTING)]
+
+
+DECORATED_HELPER = '''
+import functools
+
+import brainpy as bp
+import brainpy.math as bm
+
+PLOT_WIDTH = 8
+
+
+@functools.lru_cache(maxsize=None)
+def decay_of(tau):
+    return 1.0 - 1.0 / tau
+
+
+class Leaky(bp.DynamicalSystem):
+    def __init__(self, n, tau=10.0):
+        super().__init__()
+        self.tau = tau
+        self.v = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.v.value = self.v * decay_of(self.tau) + x
+        return self.v.value
+'''
+
+
+def test_a_decorated_helper_brings_its_decorators_import() -> None:
+    """The decorator's ``functools`` is read by the helper's statement. With LibCST's positions it
+    was read by the statement before (``PLOT_WIDTH = 8``, not copied), and the transform ended in
+    BFY900: "the generated module reads 'functools', which it never binds"."""
+    from batchify import transform
+
+    text = transform(DECORATED_HELPER.encode(), "leaky.py", command="batchify leaky.py").text
+    assert "import functools\n" in text and "@functools.lru_cache" in text
+    assert "PLOT_WIDTH" not in text
