@@ -362,7 +362,7 @@ def configured_target(src: Path, out: Path):
     if config is None:
         return None
     try:
-        targets = config.targets()
+        targets = config.targets(among=src)
     except ConfigError:  # an invalid target (an output outside the project) is not picked up
         return None
     return next((t for t in targets if same_file(t.source, src) and t.output.resolve() == out.resolve()), None)

@@ -18,6 +18,7 @@ Discovery walks up from the working directory to the first ``pyproject.toml`` wi
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import tomllib
 from dataclasses import dataclass
@@ -63,14 +64,22 @@ class Config:
     verify: dict
     where: Path | None = None  # the pyproject.toml
 
-    def targets(self) -> list[Target]:
-        """Every (source, output) pair the patterns match on disk, sorted, outputs never sources."""
+    def targets(self, among: Path | None = None) -> list[Target]:
+        """Every (source, output) pair the patterns match on disk, sorted, outputs never sources;
+        ``among``: only the target of that one source, if any (no globbing the project: a plain
+        ``batchify SRC -o OUT`` asks only whether its own source is configured)."""
         outputs = [_glob_regex(p["output"]) for p in self.patterns]
         found: dict[Path, Target] = {}
         root = self.root.resolve()
+        only = None
+        if among is not None:  # as spelled (a symlink kept, as the glob finds it) and resolved
+            only = []
+            for form in (Path(os.path.abspath(among)), among.resolve()):
+                if form.is_relative_to(root) and self.root / form.relative_to(root) not in only:
+                    only.append(self.root / form.relative_to(root))
         for i, pattern in enumerate(self.patterns):
             source_re = _glob_regex(pattern["source"])
-            for path in sorted(self.root.glob(pattern["source"])):
+            for path in (only if only is not None else sorted(self.root.glob(pattern["source"]))):
                 rel = path.relative_to(self.root).as_posix()
                 match = source_re.fullmatch(rel)
                 if not path.is_file() or match is None or any(o.fullmatch(rel) for o in outputs):

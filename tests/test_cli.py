@@ -315,3 +315,28 @@ def test_header_names_version_source_hash_and_command() -> None:
     assert text[1] == ("# Regenerate: batchify examples/spiking_classifier.py "
                        "-o examples/spiking_classifier_batched.py --shared i --harness --harness-steps 25 "
                        "--input-mode constant --readout sum")
+
+
+def test_one_sources_target_is_the_one_the_whole_listing_has(tmp_path) -> None:
+    """``batchify SRC -o OUT`` asks the configuration for its own source only (no glob of the
+    project): the same target as the full listing, through a symlink too, and none for others."""
+    from batchify.config import find_config
+
+    (tmp_path / "models").mkdir()
+    for name in ("lif_population.py", "noisy_lif.py", "rate_rnn.py"):
+        shutil.copy(EXAMPLES / name, tmp_path / "models" / name)
+    (tmp_path / "models" / "notes.txt").write_text("not a model\n")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.batchify]\n\n[[tool.batchify.targets]]\nsource = "models/*.py"\noutput = "gen/*_batched.py"\n')
+    config = find_config(tmp_path)
+    every = config.targets()
+    assert len(every) == 3
+    for target in every:
+        assert config.targets(among=target.source) == [target]
+    assert config.targets(among=tmp_path / "models" / "notes.txt") == []
+    assert config.targets(among=ROOT / "README.md") == []
+    link = tmp_path / "models" / "linked.py"
+    link.symlink_to(every[0].source)
+    # The link is a source as the glob finds it, and it is the file it points to.
+    assert every[0] in config.targets(among=link)
+    assert any(t.source == link for t in config.targets(among=link))
