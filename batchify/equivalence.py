@@ -152,6 +152,9 @@ class Report:
     batch: int
     mismatches: list[Mismatch] = field(default_factory=list)
     max_abs: float = 0.0
+    # The largest error as a fraction of its tolerance, atol + rtol * |original| (a pass is <= 1):
+    # max_abs alone mixes quantities of very different scales (gradients of 1e5 next to states of 1).
+    of_tolerance: float = 0.0
     strength: Strength = field(default_factory=Strength)
 
     @property
@@ -253,7 +256,11 @@ def compare(report: Report, quantity: str, step: int | None, want, got, rtol: fl
             continue
         diff = np.abs(w.astype(np.float64) - g.astype(np.float64))
         report.max_abs = max(report.max_abs, float(diff.max(initial=0.0)))
-        bad = diff > atol + rtol * np.abs(w)
+        tolerance = atol + rtol * np.abs(w.astype(np.float64))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            used = np.where(diff == 0, 0.0, diff / tolerance)  # an error against a zero tolerance: inf
+        report.of_tolerance = max(report.of_tolerance, float(np.nan_to_num(used, nan=np.inf).max(initial=0.0)))
+        bad = diff > tolerance
         if bad.any():
             example = int(np.argwhere(bad)[0][0]) if bad.ndim else None
             rel = float((diff / np.maximum(np.abs(w), 1e-30)).max())

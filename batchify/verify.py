@@ -72,6 +72,7 @@ class Section:
     max_abs: float = 0.0
     mismatches: list[dict] = field(default_factory=list)
     skipped: str | None = None
+    of_tolerance: float = 0.0  # the largest error over its tolerance (<= 1 passes)
 
 
 @dataclass
@@ -149,7 +150,7 @@ def random_input(rng, spec: Input, batch: int, steps: int) -> np.ndarray:
 
 def section_from(report: Report, name: str, predicate) -> Section:
     bad = first_divergences([m for m in report.mismatches if predicate(m.quantity)])
-    return Section(name, not bad, report.max_abs, [asdict(m) for m in bad])
+    return Section(name, not bad, report.max_abs, [asdict(m) for m in bad], of_tolerance=report.of_tolerance)
 
 
 def params_paths(params, prefix: str = "") -> list[str]:
@@ -506,13 +507,14 @@ def to_json(results: list[ClassResult]) -> dict:
 
 def format_table(results: list[ClassResult], src: str, generated: str) -> str:
     head = ["class", "method", "B", "T", "forward", "state", "grad/example", "grad/mean", "max abs err",
-            "speed-up", "verdict"]
+            "err/tol", "speed-up", "verdict"]
     rows = []
     for r in results:
         cells = {s.name: ("skip" if s.skipped else "ok" if s.ok else "MISMATCH") for s in r.sections}
         err = max((s.max_abs for s in r.sections), default=0.0)
+        used = max((s.of_tolerance for s in r.sections), default=0.0)
         rows.append([r.cls, r.method, str(r.batch), str(r.steps), cells["forward"], cells["state"],
-                     cells["grad/example"], cells["grad/mean"], f"{err:.1e}",
+                     cells["grad/example"], cells["grad/mean"], f"{err:.1e}", f"{used:.2g}",
                      f"{r.speedup:.1f}x" if r.speedup else "-", r.verdict])
     widths = [max(len(x) for x in col) for col in zip(head, *rows)]
     lines = [f"batchify verify: {generated} against {src}", ""]
@@ -538,6 +540,8 @@ def format_table(results: list[ClassResult], src: str, generated: str) -> str:
             extra = f" (float64 max abs error {r.x64_max_abs:.1e})" if r.x64_max_abs is not None else ""
             lines.append(f"  {r.cls}: float64 rerun: {r.classification}{extra}")
     lines.append("")
+    lines.append("err/tol: the largest error as a fraction of its tolerance, atol + rtol * |original| (at most 1 "
+                 "passes); max abs err mixes quantities of different scales.")
     lines.append("speed-up: the batched forward (compiled) against B compiled single-example runs of the original.")
     if any(r.weak for r in results):
         lines.append("WEAK: the check passed but could not have failed as it was driven; change the driving "

@@ -87,6 +87,9 @@ def test_a_planted_bug_is_caught(stem, cls, method, bug, tmp_path, capsys, monke
             correct(*args)[:1], correct(*args).shape))
     code, report = verify(planted, stem, capsys)
     assert code == 1 and report["classes"][0]["verdict"].startswith("FAIL"), report
+    # The report's error over tolerance says so too: past 1 where a section mismatched.
+    failed = [s for s in report["classes"][0]["sections"] if not s["ok"] and not s["skipped"]]
+    assert failed and all(s["of_tolerance"] > 1 for s in failed), failed
 
 
 @pytest.mark.parametrize("stem", list(EXAMPLES))
@@ -100,6 +103,7 @@ def test_the_unplanted_copies_pass_in_full(stem, tmp_path, capsys, monkeypatch) 
     assert code == 0 and result["verdict"] == "PASS", result
     strength = result["strength"]
     assert strength["moved"] == strength["state_leaves"] > 0 and strength["examples_differ"], strength
+    assert all(s["of_tolerance"] <= 1 for s in result["sections"]), result["sections"]
     assert strength["weights_with_gradient"] in (None, strength["weights"]), strength
 
 
