@@ -6,7 +6,6 @@ Import aliases and module-level dependencies are resolved by one pass over the m
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import functools
 from collections.abc import Callable, Iterable, Mapping
@@ -63,8 +62,6 @@ class Analysis:
         self.qualified = QualifiedNames(self.names)
         # Positions of the source, and of the nodes normalisation makes (at the place they replace).
         self.positions = Positions(self.module)
-        # First lines of the top-level statements: which one holds a node, without a parent map.
-        self.first_lines = [self.positions[s].start.line for s in self.module.body]
         self.diagnostics: list[Diagnostic] = []
 
     # -- helpers -----------------------------------------------------------
@@ -89,10 +86,6 @@ class Analysis:
     def diagnostic(self, node: cst.CSTNode, code: str, message: str) -> Diagnostic:
         self.report(node, code, message)
         return self.diagnostics.pop()
-
-    def top_level(self, node: cst.CSTNode) -> cst.CSTNode:
-        """The top-level statement holding ``node`` (statements never share a first line)."""
-        return self.module.body[bisect.bisect_right(self.first_lines, self.positions[node].start.line) - 1]
 
 
 def is_super_call(func: cst.BaseExpression) -> bool:
