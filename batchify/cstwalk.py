@@ -15,9 +15,10 @@ subclasses, so the two tests agree.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import typing
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import libcst as cst
 
@@ -28,8 +29,6 @@ FORMATTING = (
     cst.RightCurlyBrace, cst.Comma, cst.Dot, cst.Semicolon, cst.Colon, cst.AssignEqual,
 )
 _FIELDS: dict[type, tuple[str, ...]] = {}
-# Per node type: the fields holding one node (or None, or a sentinel), and those holding a sequence.
-_SHAPES: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 _IS_NODE: dict[type, bool] = {}  # isinstance(x, cst.CSTNode) goes through ABCMeta: a dict is faster
 
 
@@ -40,14 +39,7 @@ def _node_types(annotation) -> list[type]:
     return [t for arg in typing.get_args(annotation) for t in _node_types(arg)]
 
 
-def _is_sequence(annotation) -> bool:
-    origin = typing.get_origin(annotation)
-    if origin is typing.Union:
-        return any(_is_sequence(arg) for arg in typing.get_args(annotation))
-    return origin is not None and isinstance(origin, type) and issubclass(origin, (list, tuple, Sequence))
-
-
-def _child_fields(node_type: type) -> tuple[str, ...]:
+def child_fields(node_type: type) -> tuple[str, ...]:
     """The fields of ``node_type`` that can hold a node other than formatting, in field order."""
     names = _FIELDS.get(node_type)
     if names is None:
@@ -55,63 +47,59 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
         names = _FIELDS[node_type] = tuple(
             f.name for f in dataclasses.fields(node_type)
             if not all(issubclass(t, FORMATTING) for t in _node_types(hints[f.name])))
-        _SHAPES[node_type] = (tuple(n for n in names if not _is_sequence(hints[n])),
-                              tuple(n for n in names if _is_sequence(hints[n])))
     return names
 
 
-_WALKED: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
+# Within ``walks_kept()`` (a transform), each node's walk is kept: analysis and rewrite walk the
+# same method a dozen times (names, aliases, reads, loop bodies). Outside it nothing is kept.
+_KEPT: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] | None = None
+
+
+@contextlib.contextmanager
+def walks_kept() -> Iterator[None]:
+    """Keep each node's walk until the block ends (an enclosing block keeps them if there is one)."""
+    global _KEPT
+    if _KEPT is not None:
+        yield
+        return
+    _KEPT = {}
+    try:
+        yield
+    finally:
+        _KEPT = None
 
 
 def walk(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """``node`` and every node below it, parents before children, siblings in field order.
-
-    Analysis and rewrite walk the same method many times (names, aliases, reads, loop bodies):
-    the list is kept for the node (immutable) until ``forget_walks`` at the end of a transform."""
-    key = id(node)
-    found = _WALKED.get(key)
-    if found is not None and found[0] is node:
-        return found[1]
+    """``node`` and every node below it, parents before children, siblings in field order."""
+    kept = _KEPT
+    if kept is not None:
+        found = kept.get(id(node))
+        if found is not None and found[0] is node:
+            return found[1]
     nodes = list(_walk(node))
-    _WALKED[key] = (node, nodes)  # holding the node keeps its id from being reused
+    if kept is not None:
+        kept[id(node)] = (node, nodes)  # holding the node keeps its id from being reused
     return nodes
-
-
-def forget_walks() -> None:
-    _WALKED.clear()
 
 
 def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [node]
-    shapes, is_node = _SHAPES, _IS_NODE
+    is_node = _IS_NODE
     while stack:
         current = stack.pop()
         yield current
-        kind = type(current)
-        if kind not in shapes:
-            _child_fields(kind)
-        single, sequences = shapes[kind]
-        if not sequences:
-            children = []
-            for name in single:
-                value = getattr(current, name)
-                known = is_node.get(type(value))
-                if known is None:
-                    known = is_node[type(value)] = isinstance(value, cst.CSTNode)
-                if known:
-                    children.append(value)
-        else:
-            children = []
-            for name in _FIELDS[kind]:
-                value = getattr(current, name)
-                if name in sequences and (type(value) is tuple or type(value) is list):
-                    children.extend(value)
-                    continue
-                known = is_node.get(type(value))
-                if known is None:
-                    known = is_node[type(value)] = isinstance(value, cst.CSTNode)
-                if known:
-                    children.append(value)
+        children = []
+        for name in _FIELDS.get(type(current)) or child_fields(type(current)):
+            value = getattr(current, name)
+            kind = type(value)
+            if kind is tuple or kind is list:  # a sequence field holds only nodes
+                children.extend(value)
+                continue
+            known = is_node.get(kind)
+            if known is None:
+                known = is_node[kind] = isinstance(value, cst.CSTNode)
+            if known:
+                children.append(value)
         stack.extend(reversed(children))
 
 

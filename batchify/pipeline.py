@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from batchify.analyse import analyse
-from batchify.cstwalk import forget_walks
+from batchify.cstwalk import walks_kept
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.emit import emit
 from batchify.rewrite import rewrite_module
@@ -56,14 +56,13 @@ def transform(
         return TransformResult(out, tuple(ir.targets))
 
     try:
-        return with_deep_stack(stages)
+        with walks_kept():
+            return with_deep_stack(stages)
     except Exception as exc:
         if not caused_by_recursion(exc):
             raise
         raise BatchifyError([Diagnostic(path, 1, 1, "BFY009", f"the code nests too deeply to transform "
                                         f"(batchify reads at most {MAX_DEPTH} levels)")]) from None
-    finally:
-        forget_walks()
 
 
 def caused_by_recursion(exc: BaseException | None) -> bool:

@@ -26,7 +26,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import QualifiedName, QualifiedNameSource
 
-from batchify.cstwalk import _child_fields
+from batchify.cstwalk import child_fields
 
 BUILTINS = frozenset(dir(builtins))
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
@@ -190,7 +190,7 @@ class Names:
                         continue
                     later.append((node.value, scope, False))
             elif kind in (cst.Import, cst.ImportFrom):
-                if not type(node.names) is cst.ImportStar:
+                if type(node.names) is not cst.ImportStar:
                     for alias in node.names:
                         scope_of[alias] = scope
                         if alias.asname is not None:
@@ -271,7 +271,7 @@ class Names:
                 later.append((node.value, scope, False))
                 later.extend((s, scope, False) for s in node.slice)
             else:
-                for field in _child_fields(kind):
+                for field in child_fields(kind):
                     value = getattr(node, field)
                     if isinstance(value, cst.CSTNode):
                         later.append((value, scope, False))
@@ -287,7 +287,7 @@ class Names:
         if scope is None or full_name is None:
             return set()
         own = self.bound_by.get(node)
-        if own is not None and not type(own.node) in (cst.Import, cst.ImportFrom):
+        if own is not None and type(own.node) not in (cst.Import, cst.ImportFrom):
             return own.qualified_names(full_name)  # the name an assignment binds
         for prefix in _dotted_prefixes(full_name):
             found = scope.lookup(prefix)
