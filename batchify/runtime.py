@@ -872,18 +872,9 @@ def value_and_grads(model, function, has_aux, shared, args, kwargs, train_vars, 
 
 def _accumulated(grad_mean, params, state, state_axes, values, axes, size, chunk):
     """``grad_mean(params, state, *values)`` (``((mean, (losses, state, aux)), grads)``) computed ``chunk``
-    examples at a time by a ``jax.lax.scan``: chunk ``j`` of ``n`` holds examples ``j, n + j, ...``;
-    means summed (each over ``n``), per-example outputs put back in the batch's order."""
+    examples at a time (``in_chunks``)."""
     if size % chunk:
         raise ValueError(f"microbatch={chunk} must divide the batch size {size}")
-    count = size // chunk
-
-    def chunked(a):
-        return jnp.swapaxes(jnp.reshape(a, (chunk, count, *a.shape[1:])), 0, 1)
-
-    def unchunked(a):
-        return jnp.reshape(jnp.swapaxes(a, 0, 1), (size, *a.shape[2:]))
-
     if state_axes == 0:
         batched_state, shared_state = state, None
     else:  # shared Variables (axis None): every chunk starts from the batch's one copy
@@ -893,24 +884,47 @@ def _accumulated(grad_mean, params, state, state_axes, values, axes, size, chunk
                                     is_leaf=lambda a: a is None)
     mapped = [v for v, axis in zip(values, axes) if axis == 0]
 
-    def call(params, batched_state, mapped):
-        state = batched_state if shared_state is None else jax.tree.map(
-            lambda axis, b, s: s if axis is None else b, state_axes, batched_state, shared_state,
+    def one_chunk(j, chunk_inputs):
+        batched, mapped = chunk_inputs
+        state = batched if shared_state is None else jax.tree.map(
+            lambda axis, b, s: s if axis is None else b, state_axes, batched, shared_state,
             is_leaf=lambda a: a is None)
         it = iter(mapped)
-        return grad_mean(params, state, *[next(it) if axis == 0 else v for v, axis in zip(values, axes)])
+        (mean, per_example), grads = grad_mean(params, state, *[next(it) if axis == 0 else v
+                                                                for v, axis in zip(values, axes)])
+        return (mean, grads), per_example
 
-    examples = (jax.tree.map(lambda a: a[:chunk], batched_state), [v[:chunk] for v in mapped])
-    (mean, _), grads = jax.eval_shape(call, params, *examples)
-    zeros = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), (mean, grads))
+    (mean, grads), per_example = in_chunks(one_chunk, (batched_state, mapped), size, chunk)
+    return (mean, per_example), grads
 
-    def body(total, chunk_inputs):
-        (mean, per_example), grads = call(params, *chunk_inputs)
-        return jax.tree.map(lambda t, m: t + m / count, total, (mean, grads)), per_example
 
-    (mean, grads), per_example = jax.lax.scan(body, zeros, (jax.tree.map(chunked, batched_state),
-                                                            [chunked(v) for v in mapped]))
-    return (mean, jax.tree.map(unchunked, per_example)), grads
+def in_chunks(one_chunk, inputs, batch, chunk, place=lambda a, axis: a):
+    """A batch's means and per-example values computed ``chunk`` examples at a time by a ``jax.lax.scan``.
+
+    ``one_chunk(j, chunk_inputs) -> (means, per_example)`` for chunk ``j`` of ``n``, which holds
+    examples ``j, n + j, 2n + j, ...`` of ``inputs`` (``a.reshape(chunk, n, ...)``, scanned over
+    axis 1: on a mesh every device holds its part of every chunk; ``place(a, axis)`` may say so).
+    Returns the means summed over chunks, each divided by ``n``, and the per-example values put
+    back in the batch's order.
+    """
+    count = batch // chunk
+
+    def chunked(a):  # [B, ...] -> [n, chunk, ...]
+        return place(jnp.swapaxes(jnp.reshape(a, (chunk, count, *a.shape[1:])), 0, 1), 1)
+
+    def unchunked(a):  # [n, chunk, ...] -> [B, ...]
+        return jnp.reshape(jnp.swapaxes(a, 0, 1), (batch, *a.shape[2:]))
+
+    means, _ = jax.eval_shape(one_chunk, 0, _examples(inputs, chunk))
+    zeros = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), means)
+
+    def body(total, step):
+        j, chunk_inputs = step
+        means, per_example = one_chunk(j, jax.tree.map(lambda a: place(a, 0), chunk_inputs))
+        return jax.tree.map(lambda t, m: t + m / count, total, means), per_example
+
+    total, per_example = jax.lax.scan(body, zeros, (jnp.arange(count), jax.tree.map(chunked, inputs)))
+    return total, jax.tree.map(unchunked, per_example)
 
 
 def keyed_like(model, grads, train_vars):
@@ -1256,40 +1270,21 @@ class Harness:
     # -- microbatches --------------------------------------------------------------------------------
     def microbatched_value_and_grad(self, params, xs, ys, *key):
         """What ``value_and_grad(params, xs, ys[, key])`` returns, computed in chunks of
-        ``microbatch_size`` examples by a ``jax.lax.scan``: chunk ``j`` of ``n`` holds examples
-        ``j, n + j, 2n + j, ...`` (``xs.reshape(size, n, ...)``, scanned over axis 1), so on a mesh
-        every device holds its part of every chunk. The means (loss, gradient) are summed over
-        chunks, each divided by ``n``; per-example values (a ``LossHarness``'s losses and aux) are
-        put back in the batch's order.
+        ``microbatch_size`` examples by a ``jax.lax.scan`` (``in_chunks``: chunk ``j`` of ``n``
+        holds examples ``j, n + j, ...``, so on a mesh every device holds its part of every chunk).
+        The means (loss, gradient) are summed over chunks, each divided by ``n``; per-example values
+        (a ``LossHarness``'s losses and aux) are put back in the batch's order.
         """
         size = self.microbatch_size(xs, ys, params, *key)
         batch = jax.tree.leaves(xs)[0].shape[0]
         if size >= batch:
             return self.value_and_grad(params, xs, ys, *key)
-        count = batch // size
 
-        def chunked(a):  # [B, ...] -> [n, size, ...]: chunk j is examples j, n + j, ...
-            a = jnp.swapaxes(jnp.reshape(a, (size, count, *a.shape[1:])), 0, 1)
-            return self._batch_sharded_on(a, 1)
+        def one_chunk(j, chunk):
+            with _tracing_chunk(j, batch // size, size):
+                return self._means_and_examples(self.value_and_grad(params, *chunk, *key))
 
-        def unchunked(a):  # [n, size, ...] -> [B, ...], the batch's order
-            return jnp.reshape(jnp.swapaxes(a, 0, 1), (batch, *a.shape[2:]))
-
-        one = jax.eval_shape(self.value_and_grad, _abstract(params), _examples(xs, size), _examples(ys, size),
-                             *_abstract(key))
-        means, _ = self._means_and_examples(one)
-        zeros = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), means)
-
-        def body(total, chunk):
-            j, x, y = chunk
-            x, y = jax.tree.map(lambda a: self._batch_sharded_on(a, 0), (x, y))
-            with _tracing_chunk(j, count, size):
-                means, per_example = self._means_and_examples(self.value_and_grad(params, x, y, *key))
-            return jax.tree.map(lambda t, m: t + m / count, total, means), per_example
-
-        total, per_example = jax.lax.scan(body, zeros, (jnp.arange(count), jax.tree.map(chunked, xs),
-                                                        jax.tree.map(chunked, ys)))
-        return self._from_means_and_examples(total, jax.tree.map(unchunked, per_example))
+        return self._from_means_and_examples(*in_chunks(one_chunk, (xs, ys), batch, size, self._batch_sharded_on))
 
     def _means_and_examples(self, value_and_grad):
         """``value_and_grad``'s result as (batch means, per-example values): ``(loss, grads)``, none."""
