@@ -64,7 +64,7 @@ def template_cache() -> jinja2.BytecodeCache | None:
         return None
     try:
         return _QuietCache()
-    except OSError:  # the folder cannot be made or is not ours
+    except (OSError, RuntimeError):  # the folder cannot be made, or is not ours (Jinja's RuntimeError)
         return None
 
 
