@@ -159,7 +159,7 @@ class Normaliser:
 
     def piped_module(self, node: cst.BinaryOperation) -> bool:
         """``x >> self.neu1``: BrainPy's pipe, which calls the model (``DynamicalSystem.__rrshift__``)."""
-        if not type(node.operator) is cst.RightShift:
+        if type(node.operator) is not cst.RightShift:
             return False
         path = self_path(node.right, self.me)
         return bool(path) and len(path) == 1 and (path[0] in self.known.children or path[0] in self.known.libraries)
@@ -224,7 +224,7 @@ class Normaliser:
                     type(e) is cst.StarredElement for e in (*target.elements, *value.elements)):
                 pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
             for i, (t, v) in enumerate(pairs):
-                if not type(t) is cst.Name or counts.get(t.value, 0) != 1:
+                if type(t) is not cst.Name or counts.get(t.value, 0) != 1:
                     continue
                 # `w = v` where `v` is an alias already: the same Variable object.
                 path = aliases[v.value][0] if type(v) is cst.Name and v.value in aliases else self.variable_path(v)
@@ -263,11 +263,11 @@ class Normaliser:
         written_names = self.names_written_through(func)
         written_paths = self.paths_written(func)
         for node in self.nodes:
-            if not type(node) is cst.Assign:
+            if type(node) is not cst.Assign:
                 continue
             for t in node.targets:
                 target = t.target
-                if not type(target) is cst.Name or target.value in aliases:
+                if type(target) is not cst.Name or target.value in aliases:
                     continue
                 path = self.variable_path(node.value)
                 if path is None:
@@ -362,7 +362,7 @@ class Normaliser:
                 continue
             if len(node.targets) == 1 and type(node.targets[0].target) in (cst.Tuple, cst.List):
                 continue  # unpacking: aliases, one each
-            values = ([e.value for e in node.value.elements] if not type(node.value) is cst.Dict
+            values = ([e.value for e in node.value.elements] if type(node.value) is not cst.Dict
                       else [e.value for e in node.value.elements if type(e) is cst.DictElement])
             for v in values:
                 name = v.value if type(v) is cst.Name else None
@@ -526,10 +526,10 @@ class _Inline(Transformer):
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
         """``setattr(self, "V", e)`` and ``self.U.fill(e)`` as statements: plain writes."""
-        if len(updated_node.body) != 1 or not type(updated_node.body[0]) is cst.Expr:
+        if len(updated_node.body) != 1 or type(updated_node.body[0]) is not cst.Expr:
             return updated_node
         call = updated_node.body[0].value
-        if not type(call) is cst.Call:
+        if type(call) is not cst.Call:
             return updated_node
         me = self.owner.me
         name = constant_name(call, me, "setattr", (3,))
@@ -590,7 +590,7 @@ def side_effects(func: cst.FunctionDef, me: str | None, module_data: set[str],
             if root:
                 report(el, "BFY214", f"{method}() writes the module-level object '{root}': {once}; keep "
                        "such state in a bm.Variable of the model")
-        if not type(node) is cst.Call:
+        if type(node) is not cst.Call:
             continue
         names = qualified(node.func)
         if names & {"builtins.open", "builtins.input"}:

@@ -335,7 +335,7 @@ class _ClassScan:
                     self.classify(path[0], node.value, targets[0], direct)
 
     def classify(self, name: str, value: cst.BaseExpression, target: cst.CSTNode, direct: set[int]) -> None:
-        if not type(value) is cst.Call:
+        if type(value) is not cst.Call:
             self.check_container(name, value)
             return
         qn = self.a.qualified_names(value.func)
@@ -792,7 +792,7 @@ def check_escaping_methods(a: Analysis, cls: ModelClass, scan) -> None:
         q.name.value for q in (params.star_arg, params.star_kwarg) if type(q) is cst.Param} | {
         t.value for n in walk(init.body) for t in assigned(n) if type(t) is cst.Name}
     for stmt in walk(init.body):
-        if not type(stmt) is cst.SimpleStatementLine:
+        if type(stmt) is not cst.SimpleStatementLine:
             continue
         for small in stmt.body:
             nodes = list(walk(small))
@@ -910,7 +910,7 @@ def support_statements(a: Analysis, roots: list[cst.CSTNode], model_names: set[s
         for owner_id, name in sorted(uses.get(current, ()), key=lambda x: x[1]):
             owner = by_id[owner_id]
             if type(owner) is cst.ClassDef and owner.name.value in model_names:
-                if current in pulled_by and not type(by_id[current]) is cst.ClassDef:
+                if current in pulled_by and type(by_id[current]) is not cst.ClassDef:
                     # `model = Foo(...)` at module level, used by copied code: the generated module
                     # has no Foo, and one shared instance cannot serve a batch.
                     node, used = pulled_by[current]
@@ -949,10 +949,10 @@ def _copyable(stmt: cst.CSTNode) -> bool:
 
 def _prune_imports(stmt: cst.CSTNode, used: set[str]) -> cst.CSTNode:
     """Keep only the imported names that are used: ``from x import a, b`` -> ``from x import a``."""
-    if not type(stmt) is cst.SimpleStatementLine or len(stmt.body) != 1:
+    if type(stmt) is not cst.SimpleStatementLine or len(stmt.body) != 1:
         return stmt
     small = stmt.body[0]
-    if not type(small) in (cst.Import, cst.ImportFrom) or type(small.names) is cst.ImportStar:
+    if type(small) not in (cst.Import, cst.ImportFrom) or type(small.names) is cst.ImportStar:
         return stmt
 
     def bound(alias: cst.ImportAlias) -> str:

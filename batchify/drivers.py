@@ -24,7 +24,7 @@ def module_instances(module: cst.Module, models: dict[str, cst.ClassDef]) -> dic
     """Module-level names bound once to an instance of a model class of the file: ``model = SNN(...)``."""
     bound: dict[str, list[str | None]] = {}
     for stmt in module.body:
-        if not type(stmt) is cst.SimpleStatementLine:
+        if type(stmt) is not cst.SimpleStatementLine:
             continue
         for small in stmt.body:
             if type(small) in (cst.Assign, cst.AnnAssign):

@@ -36,7 +36,7 @@ REWRITE_NAMES = {"jnp": "jax.numpy", "bm": "brainpy.math"}
 def import_bindings(stmt: cst.CSTNode) -> list[tuple[str, str, cst.ImportAlias]]:
     """(bound name, what it is bound to, alias) for each name an import statement binds."""
     out = []
-    if not type(stmt) is cst.SimpleStatementLine:
+    if type(stmt) is not cst.SimpleStatementLine:
         return out
     for small in stmt.body:
         if type(small) is cst.Import:
@@ -46,7 +46,7 @@ def import_bindings(stmt: cst.CSTNode) -> list[tuple[str, str, cst.ImportAlias]]
                     out.append((al.asname.name.value, dotted, al))
                 else:
                     out.append((dotted.split(".")[0], dotted.split(".")[0], al))
-        elif type(small) is cst.ImportFrom and not type(small.names) is cst.ImportStar and not small.relative:
+        elif type(small) is cst.ImportFrom and type(small.names) is not cst.ImportStar and not small.relative:
             module = "".join(code(small.module).split()) if small.module is not None else ""
             for al in small.names:
                 nm = code(al.name)

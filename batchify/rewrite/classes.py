@@ -154,7 +154,7 @@ class ClassRewriter:
         body = list(self.cls.node.body.body)
         if body and _is_docstring(body[0]):
             body = body[1:]
-        return [statement_code(self.renamed(s)) for s in body if not type(s) is cst.FunctionDef]
+        return [statement_code(self.renamed(s)) for s in body if type(s) is not cst.FunctionDef]
 
     def init(self) -> str:
         init = self.init_node
@@ -298,7 +298,7 @@ class ConstructorRewriter(Transformer):
 
     def is_reset_call(self, stmt: cst.CSTNode) -> bool:
         """``self.reset_state(...)``, which creates this class's Variables."""
-        if not self.cls.reset_fields or not type(stmt) is cst.SimpleStatementLine or len(stmt.body) != 1:
+        if not self.cls.reset_fields or type(stmt) is not cst.SimpleStatementLine or len(stmt.body) != 1:
             return False
         small = stmt.body[0]
         return (type(small) is cst.Expr and type(small.value) is cst.Call
@@ -383,7 +383,7 @@ class ConstructorRewriter(Transformer):
         """The value assigned to ``self.NAME`` in the batched constructor: a state Variable batched,
         a child built with ``batch_size``; anything else unchanged."""
         path = self_path(target, self.self_name)
-        if path is None or len(path) != 1 or not type(value) is cst.Call:
+        if path is None or len(path) != 1 or type(value) is not cst.Call:
             return updated
         return self.batched_variable(path[0], value, updated) or self.batched_child(path[0], value, updated) or updated
 

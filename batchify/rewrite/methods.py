@@ -301,7 +301,7 @@ class ExprRewriter(Transformer):
     def builtin_pipe(self, original_node: cst.BinaryOperation,
                      updated_node: cst.BinaryOperation) -> cst.BaseExpression | None:
         """``x >> self.layer`` calls the built-in (BrainPy's ``__rrshift__``): a library call."""
-        if not type(original_node.operator) is cst.RightShift:
+        if type(original_node.operator) is not cst.RightShift:
             return None
         path = self_path(original_node.right, self.ctx.self_name)
         ref = self.ctx.resolve(path) if path else None
@@ -465,7 +465,7 @@ class ExprRewriter(Transformer):
     def initial_value(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         """``bp.init.variable_(init, sizes, batch_or_mode)`` -> ``bp.init.parameter(init, sizes)``: one
         example's initial value (the batch axis comes from vmap, not from a batch size or mode)."""
-        if not type(updated_node.func) is cst.Attribute or len(updated_node.args) < 1:
+        if type(updated_node.func) is not cst.Attribute or len(updated_node.args) < 1:
             self.ctx.report(original_node, "BFY103", "call variable_ through its module (bp.init.variable_) "
                             "with the initializer and the size as its first arguments")
             return updated_node
@@ -544,7 +544,7 @@ class ExprRewriter(Transformer):
         given, original_args = by_name(updated_node), by_name(original_node)
         if kind == "ifelse":
             listed = original_args.get("branches")
-            if listed is None or not type(listed.value) in (cst.List, cst.Tuple):
+            if listed is None or type(listed.value) not in (cst.List, cst.Tuple):
                 return None
             bodies = [(el.value, new.value) for el, new in zip(listed.value.elements, given["branches"].value.elements)]
         else:
@@ -999,7 +999,7 @@ class MethodRewriter:
 
     def container_item_write(self, ref: FieldRef, index, current, value, op, node) -> cst.BaseExpression | None:
         """``self.xs[i] = e`` of a bm.VarList / VarDict -> ``bfy.replace_item(state.xs, i, e)``."""
-        if len(index) != 1 or not type(index[0].slice) is cst.Index:
+        if len(index) != 1 or type(index[0].slice) is not cst.Index:
             self.ctx.report(node, "BFY205", f"a slice or several indices of the bm.VarList self.{ref.name} "
                             "written at once; write one item at a time (self.NAME[i].value = ...)")
             return None
@@ -1054,7 +1054,7 @@ class MethodRewriter:
         def lower(target: cst.BaseExpression) -> cst.BaseExpression:
             if type(target) in (cst.Tuple, cst.List):
                 return target.with_changes(elements=[
-                    el.with_changes(value=lower(el.value)) if not type(el) is cst.StarredElement
+                    el.with_changes(value=lower(el.value)) if type(el) is not cst.StarredElement
                     else self.starred(el) for el in target.elements])
             if self.library_target(target) is not None:
                 ctx.report(target, "BFY205", "a built-in's Variable written in an unpacking or chained assignment "
@@ -1085,9 +1085,9 @@ class MethodRewriter:
         """``self.a.value, self.b.value = self.b, self.a``: the right side holds the Variable objects,
         so the original reads each one when its target is written, after the earlier targets changed
         it (``b`` ends as its own old value, not ``a``'s). Refused rather than silently swapped."""
-        if len(targets) != 1 or not type(targets[0]) in (cst.Tuple, cst.List):
+        if len(targets) != 1 or type(targets[0]) not in (cst.Tuple, cst.List):
             return
-        if not type(value) in (cst.Tuple, cst.List) or len(value.elements) != len(targets[0].elements):
+        if type(value) not in (cst.Tuple, cst.List) or len(value.elements) != len(targets[0].elements):
             return
         written: set[str] = set()
         for target_el, value_el in zip(targets[0].elements, value.elements):
