@@ -898,19 +898,18 @@ def _accumulated(grad_mean, params, state, state_axes, values, axes, size, chunk
     return (mean, per_example), grads
 
 
-def in_chunks(one_chunk, inputs, batch, chunk, place=lambda a, axis: a):
+def in_chunks(one_chunk, inputs, batch, chunk):
     """A batch's means and per-example values computed ``chunk`` examples at a time by a ``jax.lax.scan``.
 
     ``one_chunk(j, chunk_inputs) -> (means, per_example)`` for chunk ``j`` of ``n``, which holds
     examples ``j, n + j, 2n + j, ...`` of ``inputs`` (``a.reshape(chunk, n, ...)``, scanned over
-    axis 1: on a mesh every device holds its part of every chunk; ``place(a, axis)`` may say so).
-    Returns the means summed over chunks, each divided by ``n``, and the per-example values put
-    back in the batch's order.
+    axis 1). Returns the means summed over chunks, each divided by ``n``, and the per-example
+    values put back in the batch's order.
     """
     count = batch // chunk
 
     def chunked(a):  # [B, ...] -> [n, chunk, ...]
-        return place(jnp.swapaxes(jnp.reshape(a, (chunk, count, *a.shape[1:])), 0, 1), 1)
+        return jnp.swapaxes(jnp.reshape(a, (chunk, count, *a.shape[1:])), 0, 1)
 
     def unchunked(a):  # [n, chunk, ...] -> [B, ...]
         return jnp.reshape(jnp.swapaxes(a, 0, 1), (batch, *a.shape[2:]))
@@ -920,7 +919,7 @@ def in_chunks(one_chunk, inputs, batch, chunk, place=lambda a, axis: a):
 
     def body(total, step):
         j, chunk_inputs = step
-        means, per_example = one_chunk(j, jax.tree.map(lambda a: place(a, 0), chunk_inputs))
+        means, per_example = one_chunk(j, chunk_inputs)
         return jax.tree.map(lambda t, m: t + m / count, total, means), per_example
 
     total, per_example = jax.lax.scan(body, zeros, (jnp.arange(count), jax.tree.map(chunked, inputs)))
@@ -1117,21 +1116,22 @@ def nll_of_rates(counts, label):
 def fold_keys(key, batch_size):
     """One key per example of a batch: ``fold_in(key, i)`` for example ``i``.
 
-    Inside a microbatched train step (``Harness.microbatched_value_and_grad``) a batch of
-    ``batch_size`` is chunk ``j`` of ``n`` of the whole batch, and its example ``i`` is example
-    ``i * n + j`` of the whole: it gets that example's key, so a chunked step draws the very numbers
-    the unchunked one draws.
+    Inside a train step (``Harness.microbatched_value_and_grad``) a batch of ``batch_size`` may be
+    chunk ``j`` of ``n`` of a device's part of the whole batch, that part starting at example
+    ``offset``: its example ``i`` is example ``offset + i * n + j`` of the whole and gets that
+    example's key, so a chunked or sharded step draws the very numbers the single vmap draws.
     """
     index = jnp.arange(batch_size)
     chunk = _CHUNK.get()
     if chunk is not None and chunk.size == batch_size:
-        index = index * chunk.count + chunk.index
+        index = chunk.offset + index * chunk.count + chunk.index
     return jax.vmap(lambda i: jax.random.fold_in(key, i))(index)
 
 
 class _Chunk(NamedTuple):
+    offset: object  # the first example of this device's part of the batch (traced under shard_map)
     index: object  # j, traced: the scan's step
-    count: int  # n chunks
+    count: int  # n chunks in the device's part
     size: int  # examples in a chunk
 
 
@@ -1140,18 +1140,45 @@ _CHUNK = contextvars.ContextVar("batchify_chunk", default=None)
 
 
 @contextlib.contextmanager
-def _tracing_chunk(index, count, size):
-    token = _CHUNK.set(_Chunk(index, count, size))
+def _tracing_chunk(offset, index, count, size):
+    token = _CHUNK.set(_Chunk(offset, index, count, size))
     try:
         yield
     finally:
         _CHUNK.reset(token)
 
 
-# Per-device bytes of backward residuals a microbatch may hold on a CPU: measured on the 2-core
-# machine (bench/side_by_side.py's SNN at H = 128, 256, 512 and T = 50, 100), the fastest chunk was
-# always the largest whose residuals stay under 16 MiB (14-16 MB); twice that was 1.3-1.6x slower.
-CPU_MICROBATCH_BYTES = 16 << 20
+@contextlib.contextmanager
+def _unordered_error_checks():
+    """BrainPy's random functions check their arguments inside jit (``bm.random.bernoulli``'s
+    ``0 <= p <= 1``) with an *ordered* ``jax.debug.callback``, and JAX runs no ordered effect on more
+    than one device: while tracing a sharded step, the checks raise their errors unordered."""
+    try:
+        from brainstate.transform import _error_if
+    except ImportError:  # an older brainstate, or none: nothing to patch
+        yield
+        return
+    ordered = getattr(_error_if, "_err_jit_true_branch", None)
+
+    def unordered(err_fun, args, kwargs):
+        jax.debug.callback(err_fun, *args, **kwargs, ordered=False)
+
+    if ordered is not None:
+        _error_if._err_jit_true_branch = unordered
+    try:
+        yield
+    finally:
+        if ordered is not None:
+            _error_if._err_jit_true_branch = ordered
+
+
+# Per-device bytes of backward residuals a microbatch may hold on a CPU, measured on the 2-core
+# machine (bench/side_by_side.py's SNN at H = 128, 256, 512 and T = 50, 100): with the rollout
+# rematerialised (``Harness(remat=True)``, the default) the fastest chunk was the largest whose
+# residuals stay under 8 MiB (7.1-7.6 MB: 64 examples at H = 256, 32 at H = 512 or T = 100); without
+# it, under 16 MiB (14-16 MB). Twice that was 1.3-1.6x slower.
+CPU_MICROBATCH_BYTES = 8 << 20
+CPU_MICROBATCH_BYTES_UNREMAT = 16 << 20
 
 
 def _bytes(tree):
@@ -1189,6 +1216,13 @@ class Harness:
     residuals per example (``microbatch_size``); an int: chunks of that many examples (a divisor of
     the batch size and a multiple of the device count); ``0`` or ``False``: never split.
     ``per_example_grads`` is not chunked.
+
+    ``remat`` (default True): the backward pass recomputes each step's elementwise work instead of
+    keeping it, and keeps only the step's matrix products (``jax.checkpoint`` with
+    ``dots_with_no_batch_dims_saveable``). The gradient is the same; the scan's residuals are a few
+    arrays per step instead of one per operation, which on a CPU made the train step of
+    ``bench/side_by_side.py``'s SNN 1.1x faster at B = 256 and 1024 (chunks of 64), and 1.4x faster
+    for one unchunked vmap of 256.
     """
 
     steps = 25
@@ -1204,12 +1238,13 @@ class Harness:
             setattr(cls, name, value)
 
     def __init__(self, model, optimizer=None, *, steps=None, learning_rate=1e-3, devices=None, dt=None,
-                 microbatch=None):
+                 microbatch=None, remat=True):
         if microbatch is True:
             microbatch = None
         if microbatch is not None and (not isinstance(microbatch, int) or microbatch < 0):
             raise ValueError(f"microbatch must be None (automatic), a chunk size or 0 (never split), not {microbatch!r}")
         self.microbatch = microbatch
+        self.remat = remat
         self._residual_bytes = {}
         self.model = model
         self.steps = self.steps if steps is None else steps
@@ -1241,6 +1276,9 @@ class Harness:
             with brainstate.environ.context(env=brainpy_env, i=t, t=t * self.dt, dt=self.dt):
                 return self.step(params, state, t, x_t)
 
+        if self.remat:
+            step = jax.checkpoint(step, policy=jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+                                  prevent_cse=False)  # prevent_cse=False: inside a scan, CSE is no concern
         if self.sequence:  # scan over the inputs themselves: no per-step gather of x[t] (and its residual)
             _, outputs = jax.lax.scan(step, state, (jnp.arange(x.shape[0]), x))
         else:
@@ -1270,21 +1308,46 @@ class Harness:
     # -- microbatches --------------------------------------------------------------------------------
     def microbatched_value_and_grad(self, params, xs, ys, *key):
         """What ``value_and_grad(params, xs, ys[, key])`` returns, computed in chunks of
-        ``microbatch_size`` examples by a ``jax.lax.scan`` (``in_chunks``: chunk ``j`` of ``n``
-        holds examples ``j, n + j, ...``, so on a mesh every device holds its part of every chunk).
-        The means (loss, gradient) are summed over chunks, each divided by ``n``; per-example values
-        (a ``LossHarness``'s losses and aux) are put back in the batch's order.
+        ``microbatch_size`` examples by a ``jax.lax.scan`` (``in_chunks``) and, on a mesh of several
+        devices, data-parallel: every device runs the generated ``value_and_grad`` on its own part
+        of the batch (``jax.shard_map``), and the devices' means are averaged once, at the end
+        (one ``pmean``). The means (loss, gradient) are summed over chunks, each divided by their
+        count; per-example values (a ``LossHarness``'s losses and aux) keep the batch's order.
         """
         size = self.microbatch_size(xs, ys, params, *key)
         batch = jax.tree.leaves(xs)[0].shape[0]
-        if size >= batch:
-            return self.value_and_grad(params, xs, ys, *key)
+        devices = self.mesh.devices.size
+        if devices == 1:
+            return self._from_means_and_examples(*self._local_means_and_examples(params, xs, ys, key, size, 0))
+        share = batch // devices  # each device's examples: a contiguous block, as ``shard`` places them
+
+        def local(params, xs, ys, *key):
+            means, per_example = self._local_means_and_examples(
+                params, xs, ys, key, size // devices, jax.lax.axis_index("batch") * share)
+            return jax.lax.pmean(means, "batch"), per_example
+
+        # check_vma=False: each device's gradient is its own examples' mean (no implicit psum of the
+        # replicated weights' cotangents); the one pmean above averages them.
+        sharded = jax.shard_map(
+            local, mesh=self.mesh, in_specs=(PartitionSpec(), PartitionSpec("batch"), PartitionSpec("batch"),
+                                             *[PartitionSpec()] * len(key)),
+            out_specs=(PartitionSpec(), PartitionSpec("batch")), check_vma=False)
+        with _unordered_error_checks():
+            means, per_example = sharded(params, xs, ys, *key)
+        return self._from_means_and_examples(means, per_example)
+
+    def _local_means_and_examples(self, params, xs, ys, key, size, offset):
+        """One device's part of the batch (from example ``offset`` of the whole) in chunks of ``size``."""
+        batch = jax.tree.leaves(xs)[0].shape[0]
+        count = batch // size
 
         def one_chunk(j, chunk):
-            with _tracing_chunk(j, batch // size, size):
+            with _tracing_chunk(offset, j, count, size):
                 return self._means_and_examples(self.value_and_grad(params, *chunk, *key))
 
-        return self._from_means_and_examples(*in_chunks(one_chunk, (xs, ys), batch, size, self._batch_sharded_on))
+        if count == 1:
+            return one_chunk(0, (xs, ys))
+        return in_chunks(one_chunk, (xs, ys), batch, size)
 
     def _means_and_examples(self, value_and_grad):
         """``value_and_grad``'s result as (batch means, per-example values): ``(loss, grads)``, none."""
@@ -1292,12 +1355,6 @@ class Harness:
 
     def _from_means_and_examples(self, means, per_example):
         return means
-
-    def _batch_sharded_on(self, a, axis):
-        """``a`` split over the mesh along ``axis`` (a no-op on one device)."""
-        if self.mesh.devices.size == 1:
-            return a
-        return jax.lax.with_sharding_constraint(a, NamedSharding(self.mesh, PartitionSpec(*[None] * axis, "batch")))
 
     def _mean_loss(self, params, xs, ys, *key):
         """The batch's mean loss alone (what ``value_and_grad`` differentiates)."""
@@ -1324,11 +1381,12 @@ class Harness:
 
     def microbatch_budget(self):
         """Bytes of backward residuals one device may hold for a chunk: ``CPU_MICROBATCH_BYTES`` on a CPU
-        (measured for speed); on an accelerator a quarter of its memory (not measured for speed there:
-        chunking only keeps a batch that would not fit from running out of memory)."""
+        (``CPU_MICROBATCH_BYTES_UNREMAT`` with ``remat=False``; measured for speed); on an accelerator a
+        quarter of its memory (not measured for speed there: chunking only keeps a batch that would
+        not fit from running out of memory)."""
         device = self.mesh.devices.flat[0]
         if device.platform == "cpu":
-            return CPU_MICROBATCH_BYTES
+            return CPU_MICROBATCH_BYTES if self.remat else CPU_MICROBATCH_BYTES_UNREMAT
         stats = device.memory_stats() or {}
         return stats.get("bytes_limit", 16 << 30) // 4
 

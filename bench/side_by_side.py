@@ -16,9 +16,10 @@ example (T steps), the sum of output spikes as the prediction, softmax cross-ent
   of the batch through a jitted ``bm.grad`` of the original model, gradients averaged;
 - ``harness, every core`` (only with ``--cores N``): the same harness sharding each batch over N XLA
   host devices (``XLA_FLAGS=--xla_force_host_platform_device_count=N``, set here before JAX starts),
-  as ``fit`` does over ``jax.devices()``; every other variant runs on one device. On the 2-core CI
-  machine this was 1.3-2x slower than one device at B = 64-1024, not faster: XLA:CPU's host
-  devices do not turn into a second core's worth of work here.
+  as ``fit`` does over ``jax.devices()``: a ``shard_map``, each device its own block of the batch,
+  one gradient mean per step. Every other variant runs on one device. Forcing host devices slows
+  single-device work in the same process too (the per-example loop and the one-device harness),
+  so the every-core ratios of a ``--cores`` run also hold a slower loop.
 
 All five mean gradients are checked to agree first (1e-5 relative). Times are medians of
 interleaved rounds (every variant once per round, each sample at least ~50 ms of back-to-back

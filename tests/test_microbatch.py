@@ -131,7 +131,9 @@ def test_the_automatic_rule_splits_large_batches_only(snn) -> None:
     bm.random.seed(0)
     harness = snn.SNNHarness(snn.SNNBatched(64, 256, 10, batch_size=1))
     per_example = harness.residual_bytes(*spikes(2, 50, 64))
-    assert 150_000 < per_example < 400_000, per_example  # T = 50 steps of H = 256 floats, a few of them kept
+    assert 80_000 < per_example < 200_000, per_example  # T = 50 steps of H = 256 floats, about two of them kept
+    unremat = snn.SNNHarness(harness.model, remat=False).residual_bytes(*spikes(2, 50, 64))
+    assert unremat > 1.5 * per_example, (unremat, per_example)  # remat keeps the matrix products only
     assert 1.6 < harness.residual_bytes(*spikes(2, 100, 64)) / per_example < 2.4  # twice the steps, twice the residuals
 
     def chunk(batch):
@@ -210,20 +212,50 @@ module = t.generated(Path(sys.argv[2]), t.SNN, "microbatch_snn_2", harness=t.Har
 bm.random.seed(0)
 batched = module.SNNBatched(16, 32, 5, batch_size=1)
 chunked, single = module.SNNHarness(batched, microbatch=4), module.SNNHarness(batched, microbatch=0)
-assert chunked.mesh.devices.size == 2
+one = module.SNNHarness(batched, microbatch=0, devices=jax.devices()[:1])
+assert chunked.mesh.devices.size == 2 and one.mesh.devices.size == 1
 xs, ys = chunked.shard(t.spikes(t.B))
 assert len(xs.sharding.device_set) == 2
 t.assert_same_step(chunked, single, xs, ys)
+t.assert_same_step(chunked, one, *t.spikes(t.B))  # sharded and chunked: what one device computes unsplit
+# A random model: each device's examples draw their whole-batch keys (an offset per device), chunked or not.
+noisy = t.generated(Path(sys.argv[2]), (t.ROOT / "examples" / "noisy_lif.py").read_text(), "microbatch_noisy_2",
+                    harness=t.HarnessOptions(readout="sum"))
+bm.random.seed(0)
+noisy_batched = noisy.NoisyLIFBatched(16, 5, batch_size=1)
+key = jax.random.PRNGKey(3)
+noisy_one = noisy.NoisyLIFHarness(noisy_batched, microbatch=0, devices=jax.devices()[:1])
+t.assert_same_step(noisy.NoisyLIFHarness(noisy_batched, microbatch=8), noisy_one, *t.spikes(t.B), key)
+loss, grads = jax.jit(noisy_one.value_and_grad)(noisy_batched.params(), *t.spikes(t.B), key)
+got_loss, got_grads = jax.jit(noisy.NoisyLIFHarness(noisy_batched, microbatch=0).microbatched_value_and_grad)(
+    noisy_batched.params(), *t.spikes(t.B), key)  # sharded, unchunked
+t.close(got_loss, loss, "sharded random model: mean loss")
+t.close(got_grads, grads, "sharded random model: mean gradient")
+# A LossHarness: each example's loss and aux come back in the batch's order from both devices.
+seed = t.generated(Path(sys.argv[2]), (t.ROOT / "tests" / "cases" / "seed_script.py").read_text(), "microbatch_seed_2",
+                   functions=["loss_fun"], harness=t.HarnessOptions())
+bm.random.seed(0)
+seed_batched = seed.RateSNNBatched(12, 20, 4, batch_size=1)
+rng = np.random.default_rng(1)
+sx = jnp.asarray((rng.random((t.B, 12)) * 1.5).astype(np.float32))
+sy = jnp.asarray(rng.integers(0, 4, (t.B, 1)).astype(np.int32))
+want = jax.jit(seed.RateSNNHarness(seed_batched, microbatch=0, devices=jax.devices()[:1]).value_and_grad)(
+    seed_batched.params(), sx, sy)
+got = jax.jit(seed.RateSNNHarness(seed_batched, microbatch=4).microbatched_value_and_grad)(seed_batched.params(), sx, sy)
+assert len(set(np.round(np.asarray(want[0][1][0]), 4))) > 2  # different losses, so their order counts
+t.close(got, want, "sharded LossHarness: mean loss, each example's loss and aux, gradient")
 try:
     module.SNNHarness(batched, microbatch=3).microbatch_size(xs, ys)
     raise AssertionError("a chunk of 3 on 2 devices must be refused")
 except ValueError as e:
     assert "multiple of the 2 devices" in str(e)
-# Every chunk keeps the batch split over the devices: the step gathers no inputs, it only sums gradients.
+# Data-parallel: no device gathers another's inputs; the gradients are averaged, once per step.
 params = batched.params()
 hlo = chunked.train_step.lower(params, chunked.optimizer.init(params), xs, ys).compile().as_text()
 assert "all-gather" not in hlo and "all-to-all" not in hlo, [l for l in hlo.splitlines() if "all-" in l][:5]
-assert "all-reduce" in hlo
+entry = hlo[hlo.index("ENTRY"):]
+entry = entry[:entry.index("\n}")]
+assert "all-reduce" in entry and hlo.count("all-reduce(") == entry.count("all-reduce("), "all-reduces inside a loop"
 print("two devices: ok")
 '''
 
@@ -307,3 +339,20 @@ def test_batched_grad_in_microbatches_with_a_variable_the_batch_shares(tmp_path)
     close(got, want, "grads, losses, outputs")
     close(batched.state(), want_state, "the state after the loss, the shared trace reduced")
     assert float(jnp.abs(want_state.trace - start.trace).max()) > 1e-3  # the shared Variable did move
+
+
+def test_the_rematerialised_rollout_gives_the_kept_rollouts_gradient(snn) -> None:
+    """``remat=True`` (the default) recomputes each step's elementwise work in the backward pass: the
+    same loss and gradient as keeping every residual, from a jaxpr that really holds the checkpoint."""
+    bm.random.seed(0)
+    batched = snn.SNNBatched(16, 32, 5, batch_size=1)
+    xs, ys = spikes(B)
+    remat, kept = snn.SNNHarness(batched, microbatch=0), snn.SNNHarness(batched, microbatch=0, remat=False)
+    params = batched.params()
+    assert "remat" in str(jax.make_jaxpr(remat.batch_loss)(params, xs, ys))
+    assert "remat" not in str(jax.make_jaxpr(kept.batch_loss)(params, xs, ys))
+    loss, grads = jax.jit(kept.value_and_grad)(params, xs, ys)
+    assert min(float(jnp.abs(g).max()) for g in jax.tree.leaves(grads)) > 1e-4, "a zero gradient proves nothing"
+    got_loss, got_grads = jax.jit(remat.value_and_grad)(params, xs, ys)
+    close(got_loss, loss, "mean loss")
+    close(got_grads, grads, "mean gradient")
