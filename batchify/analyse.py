@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 
 import libcst as cst
 
@@ -274,7 +273,7 @@ class _ClassScan:
                 before = {f.name for f in self.fields}
                 self.scan_assignments(reset, direct, variables_only=True)
                 self.reset_fields = [f.name for f in self.fields if f.name not in before]
-            self.fields = [replace(f, optional=f.name not in self.certain) for f in self.fields]
+            self.fields = [f._replace(optional=f.name not in self.certain) for f in self.fields]
             for name in sorted({f.name for f in self.fields} & ({c.name for c in self.children} | set(self.libraries))):
                 target = self.targets[name][0]
                 self.a.report(target, "BFY107", f"self.{name} holds a Variable on one path and a model on "
@@ -582,7 +581,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     for name in order:
         node = models[name]
         scan = scans[name]
-        fields_ = tuple(replace(f, shared=modes[f.name]) if f.kind == "state" and modes.get(f.name) in ("mean", "sum")
+        fields_ = tuple(f._replace(shared=modes[f.name]) if f.kind == "state" and modes.get(f.name) in ("mean", "sum")
                         else f for f in scan.fields)
         cls = ModelClass(name, node, model_base(a, node, models), fields_, tuple(scan.children), {},
                          libraries=tuple(scan.libraries), reset_fields=tuple(scan.reset_fields),

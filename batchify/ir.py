@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from collections.abc import Collection, Mapping
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import libcst as cst
 from libcst.metadata import CodeRange, QualifiedName
@@ -14,8 +14,7 @@ from libcst.metadata import CodeRange, QualifiedName
 FieldKind = Literal["state", "param"]
 
 
-@dataclass(frozen=True)
-class Field:
+class Field(NamedTuple):
     """A Variable created in ``__init__``: ``state`` gets a batch axis, ``param`` is shared."""
 
     name: str
@@ -25,16 +24,14 @@ class Field:
     container: str | None = None  # "list" / "dict": a bm.VarList / bm.VarDict of state Variables
 
 
-@dataclass(frozen=True)
-class Child:
+class Child(NamedTuple):
     """A sub-model attribute whose class is a model class of the same file."""
 
     name: str
     class_name: str
 
 
-@dataclass(frozen=True)
-class Method:
+class Method(NamedTuple):
     name: str
     node: cst.FunctionDef
     reads: frozenset[str]  # own and inherited fields read directly
@@ -155,16 +152,14 @@ class ModuleIR:
 
 # -- what the rewrite stage hands the emit stage: code, decided; emit only lays it out -----------
 
-@dataclass(frozen=True)
-class FieldLine:
+class FieldLine(NamedTuple):
     """One field of a generated Params or State NamedTuple."""
 
     name: str
     annotation: str
 
 
-@dataclass(frozen=True)
-class ClassCode:
+class ClassCode(NamedTuple):
     """A batched class: ``class {batched_name}({bases}):`` holding ``body``, after its Params and State."""
 
     name: str
@@ -177,8 +172,7 @@ class ClassCode:
     body: tuple[str, ...]  # class attributes, then methods (each led by a ``# from path:lines`` comment)
 
 
-@dataclass(frozen=True)
-class BuiltinClassCode:
+class BuiltinClassCode(NamedTuple):
     """A class deriving from a BrainPy built-in, batched whole as library code (``bfy.BuiltinBatched``)."""
 
     name: str
@@ -187,8 +181,7 @@ class BuiltinClassCode:
     bases: tuple[str, ...]  # bfy.BuiltinBatched, model=Foo, and late=(...): Variables that exist once it is reset
 
 
-@dataclass(frozen=True)
-class HarnessCode:
+class HarnessCode(NamedTuple):
     """A training harness: the model-specific part of a ``bfy.Harness``."""
 
     name: str
@@ -204,8 +197,7 @@ class HarnessCode:
     loss_doc: str
 
 
-@dataclass(frozen=True)
-class LossHarnessCode:
+class LossHarnessCode(NamedTuple):
     """A training harness on the user's own loss (``--function NAME --harness``)."""
 
     name: str
@@ -217,16 +209,14 @@ class LossHarnessCode:
     has_aux: bool
 
 
-@dataclass(frozen=True)
-class SupportCode:
+class SupportCode(NamedTuple):
     """A module-level statement of the source that the classes need, copied as it is."""
 
     code: str
     simple: bool  # a simple statement line (no blank lines between consecutive ones)
 
 
-@dataclass(frozen=True)
-class ModuleCode:
+class ModuleCode(NamedTuple):
     imports: tuple[str, ...]  # one import statement each, in any order (emit sorts them)
     support: tuple[SupportCode, ...]
     classes: tuple[ClassCode, ...]
