@@ -11,8 +11,9 @@ import shlex
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 from batchify import __version__
 from batchify.diagnostics import (
@@ -282,8 +283,7 @@ def report(diagnostics: list[Diagnostic], fmt: str) -> None:
             sys.stderr.write(d.format() + "\n")
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(NamedTuple):
     """One source to transform: where it is, where it goes, how both are shown."""
 
     src: Path | None  # None: standard input

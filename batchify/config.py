@@ -21,8 +21,8 @@ import difflib
 import os
 import re
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from batchify.harness import HarnessOptions
 
@@ -46,8 +46,7 @@ class ConfigError(Exception):
         return next((n for n, text in enumerate(lines, 1) if self.value in text), 1)
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     source: Path  # absolute
     output: Path  # absolute
     classes: tuple[str, ...] = ()
@@ -56,8 +55,7 @@ class Target:
     functions: tuple[str, ...] = ()  # the user's own functions to batch (--function)
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     root: Path  # the folder holding pyproject.toml
     patterns: tuple[dict, ...]
     shared: tuple[str, ...]

@@ -4,8 +4,7 @@ are written. The layout is ``templates/harness.py.jinja``; this module only deci
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import NamedTuple, TYPE_CHECKING
 
 from batchify.diagnostics import Diagnostic
 
@@ -18,8 +17,7 @@ LOSSES = ("cross_entropy", "mse", "nll_rate")
 FUNCTION = "function:"
 
 
-@dataclass(frozen=True)
-class HarnessOptions:
+class HarnessOptions(NamedTuple):
     method: str | None = None  # default: update, or the only public stepping method
     steps: int | None = None  # default number of steps for constant / function inputs
     input: str = "sequence"  # sequence | constant | function:NAME (NAME(t, x) -> x_t)

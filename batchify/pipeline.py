@@ -9,8 +9,7 @@ import hashlib
 import sys
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from batchify.analyse import analyse
 from batchify.cstwalk import walks_kept
@@ -22,8 +21,7 @@ from batchify.parse import MAX_DEPTH, decode, parse
 from batchify.validate import validate
 
 
-@dataclass(frozen=True)
-class TransformResult:
+class TransformResult(NamedTuple):
     text: str
     classes: tuple[str, ...]
 
