@@ -1155,21 +1155,19 @@ def _unordered_error_checks():
     than one device: while tracing a sharded step, the checks raise their errors unordered."""
     try:
         from brainstate.transform import _error_if
-    except ImportError:  # an older brainstate, or none: nothing to patch
+        ordered = _error_if._err_jit_true_branch
+    except (ImportError, AttributeError):  # an older brainstate, or none: nothing to patch
         yield
         return
-    ordered = getattr(_error_if, "_err_jit_true_branch", None)
 
     def unordered(err_fun, args, kwargs):
         jax.debug.callback(err_fun, *args, **kwargs, ordered=False)
 
-    if ordered is not None:
-        _error_if._err_jit_true_branch = unordered
+    _error_if._err_jit_true_branch = unordered
     try:
         yield
     finally:
-        if ordered is not None:
-            _error_if._err_jit_true_branch = ordered
+        _error_if._err_jit_true_branch = ordered
 
 
 # Per-device bytes of backward residuals a microbatch may hold on a CPU, measured on the 2-core

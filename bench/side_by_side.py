@@ -17,9 +17,10 @@ example (T steps), the sum of output spikes as the prediction, softmax cross-ent
 - ``harness, every core`` (only with ``--cores N``): the same harness sharding each batch over N XLA
   host devices (``XLA_FLAGS=--xla_force_host_platform_device_count=N``, set here before JAX starts),
   as ``fit`` does over ``jax.devices()``: a ``shard_map``, each device its own block of the batch,
-  one gradient mean per step. Every other variant runs on one device. Forcing host devices slows
-  single-device work in the same process too (the per-example loop and the one-device harness),
-  so the every-core ratios of a ``--cores`` run also hold a slower loop.
+  one gradient mean per step. Every other variant runs on one device. Compare a ``--cores`` run's
+  per-example loop with a plain run's before reading its ratios: forcing host devices can slow
+  single-device work in the same process (on the day of the README's table it did not: the loop
+  cost 0.43-0.45 ms per example in both runs).
 
 All five mean gradients are checked to agree first (1e-5 relative). Times are medians of
 interleaved rounds (every variant once per round, each sample at least ~50 ms of back-to-back

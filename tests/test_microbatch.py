@@ -231,6 +231,20 @@ got_loss, got_grads = jax.jit(noisy.NoisyLIFHarness(noisy_batched, microbatch=0)
     noisy_batched.params(), *t.spikes(t.B), key)  # sharded, unchunked
 t.close(got_loss, loss, "sharded random model: mean loss")
 t.close(got_grads, grads, "sharded random model: mean gradient")
+# BrainPy's argument checks, traced unordered on the mesh, still run and raise.
+from jax.sharding import PartitionSpec as P
+def draws(p, key):
+    return bm.random.bernoulli(p, key=key[0]).astype(jnp.float32)
+with t.bfy._unordered_error_checks():
+    checked = jax.jit(jax.shard_map(draws, mesh=chunked.mesh, in_specs=(P("batch"), P("batch")),
+                                    out_specs=P("batch"), check_vma=False)).trace(
+        jnp.full((2,), 0.5), jax.random.split(key, 2)).lower().compile()
+checked(jnp.full((2,), 0.5), jax.random.split(key, 2)).block_until_ready()
+try:
+    checked(jnp.full((2,), 1.5), jax.random.split(key, 2)).block_until_ready()
+    raise AssertionError("bernoulli(p=1.5) on two devices must raise BrainPy's check")
+except Exception as e:
+    assert "should be within [0, 1]" in str(e), str(e)[-500:]
 # A LossHarness: each example's loss and aux come back in the batch's order from both devices.
 seed = t.generated(Path(sys.argv[2]), (t.ROOT / "tests" / "cases" / "seed_script.py").read_text(), "microbatch_seed_2",
                    functions=["loss_fun"], harness=t.HarnessOptions())
