@@ -17,7 +17,6 @@ import brainpy.math as bm
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
 
 from batchify import runtime as bfy
