@@ -21,6 +21,11 @@ example (T steps), the sum of output spikes as the prediction, softmax cross-ent
   per-example loop with a plain run's before reading its ratios: forcing host devices can slow
   single-device work in the same process (on the day of the README's table it did not: the loop
   cost 0.43-0.45 ms per example in both runs).
+- ``parts, no collective`` and ``one part alone`` (only with ``--cores N``): the ceiling of data
+  parallelism on this machine. Each device runs the one-device step on its own part of the batch
+  (B/N examples), all dispatched together, with no gradient mean between them; and one such part
+  on its own. Their ratio is what running N devices at once costs each of them (shared cores,
+  memory bandwidth); the loop over the parts is the best any data-parallel step could do.
 
 All five mean gradients are checked to agree first (1e-5 relative). Times are medians of
 interleaved rounds (every variant once per round, each sample at least ~50 ms of back-to-back
@@ -260,6 +265,16 @@ def main() -> None:
                 spread_params, spread_xs, spread_ys)[1]._asdict(), want)
         else:
             spread = None
+        # The ceiling of data parallelism on this machine: each device runs the one-device step on its
+        # half of the batch, dispatched together, with no collective (nor a common update).
+        halves = []
+        if spread is not None:
+            half = batch // len(jax.devices())
+            for device, start in zip(jax.devices(), range(0, batch, half)):
+                own = generated.SNNHarness(generated.SNNBatched.from_model(model, half), optax.sgd(LR), devices=[device])
+                own_params = jax.device_put(params, device)
+                halves.append((own, own_params, own.optimizer.init(own_params),
+                               *jax.device_put((xs[start:start + half], ys[start:start + half]), device)))
 
         variants = {"harness": lambda: harness.train_step(params, opt_state, xs, ys),
                     "harness, microbatch=0": lambda: single.train_step(params, opt_state, xs, ys),
@@ -269,6 +284,8 @@ def main() -> None:
             variants["per-example loop"] = user_loop
         if spread is not None:
             variants["harness, every core"] = lambda: spread.train_step(spread_params, spread_opt, spread_xs, spread_ys)
+            variants["parts, no collective"] = lambda: [own.train_step(*rest) for own, *rest in halves]
+            variants["one part alone"] = lambda: halves[0][0].train_step(*halves[0][1:])
         for run in variants.values():  # compile
             timed(run)
         # Every sample lasts at least ~50 ms (one call, or as many as that takes for the harness), so a
@@ -293,7 +310,10 @@ def main() -> None:
         print(f"\nper-example loop over the harness on every core ({len(jax.devices())} devices):")
         for batch, _, median in rows:
             if "harness, every core" in median and "per-example loop" in median:
-                print(f"  B = {batch}: {median['per-example loop'] / median['harness, every core']:.2f}x")
+                print(f"  B = {batch}: {median['per-example loop'] / median['harness, every core']:.2f}x; the "
+                      f"ceiling (each device the one-device step on its part, no collective): "
+                      f"{median['per-example loop'] / median['parts, no collective']:.2f}x, those parts together "
+                      f"taking {median['parts, no collective'] / median['one part alone']:.2f}x one part alone")
 
 
 if __name__ == "__main__":
