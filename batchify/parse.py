@@ -22,7 +22,7 @@ MAX_DEPTH = 250
 
 def decode(source: bytes, path: str) -> str:
     try:
-        return source.decode("utf-8")
+        return source.decode("utf-8-sig")  # a leading BOM is no character of the code, as for Python
     except UnicodeDecodeError as exc:
         line = source[: exc.start].count(b"\n") + 1
         column = exc.start - (source.rfind(b"\n", 0, exc.start) + 1) + 1

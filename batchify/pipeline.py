@@ -5,7 +5,6 @@ Pure text in, text out; no file system, no argv, no jax or brainpy.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -18,6 +17,7 @@ from batchify.emit import emit
 from batchify.rewrite import rewrite_module
 from batchify.harness import HarnessOptions
 from batchify.parse import MAX_DEPTH, decode, parse
+from batchify.provenance import source_digest
 from batchify.validate import validate
 
 
@@ -48,7 +48,7 @@ def transform(
         ir = analyse(module, path, only=classes, shared=shared, functions=harness.functions() if harness else (),
                      drivers=functions)
         code = rewrite_module(ir, harness)
-        out = emit(code, source_sha256=hashlib.sha256(source).hexdigest(), command=command,
+        out = emit(code, source_sha256=source_digest(source), command=command,
                    source_path=header_path or path)
         validate(out, path, text)
         return TransformResult(out, tuple(ir.targets))

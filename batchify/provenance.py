@@ -65,6 +65,20 @@ def installed_version(distribution: str) -> str:
         return "unknown"
 
 
+def source_digest(source: bytes) -> str:
+    """The sha256 a header records for ``source``: of its text with LF line ends and no UTF-8 BOM, as
+    Python reads it, so that a CRLF checkout (git's autocrlf) and an LF one agree."""
+    return hashlib.sha256(source.removeprefix(b"\xef\xbb\xbf").replace(b"\r\n", b"\n")).hexdigest()
+
+
+def edited_by_hand(current: str) -> bool:
+    """Whether a generated module's text differs from what batchify wrote (its line 3 stamp records a
+    hash of the rest). A checksum against accidental edits, not a signature: anyone can recompute it."""
+    lines = current.split("\n", 3)
+    recorded = STAMP_PATTERN.fullmatch(lines[2]) if len(lines) == 4 else None
+    return bool(recorded) and recorded.group(2) != _digest(without_stamp(current))
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -93,6 +107,6 @@ def up_to_date(current: str | None, source: bytes, command: str) -> bool:
         return False
     match = SOURCE_PATTERN.search(lines[0])
     recorded = STAMP_PATTERN.fullmatch(lines[2])
-    return bool(match and recorded and match.group(1) == hashlib.sha256(source).hexdigest()
+    return bool(match and recorded and match.group(1) == source_digest(source)
                 and lines[1] == REGENERATE + command and recorded.group(1) == generator_fingerprint()
                 and recorded.group(2) == _digest(without_stamp(current)))
