@@ -90,6 +90,9 @@ ENVIRONMENT_SETTERS = frozenset(
     }
 )
 
+# Decorators of a stateful method that its pure method keeps (the runtime reads what they mark).
+KEPT_DECORATORS = frozenset({"brainpy.reset_level", "brainpy.helpers.reset_level"})
+
 # Base classes that make a class a model and add no state of their own.
 MODEL_BASES = frozenset(
     {

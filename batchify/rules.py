@@ -30,7 +30,8 @@ class Case:
     the ``--shared`` declarations. ``after`` is what the rewrite makes of it in ``where`` of class
     ``cls``'s batched class: a method's body (``update_pure``; ``update`` for a method copied
     unchanged), ``__init__`` (the lines made of ``init``), ``body:NAME`` (a method's whole body),
-    ``def:NAME`` (its ``def`` line), ``header`` (the class statement), ``state`` / ``params`` (the
+    ``def:NAME`` (its ``def`` line), ``decorator:NAME`` (its decorator lines; none: empty), ``header``
+    (the class statement), ``state`` / ``params`` (the
     NamedTuple's fields), ``line:NAME`` (the class-level line binding NAME) or ``copied:NAME`` (a
     module-level class or function copied from the source); a diagnostic reads ``BFYnnn <first word>``."""
 
@@ -208,7 +209,7 @@ RULES: tuple[Rule, ...] = (
         'the batch size',
         '`super().__init__()` reading `self.mode`',
         ("`self.batch_size = batch_size` before the original's first statement (after a "
-         'docstring), so that `self.mode` is the batching mode from the start'),
+         "docstring); while the constructor builds one example's model, `self.mode` is the original's"),
         Case(before='return self.V',
              after=('self.batch_size = batch_size\n'
                     'super().__init__()\n'
@@ -230,8 +231,8 @@ RULES: tuple[Rule, ...] = (
         'Variables in `__init__`',
         ('`bm.Variable(bm.zeros(n))`, `bm.Variable(n)`, `…, dtype=bm.int32)`, '
          '`bp.init.variable_(bm.zeros, n, self.mode)`'),
-        ('`bfy.batched(bm.Variable(...), batch_size)`: a leading batch axis (`batch_axis=0`); a '
-         'Variable made in the batching mode already has it'),
+        ('`bfy.batched(bm.Variable(...), batch_size)`: one example\'s Variable while the constructor runs '
+         '(shapes read in `__init__` are the example\'s), a leading batch axis (`batch_axis=0`) once it is done'),
         Case(before='return self.Q',
              after='self.Q = bfy.batched(bm.Variable(bm.ones(2), dtype=bm.float32), batch_size)',
              init='self.Q = bm.Variable(bm.ones(2), dtype=bm.float32)',
@@ -457,6 +458,56 @@ RULES: tuple[Rule, ...] = (
                     '        self.S.value = y\n'
                     '        return self.S.value\n'),
              cls='Sub'),
+    ),
+    Rule(
+        'BrainPy base reset',
+        f"{STMT}.brainpy_base_reset",
+        "a BrainPy base's `reset_state`",
+        '`super().reset_state(batch_size)` in `reset_state`, no class of the file above',
+        ("dropped: BrainPy's model bases reset nothing there (a group's children are reset by "
+         "`bp.reset_state`), and in the batched class `super()` would reach the batch's own `reset_state`"),
+        Case(before='return self.V',
+             after=('state = state._replace(V=bm.zeros(3))\n'
+                    'return bfy.unwrap(state), None'),
+             extra=('    def reset_state(self, batch_size=None):\n'
+                    '        super().reset_state(batch_size)\n'
+                    '        self.V.value = bm.zeros(3)\n'),
+             where='body:reset_state_pure'),
+        Case(before='return self.V',
+             after=('state, _ = super().reset_state_pure(params, state, batch_size)\n'
+                    'state = state._replace(S=bm.ones(3))\n'
+                    'return bfy.unwrap(state), None'),
+             extra=('    def reset_state(self, batch_size=None):\n'
+                    '        self.V.value = bm.zeros(3)\n'
+                    '\n'
+                    '\n'
+                    'class Sub(M):\n'
+                    '    def reset_state(self, batch_size=None):\n'
+                    '        super().reset_state(batch_size)\n'
+                    '        self.S.value = bm.ones(3)\n'),
+             cls='Sub', where='body:reset_state_pure'),
+    ),
+    Rule(
+        'reset level',
+        "rewrite.methods.kept_decorator",
+        'the order of resets',
+        '`@bp.reset_level(1)` on `reset_state`',
+        ('kept on `reset_state_pure`: `bp.reset_state`, `reset()` and the harness reset the batch in '
+         "BrainPy's order (nodes without a level, then level 0, 1, ...); other decorators of a stateful "
+         'method (`@bm.cls_jit`) are dropped'),
+        Case(before='return self.V',
+             after='@bp.reset_level(1)',
+             extra=('    @bp.reset_level(1)\n'
+                    '    def reset_state(self, batch_size=None):\n'
+                    '        self.V.value = bm.zeros(3)\n'),
+             where='decorator:reset_state_pure'),
+        Case(before='return self.helper2(x)',
+             after='',
+             extra=('    @bm.cls_jit\n'
+                    '    def helper2(self, x):\n'
+                    '        self.S.value = x\n'
+                    '        return x\n'),
+             where='decorator:helper2_pure'),
     ),
     Rule(
         'child call',

@@ -78,18 +78,61 @@ def stack(value, batch_size):
 def batched(variable, batch_size):
     """A state Variable holding ``batch_size`` copies of ``variable``'s value (batch axis 0).
 
-    A Variable that already has this batch (``bp.init.variable_(..., self.mode)`` in the batched
-    class's batching mode) is kept as it is; one whose own leading axis is a batch of another
-    size (``bm.Variable(bm.zeros((1, n)), batch_axis=0)``) is one example's value like any other.
-    A ``bm.VarList`` / ``bm.VarDict`` gets each of its Variables batched.
+    Whatever ``variable``'s own axes are (``bm.Variable(bm.zeros((k, n)), batch_axis=0)``, even
+    with ``k == batch_size``) they are one example's. A ``bm.VarList`` / ``bm.VarDict`` gets each
+    of its Variables batched. In a batched constructor, while it builds one example's model, it
+    returns ``variable`` itself: the whole model gets its batch when the constructor is done
+    (``Batched.__init_subclass__``).
     """
+    if _CONSTRUCTING.get():
+        return variable
     if isinstance(variable, bm.VarList):
         return bm.VarList([batched(v, batch_size) for v in variable])
     if isinstance(variable, bm.VarDict):
         return bm.VarDict({k: batched(v, batch_size) for k, v in variable.items()})
-    if variable.batch_axis == 0 and variable.shape[0] == batch_size:
-        return variable
     return bm.Variable(stack(variable.value, batch_size), batch_axis=0)
+
+
+# How many batched constructors are running in this context (a model's, its children's, its bases').
+_CONSTRUCTING = contextvars.ContextVar("batchify_constructing", default=0)
+
+
+def _reset_level(model):
+    """The ``bp.reset_level`` of a batched class's (or model's) ``reset_state``: None when it has none."""
+    return getattr(getattr(model, "reset_state_pure", None), "reset_level", None)
+
+
+def _at_reset_level(method, level):
+    """``method`` marked as ``bp.reset_level(level)`` marks a ``reset_state``, which ``bp.reset_state``
+    reads to order the resets of a model's nodes."""
+    @functools.wraps(method)
+    def reset_state(self, batch_size=None):
+        return method(self, batch_size)
+
+    reset_state.reset_level = level
+    return reset_state
+
+
+def _constructor(init):
+    """``FooBatched(*args, batch_size=B)``: the class's ``__init__`` (the original's, children made
+    batched) builds ONE example's model, exactly as the original constructor does, reading shapes
+    and ``self.mode`` as the original sees them; the outermost constructor then turns it into the
+    batch with ``from_model``, the path ``batchify verify`` checks. Weights stay the TrainVars it drew."""
+    signature = inspect.signature(init)
+    seed_name = next((n for n in ("batch_seed", "seed") if n in signature.parameters
+                      and signature.parameters[n].kind is inspect.Parameter.KEYWORD_ONLY), None)
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        token = _CONSTRUCTING.set(_CONSTRUCTING.get() + 1)
+        try:
+            init(self, *args, **kwargs)
+        finally:
+            _CONSTRUCTING.reset(token)
+        if not _CONSTRUCTING.get():
+            self._become_batch(kwargs.get(seed_name) if seed_name else None)
+
+    return __init__
 
 
 def unwrap(tree):
@@ -139,7 +182,10 @@ def example_keys(seed, batch_size):
 
 
 def key_variable(seed, batch_size):
-    """The batch's ``rng_key`` Variable: one key per example (``example_keys``)."""
+    """The batch's ``rng_key`` Variable: one key per example (``example_keys``); while a batched
+    constructor builds one example's model, that example's key."""
+    if _CONSTRUCTING.get():
+        return bm.Variable(example_keys(seed, 1)[0])
     return bm.Variable(example_keys(seed, batch_size), batch_axis=0)
 
 
@@ -392,7 +438,10 @@ class _Nodes:
 
 def attach_library(model, batch_size):
     """In a batched constructor: the built-ins' batch of states next to their one-example Variables,
-    and the model's own Variables handed to a built-in (``bm.LengthDelay(self.x)``) batched."""
+    and the model's own Variables handed to a built-in (``bm.LengthDelay(self.x)``) batched
+    (``from_model`` does both once the constructor has built one example's model)."""
+    if _CONSTRUCTING.get():
+        return
     spec = spec_of(type(model))
     model.library = Library(model, spec.builtins, batch_size, fields=spec.builtin_fields)
     for name in spec.builtin_fields:
@@ -536,6 +585,28 @@ class Batched:
         if state is not None:
             cls.__batchify__ = Spec(params, state, **declared)
             state._batched_class = params._batched_class = cls
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _constructor(cls.__dict__["__init__"])
+        if "reset_state_pure" in cls.__dict__:  # ``@bp.reset_level(n)``: bp.reset_state orders resets by it
+            level = _reset_level(cls)
+            cls.reset_state = Batched.reset_state if level is None else _at_reset_level(Batched.reset_state, level)
+
+    def _become_batch(self, seed):
+        """The end of the outermost batched constructor: this one example's model becomes the batch."""
+        batch = type(self).from_model(self, self.batch_size, seed)
+        name = self._name
+        vars(self).clear()
+        vars(self).update(vars(batch))
+        self._name = name
+        self._create_pending_state()
+
+    def _create_pending_state(self):
+        """State that ``reset_state()`` created while one example was built: created again for every
+        example (each drawing from its own key), children first, as their constructors ran first."""
+        for f in spec_of(type(self)).children:
+            getattr(self, f.name)._create_pending_state()
+        if vars(self).pop("_creates_state", False):
+            self._create_state()
 
     @classmethod
     def from_model(cls, model, batch_size, seed=None):
@@ -547,7 +618,8 @@ class Batched:
         spec = spec_of(cls)
         batched_model = cls.__new__(cls)
         # Constants and BrainPy's own bookkeeping carry over as they are.
-        replaced = {f.name for f in (*spec.own_batched, *spec.children)} | ({"library"} if spec.has_library else set())
+        replaced = ({f.name for f in (*spec.own_batched, *spec.children)} | ({"library"} if spec.has_library else set())
+                    | ({"rng_key"} if spec.random else set()))  # (a model a batched constructor built has both)
         vars(batched_model).update((spec.renamed.get(k, k), v) for k, v in vars(model).items() if k not in replaced)
         batched_model._name = batched_model.unique_name(type_=cls.__name__)
         batched_model.batch_size = batch_size
@@ -570,7 +642,10 @@ class Batched:
 
     @property
     def mode(self):
-        """BrainPy's batching mode, so that DSRunner and friends see axis 0 as the batch."""
+        """BrainPy's batching mode, so that DSRunner and friends see axis 0 as the batch; while the
+        constructor builds one example's model, the mode the original has (``mode=`` or BrainPy's)."""
+        if _CONSTRUCTING.get():
+            return vars(self).get("_mode") or bm.get_mode()
         return bm.BatchingMode(self.batch_size)
 
     def params(self):
@@ -678,21 +753,42 @@ class Batched:
         return self.reset_all_example(params, state)
 
     def reset_all_example(self, params, state):
-        """One example's ``state`` as ``bp.reset_state`` leaves it: own state, children, built-ins."""
-        if hasattr(self, "reset_state_pure"):
+        """One example's ``state`` as ``bp.reset_state`` leaves it, in BrainPy's order: first every
+        node whose ``reset_state`` has no ``bp.reset_level`` (this model, its children, its
+        built-ins), then those of level 0, 1, ... (a group resetting from its reset children)."""
+        state = self._reset_at(params, state, None)
+        for level in sorted(self._reset_levels()):
+            state = self._reset_at(params, state, level)
+        return state
+
+    def _reset_levels(self):
+        own = {_reset_level(self)} - {None}
+        return own.union(*(getattr(self, f.name)._reset_levels() for f in spec_of(type(self)).children))
+
+    def _reset_at(self, params, state, level):
+        """``state`` with the nodes of this tree at reset ``level`` (None: those without one) reset."""
+        if hasattr(self, "reset_state_pure") and _reset_level(self) == level:
             state = self.reset_state_pure(params, state)[0]
         for f in spec_of(type(self)).children:
             child = getattr(self, f.name)
-            state = state._replace(**{f.name: child.reset_all_example(getattr(params, f.name), getattr(state, f.name))})
-        if spec_of(type(self)).has_library:
+            state = state._replace(**{f.name: child._reset_at(getattr(params, f.name), getattr(state, f.name), level)})
+        if level is None and spec_of(type(self)).has_library:
             state = self.library.reset(params, state)
         return state
 
     def _create_state(self):
-        """Create the Variables ``reset_state`` creates: every example as it resets."""
+        """Create the Variables ``reset_state`` creates: every example as it resets (while the
+        constructor builds one example's model, that example's, as the original creates them)."""
         spec = spec_of(type(self))
         empty = spec.state(**{f.name: None if f.name in spec.created_by_reset else _read(self, f)
                               for f in spec.state_fields})
+        if _CONSTRUCTING.get():
+            self._creates_state = True
+            state, _ = self.reset_state_pure(self.params(), empty)
+            for name in spec.created_by_reset:
+                if getattr(state, name) is not None:
+                    setattr(self, attribute_name(name), bm.Variable(getattr(state, name)))
+            return
         state, _ = jax.vmap(self.reset_state_pure, in_axes=(None, self.state_axes()),
                             axis_size=self.batch_size)(self.params(), empty)
         for name in spec.created_by_reset:
@@ -1044,6 +1140,15 @@ class BuiltinBatched(bp.DynamicalSystem):
         return self.reset_state_pure(params, state)[0]
 
     reset_all_example = reset_example
+
+    def _reset_levels(self):
+        return set()
+
+    def _reset_at(self, params, state, level):
+        return self.reset_example(params, state) if level is None else state
+
+    def _create_pending_state(self):
+        pass
 
     def state_axes(self):
         return 0

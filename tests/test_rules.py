@@ -93,6 +93,12 @@ def rewritten(case: Case) -> str:
         return f"class {case.cls}Batched(" + cls.split(":\n", 1)[0] + ":"
     if where.startswith("body:"):
         return body_of(cls, f"    def {where[5:]}(")
+    if where.startswith("decorator:"):
+        lines = cls.split(f"\n    def {where[10:]}(", 1)[0].split("\n")
+        decorators = []
+        while lines and lines[-1].startswith("    @"):
+            decorators.insert(0, lines.pop().strip())
+        return "\n".join(decorators)
     if where.startswith("def:"):
         return next(line.strip() for line in cls.split("\n") if line.startswith(f"    def {where[4:]}("))
     if where.startswith("line:"):

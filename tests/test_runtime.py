@@ -158,9 +158,10 @@ def test_helpers() -> None:
     v = bm.Variable(jnp.arange(3.0))
     b = runtime.batched(v, 4)
     assert b.shape == (4, 3) and b.batch_axis == 0
-    assert runtime.batched(b, 4) is b  # already this batch
+    # a Variable's own axes are one example's, even a leading one of the batch's size (batch_axis=0)
+    assert runtime.batched(b, 4).shape == (4, 4, 3)
     one = bm.Variable(jnp.zeros((1, 3)), batch_axis=0)
-    assert runtime.batched(one, 4).shape == (4, 1, 3)  # a batch of another size is one example's value
+    assert runtime.batched(one, 4).shape == (4, 1, 3)
     assert runtime.example_axis(1.0) is None and runtime.example_axis(None) is None
     assert runtime.example_axis(jnp.ones((4, 2)), "x", 4) == 0
     assert runtime.replace_item([1, 2, 3], 1, 9) == [1, 9, 3] and runtime.replace_item({"a": 1}, "a", 2) == {"a": 2}

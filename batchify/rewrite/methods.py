@@ -870,10 +870,20 @@ class MethodRewriter:
         update = self.variable_update(small.value)
         if update is not None:
             return update
+        if self.brainpy_base_reset(small.value):
+            return []
         pre, value, rw = self.expr(small.value)
         if type(value) is cst.Name and value.value in rw.hoisted and pre:
             return self.rename_last(pre, rw, value.value, self.ctx.ns.fresh("_") if "_" in self.ctx.ns.used else "_")
         return [*pre, line(small.with_changes(value=value))]
+
+    def brainpy_base_reset(self, value: cst.BaseExpression) -> bool:
+        """``super().reset_state(...)`` reaching BrainPy's own base (no class of this file above defines
+        one): a no-op there (the model bases add no state), and in the batched class ``super()`` would
+        reach the batch's own ``reset_state``, which resets every example by calling this method."""
+        if not (type(value) is cst.Call and is_super_call(value.func) and value.func.attr.value == "reset_state"):
+            return False
+        return not any("reset_state" in c.methods for c in self.ctx.ir.chain(self.ctx.cls)[:-1])
 
     def annotated_assign(self, small: cst.AnnAssign) -> list[cst.BaseStatement]:
         """``self.V: jax.Array = e``: a write like the plain assignment."""
@@ -1194,6 +1204,13 @@ def drop_unused_star_params(func: cst.FunctionDef) -> cst.FunctionDef:
     return func.with_changes(params=params)
 
 
+def kept_decorator(ir: ModuleIR, decorator: cst.Decorator) -> bool:
+    """A decorator the pure method keeps: ``@bp.reset_level(n)``, which orders BrainPy's resets (the
+    runtime reads it). The others are dropped: ``@bm.cls_jit`` and such (the batch is jitted whole)."""
+    node = decorator.decorator.func if type(decorator.decorator) is cst.Call else decorator.decorator
+    return bool({q.name for q in ir.qualified.get(node, ())} & names.KEPT_DECORATORS)
+
+
 def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.FunctionDef, list[Diagnostic]]:
     """The pure single-example version of a stateful method, named ``<method>_pure``."""
     func = method.node
@@ -1216,7 +1233,7 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     pure = func.with_changes(
         name=name(pure_name(method.name)),
         params=func.params.with_changes(params=new_params),
-        decorators=[],
+        decorators=[d for d in func.decorators if kept_decorator(ir, d)],
         returns=None,
         body=func.body.with_changes(body=body),
         leading_lines=[],
