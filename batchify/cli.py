@@ -11,6 +11,7 @@ import stat
 import sys
 import tempfile
 import time
+import types
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
@@ -543,9 +544,26 @@ def share_source_classes(original, generated) -> None:
     """The generated module's verbatim copies of the source's plain classes (an Enum of solver
     kinds, a built-in's subclass) become the source's own: ``from_model`` carries the original's
     objects over, and ``self.kind == Kind.A`` must compare them with the same class."""
+    import enum
+
+    replaced = {}
     for name, obj in vars(original).items():
         if isinstance(obj, type) and obj.__module__ == original.__name__ and isinstance(vars(generated).get(name), type):
+            replaced[vars(generated)[name]] = obj
             setattr(generated, name, obj)
+
+    def shared(value):  # an Enum member of a replaced copy: the source's member of that name
+        source_cls = replaced.get(type(value))
+        return source_cls[value.name] if source_cls is not None and isinstance(value, enum.Enum) else value
+
+    # Defaults evaluated when the generated module ran (``solver=Solver.HALF``) hold the copies' members.
+    for cls in [v for v in vars(generated).values() if isinstance(v, type) and v.__module__ == generated.__name__]:
+        for member in vars(cls).values():
+            function = getattr(member, "__wrapped__", member)  # a batched constructor wraps the original's
+            if isinstance(function, types.FunctionType):
+                function.__defaults__ = tuple(map(shared, function.__defaults__ or ())) or None
+                if function.__kwdefaults__:
+                    function.__kwdefaults__ = {k: shared(v) for k, v in function.__kwdefaults__.items()}
 
 
 def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:

@@ -85,6 +85,8 @@ class Mismatch:
     max_rel: float
 
     def __str__(self) -> str:
+        if self.max_abs == float("inf") and self.step is None:  # structural: a shape, an attribute
+            return f"{self.quantity} differs"
         where = f" first diverges at step {self.step}" if self.step is not None else " diverges"
         who = f" (example {self.example})" if self.example is not None else ""
         return f"{self.quantity}{where}{who}; max abs error {self.max_abs:.3g}, max rel error {self.max_rel:.3g}"
@@ -156,6 +158,7 @@ class Report:
     # max_abs alone mixes quantities of very different scales (gradients of 1e5 next to states of 1).
     of_tolerance: float = 0.0
     strength: Strength = field(default_factory=Strength)
+    resets_skipped: str | None = None  # why the resets were not compared (the original cannot be reset so)
 
     @property
     def ok(self) -> bool:
@@ -328,11 +331,50 @@ def start_batch(batched, model, starts: list[dict]) -> None:
             variable.value = bm.asarray(np.stack([s[name] for s in starts]))
 
 
+def own_reset(model) -> None:
+    """``model.reset_state()``, given a batch size of 1 where its signature requires one."""
+    import inspect
+
+    params = list(inspect.signature(type(model).reset_state).parameters.values())[1:]
+    required = [p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    model.reset_state(*[1 if p.name == "batch_size" else None for p in required])
+
+
+# The resets compared after the steps: the original's, and the batched class's for the whole batch.
+RESETS = {"reset()": (lambda model: bp_reset_state(model), lambda batched: batched.reset()),
+          "reset_state()": (own_reset, lambda batched: batched.reset_state())}
+
+
+def bp_reset_state(model) -> None:
+    import brainpy as bp
+
+    bp.reset_state(model)
+
+
+def run_resets(model, variables_: dict) -> dict[str, dict[str, np.ndarray]] | str:
+    """Each of ``RESETS`` applied to ``model`` as it is now (each from here): the state it leaves; or
+    why the original cannot be reset so (then the resets are not compared)."""
+    after, key = snapshot(model), bm.random.DEFAULT.value
+    out = {}
+    for kind, (reset, _) in RESETS.items():
+        restore(model, after)
+        bm.random.DEFAULT.value = key
+        try:
+            reset(model)
+        except Exception as exc:  # noqa: BLE001 - the original's own limitation, reported as a skip
+            return f"the original's {kind} raised {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        out[kind] = {k: np.asarray(v.value) for k, v in variables_.items()}
+    restore(model, after)
+    bm.random.DEFAULT.value = key
+    return out
+
+
 def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int, starts: list[dict],
-                 dt: float | None = None, seed: int | None = None, ports: Sequence[Port] = ()):
+                 dt: float | None = None, seed: int | None = None, ports: Sequence[Port] = (), resets=None):
     """Each example alone, from its start: outputs[e][t] and states[e][t] (after step t).
 
-    With ``seed``, BrainPy's global key is set to example ``e``'s key before it runs.
+    With ``seed``, BrainPy's global key is set to example ``e``'s key before it runs. With a list
+    ``resets``, each example's ``run_resets`` after its steps is appended to it.
     """
     outputs, states = [], []
     for e in range(batch):
@@ -349,6 +391,8 @@ def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int
             per_state.append({k: np.asarray(v.value) for k, v in variables_.items()})
         outputs.append(per_step)
         states.append(per_state)
+        if resets is not None:
+            resets.append(run_resets(model, variables_))
     restore(model, starts[0])
     return outputs, states
 
@@ -390,8 +434,9 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
     starts = perturbed_starts(model, initial, batch, seed, perturb)
     random = draws_randomly(batched_cls)
     global_key = bm.random.DEFAULT.value
+    want_resets = [] if driver == "eager" else None
     want_out, want_state = run_original(model, method, args, batch, steps, starts, dt, seed if random else None,
-                                        ports)
+                                        ports, want_resets)
     bm.random.DEFAULT.value = global_key
     batched = batch_of(batched_cls, model, batch, seed)
     start_batch(batched, model, starts)
@@ -416,6 +461,8 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
     else:
         raise ValueError(f"unknown driver {driver!r}")
     report = Report(steps, batch, strength=measure(starts, want_out, want_state))
+    if want_resets:
+        compare_resets(report, batched, got_vars, want_resets, list(want_state[0][0]), rtol, atol)
     for t in range(steps):
         want = jax.tree.map(lambda *xs: np.stack(xs), *[want_out[e][t] for e in range(batch)])
         compare(report, "output", t, want, got_out[t], rtol, atol)
@@ -425,6 +472,24 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
             got = got_state[t][name] if got_state is not None else np.asarray(got_vars[name].value)
             compare(report, f"state {name}", t, want, got, rtol, atol)
     return report
+
+
+def compare_resets(report: Report, batched, got_vars: dict, want: list, names: list[str], rtol: float,
+                   atol: float) -> None:
+    """After the steps: the batch reset by ``batched.reset()`` and ``batched.reset_state()`` (each
+    from the state the steps left) against each example reset alone (``run_resets``)."""
+    skipped = next((w for w in want if isinstance(w, str)), None)
+    if skipped is not None:
+        report.resets_skipped = skipped
+        return
+    after = batched.state()
+    for kind, (_, reset) in RESETS.items():
+        batched.set_state(after)
+        reset(batched)
+        for name in names:
+            compare(report, f"reset {kind} {name}", None, np.stack([w[kind][name] for w in want]),
+                    np.asarray(got_vars[name].value), rtol, atol)
+    batched.set_state(after)
 
 
 def _traced(arg: Arg, t):

@@ -592,11 +592,13 @@ class Batched:
             cls.reset_state = Batched.reset_state if level is None else _at_reset_level(Batched.reset_state, level)
 
     def _become_batch(self, seed):
-        """The end of the outermost batched constructor: this one example's model becomes the batch."""
-        batch = type(self).from_model(self, self.batch_size, seed)
-        name = self._name
+        """The end of the outermost batched constructor: this one example's model becomes the batch,
+        in place (what ``from_model`` builds captures the model it fills: its integrators' derivatives)."""
+        example = type(self).__new__(type(self))
+        vars(example).update(vars(self))
+        name, batch_size = self._name, self.batch_size
         vars(self).clear()
-        vars(self).update(vars(batch))
+        self._batch_of(example, batch_size, seed)
         self._name = name
         self._create_pending_state()
 
@@ -615,30 +617,39 @@ class Batched:
         The weights are the very TrainVar objects of ``model``: training one trains the other.
         Example ``i`` of a model that draws random numbers draws from ``fold_in(PRNGKey(seed), i)``.
         """
-        spec = spec_of(cls)
         batched_model = cls.__new__(cls)
+        batched_model._batch_of(model, batch_size, seed)
+        return batched_model
+
+    def _batch_of(self, model, batch_size, seed):
+        """Fill this (new, empty) object as ``from_model`` describes."""
+        cls, batched_model = type(self), self
+        spec = spec_of(cls)
+        # One example a batched constructor built holds its Variables under the batched class's names.
+        where = (lambda f: f.attr) if isinstance(model, Batched) else (lambda f: f.name)
         # Constants and BrainPy's own bookkeeping carry over as they are.
-        replaced = ({f.name for f in (*spec.own_batched, *spec.children)} | ({"library"} if spec.has_library else set())
+        replaced = ({where(f) for f in spec.own_batched} | {f.name for f in spec.children}
+                    | ({"library"} if spec.has_library else set())
                     | ({"rng_key"} if spec.random else set()))  # (a model a batched constructor built has both)
         vars(batched_model).update((spec.renamed.get(k, k), v) for k, v in vars(model).items() if k not in replaced)
         batched_model._name = batched_model.unique_name(type_=cls.__name__)
         batched_model.batch_size = batch_size
         for f in spec.own_batched:
-            if hasattr(model, f.name) or not (f.optional or spec.late and f.name in spec.created_by_reset):
-                setattr(batched_model, f.attr, batched(getattr(model, f.name), batch_size))
+            if hasattr(model, where(f)) or not (f.optional or spec.late and f.name in spec.created_by_reset):
+                setattr(batched_model, f.attr, batched(getattr(model, where(f)), batch_size))
         for f in spec.children:
             setattr(batched_model, f.name, f.child.from_model(getattr(model, f.name), batch_size))
         if spec.random:
             batched_model.rng_key = key_variable(seed, batch_size)
         if spec.has_library:
             batched_model.library = Library(model, spec.builtins, batch_size, fields=spec.builtin_fields)
-        if spec.late and not hasattr(model, spec.created_by_reset[0]):  # ``model.reset_state()`` has not run yet
-            batched_model._create_state()
+        created = spec.created_by_reset[0] if spec.late else None
+        if spec.late and not hasattr(model, attribute_name(created) if isinstance(model, Batched) else created):
+            batched_model._create_state()  # ``model.reset_state()`` has not run yet
         # The model's integrators hold its derivatives, which read its own Variables: rebuilt around the batch's.
         rebuild = getattr(batched_model, "_rebuild_integrators", None)
         if rebuild is not None:
             rebuild()
-        return batched_model
 
     @property
     def mode(self):

@@ -3,7 +3,9 @@
 For each class: the original runs example by example from the state it had right after
 construction (examples 1.. from a seeded perturbation of it); ``FooBatched.from_model(original, B)``
 runs the stacked inputs from the same starts. Compared: outputs and every state at every step,
-and gradients of a scalar loss of the outputs with respect to every weight, per example and
+the state ``reset()`` and ``reset_state()`` leave after the steps, the batch built by
+``FooBatched(*init, batch_size=B)`` against ``from_model``'s, and gradients of a scalar loss of
+the outputs with respect to every weight, per example and
 their mean, computed through the original with ``bm.grad`` and through the generated pure
 functions with ``jax.grad``. A check that could not have failed (no state moved, every example
 alike, no spike, every gradient zero) is WEAK, not PASS. A mismatch is
@@ -148,6 +150,19 @@ def random_input(rng, spec: Input, batch: int, steps: int) -> np.ndarray:
     return (rng.random(shape) * spec.scale + spec.offset).astype(dtype)
 
 
+def batched_spec(batched_cls):
+    """What a generated ``Batched`` class declares (None for a class batched whole as library code)."""
+    from batchify import runtime
+
+    return runtime.spec_of(batched_cls) if issubclass(batched_cls, runtime.Batched) else None
+
+
+def structural(report: Report, quantity: str) -> None:
+    """A mismatch no tolerance excuses (a shape, an attribute): its error is infinite."""
+    report.mismatches.append(Mismatch(quantity, None, None, float("inf"), float("inf")))
+    report.max_abs = report.of_tolerance = float("inf")
+
+
 def section_from(report: Report, name: str, predicate) -> Section:
     bad = first_divergences([m for m in report.mismatches if predicate(m.quantity)])
     return Section(name, not bad, report.max_abs, [asdict(m) for m in bad], of_tolerance=report.of_tolerance)
@@ -226,6 +241,9 @@ class Verifier:
                                    ports=self.ports)
         sections = [section_from(report, "forward", lambda q: q.startswith("output")),
                     section_from(report, "state", lambda q: q.startswith("state"))]
+        resets = section_from(report, "reset", lambda q: q.startswith("reset "))
+        resets.skipped = report.resets_skipped
+        sections += [resets, self.constructor_section()]
         strength = report.strength
         sections += self.gradients(model, strength)
         for name in self.functions:
@@ -233,6 +251,56 @@ class Verifier:
         result = ClassResult(d.cls, self.method, d.batch, d.steps, sections, strength=strength)
         result.speedup = self.speed(model) if speed else None
         return result
+
+    # -- the batched constructor ---------------------------------------------------------
+    def constructor_section(self) -> Section:
+        """``FooBatched(*init, batch_size=B)`` against ``FooBatched.from_model(Foo(*init), B)`` (which
+        ``check_equivalence`` compares with the original), both built from the same seed: weights,
+        plain attributes, state (its shapes only with random draws: the constructor draws each
+        example's, ``from_model`` copies one), and the outputs of the steps from the same state."""
+        d = self.drive
+        reference = batch_of(self.batched_cls, self.build(), d.batch, d.seed)
+        bm.random.seed(d.seed)
+        args = [resolve_init(a) for a in d.init_args]
+        kwargs = {k: resolve_init(v) for k, v in d.init_kwargs.items()}
+        kwargs["batch_size"] = d.batch
+        kwonly = {n for n, p in inspect.signature(self.batched_cls.__init__).parameters.items()
+                  if p.kind is p.KEYWORD_ONLY}
+        draws = getattr(batched_spec(self.batched_cls), "random", True)  # from_model takes a seed either way
+        seed_name = next((n for n in ("batch_seed", "seed") if n in kwonly), None) if draws else None
+        if seed_name:
+            kwargs[seed_name] = d.seed
+        if d.mode:
+            with bm.environment(mode=getattr(bm, f"{d.mode}_mode")):
+                built = self.batched_cls(*args, **kwargs)
+        else:
+            built = self.batched_cls(*args, **kwargs)
+        report = Report(steps=d.steps, batch=d.batch)
+        compare(report, "constructor params", None, to_numpy(reference.params()), to_numpy(built.params()),
+                d.rtol, d.atol)
+        want_state, got_state = to_numpy(reference.state()), to_numpy(built.state())
+        if draws:
+            want_state, got_state = jax.tree.map(np.shape, want_state), jax.tree.map(np.shape, got_state)
+            if want_state != got_state:
+                structural(report, f"constructor state shapes ({str(got_state)[:200]} built, "
+                                   f"{str(want_state)[:200]} by from_model)")
+        else:
+            compare(report, "constructor state", None, want_state, got_state, d.rtol, d.atol)
+        for name, value in sorted(vars(reference).items()):
+            if name.startswith("_") or not isinstance(value, (bool, int, float, str, tuple, type(None))):
+                continue
+            got = vars(built).get(name, "<missing>")
+            if got != value:
+                structural(report, f"constructor attribute {name} ({repr(got)[:100]} built, "
+                                   f"{repr(value)[:100]} by from_model)")
+        if not report.mismatches:  # the same state, so that the steps compare what the constructor built
+            built.set_state(reference.state())
+            for t in range(d.steps):
+                tick(d.dt, t)
+                outputs = [to_numpy(call(getattr(b, self.method), self.args, (a.batch(t) for a in self.args)))
+                           for b in (reference, built)]
+                compare(report, "constructor output", t, outputs[0], outputs[1], d.rtol, d.atol)
+        return section_from(report, "constructor", lambda q: q.startswith("constructor"))
 
     # -- the user's own functions (--function) ------------------------------------------
     def function_sections(self, model, name: str, strength: Strength) -> list[Section]:
@@ -506,14 +574,15 @@ def to_json(results: list[ClassResult]) -> dict:
 
 
 def format_table(results: list[ClassResult], src: str, generated: str) -> str:
-    head = ["class", "method", "B", "T", "forward", "state", "grad/example", "grad/mean", "max abs err",
-            "err/tol", "speed-up", "verdict"]
+    head = ["class", "method", "B", "T", "forward", "state", "reset", "constructor", "grad/example", "grad/mean",
+            "max abs err", "err/tol", "speed-up", "verdict"]
     rows = []
     for r in results:
         cells = {s.name: ("skip" if s.skipped else "ok" if s.ok else "MISMATCH") for s in r.sections}
         err = max((s.max_abs for s in r.sections), default=0.0)
         used = max((s.of_tolerance for s in r.sections), default=0.0)
         rows.append([r.cls, r.method, str(r.batch), str(r.steps), cells["forward"], cells["state"],
+                     cells.get("reset", "-"), cells.get("constructor", "-"),
                      cells["grad/example"], cells["grad/mean"], f"{err:.1e}", f"{used:.2g}",
                      f"{r.speedup:.1f}x" if r.speedup else "-", r.verdict])
     widths = [max(len(x) for x in col) for col in zip(head, *rows)]

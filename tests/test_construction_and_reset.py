@@ -138,12 +138,32 @@ class Net(bp.DynSysGroup):
         return self.readout.value
 '''
 
+RESERVED_NAME = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Cell(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.state = bm.Variable(bm.zeros(n))  # the batched class keeps it as self.state_
+        self.width = self.state.shape[0]
+
+    def reset_state(self, batch_size=None):
+        self.state.value = bm.ones(self.width) * 0.2
+
+    def update(self, x):
+        self.state.value = 0.5 * self.state + x
+        return self.state.value
+'''
+
 CASES = {
     "shape read in __init__": (SHAPE_IN_INIT, "Pop", (3,), 3),
     "built-in made with mode=self.mode": (BUILTIN_IN_MODE, "Net", (3, 5), 3),
     "leading axis the size of the batch": (LEADING_AXIS_LIKE_A_BATCH, "Traces", (3,), 3),
     "super().reset_state()": (SUPER_RESET, "Net", (3,), 3),
     "bp.reset_level": (RESET_LEVEL, "Net", (3,), 3),
+    "a Variable named like a member": (RESERVED_NAME, "Cell", (3,), 3),
 }
 
 

@@ -7,7 +7,10 @@ Each bug is appended to the copy as a redefinition, so it is the same bug whatev
 - ``shared``: every example's state replaced by example 0's after each batched step;
 - ``reordered``: the examples' states reversed after each batched step;
 - ``stop_gradient``: a ``stop_gradient`` on the first weight the stepping method reads;
-- ``one_key``: every example drawing from the same random key.
+- ``one_key``: every example drawing from the same random key;
+- ``reset``: ``reset()`` (``bp.reset_state``'s order) leaving every float state 1 % off;
+- ``constructor``: ``FooBatched(..., batch_size=B)`` building weights and state 1 % off (what
+  ``from_model``, the path the other checks take, builds right).
 """
 
 from __future__ import annotations
@@ -58,6 +61,20 @@ def _planted(self, params, state, *args):
 {cls}Batched.{method}_pure = _planted
 ''',
     "one_key": "",  # bfy.example_keys gives every example example 0's key (set in the test)
+    "reset": '''
+_correct = {cls}Batched.reset_all_example
+{cls}Batched.reset_all_example = lambda self, params, state: jax.tree.map(
+    lambda v: v * 1.01 + 0.01 if jnp.issubdtype(v.dtype, jnp.floating) else v, _correct(self, params, state))
+''',
+    "constructor": '''
+_correct = {cls}Batched.__init__
+def _planted(self, *args, **kwargs):
+    _correct(self, *args, **kwargs)
+    off = lambda v: v * 1.01 + 0.01 if jnp.issubdtype(v.dtype, jnp.floating) else v
+    self.set_params(jax.tree.map(off, self.params()))
+    self.set_state(jax.tree.map(off, self.state()))
+{cls}Batched.__init__ = _planted
+''',
 }
 
 
