@@ -360,12 +360,12 @@ RULES: tuple[Rule, ...] = (
         f"{EXPR}.mode_read",
         'mode branches',
         '`if isinstance(self.mode, bm.BatchingMode): ...` in a stepping method',
-        ('`self.mode` reads `bm.NonBatchingMode()`: the single-example branch, as the original '
-         'takes it'),
+        ("`self.mode` reads `bfy.example_mode(self)`, the original model's mode (`mode=`, or BrainPy's "
+         "when it was built): the branch the original takes, `TrainingMode`'s surrogate included"),
         Case(before=('if isinstance(self.mode, bm.BatchingMode):\n'
                      '    return x\n'
                      'return self.V'),
-             after=('if isinstance(bm.NonBatchingMode(), bm.BatchingMode):\n'
+             after=('if isinstance(bfy.example_mode(self), bm.BatchingMode):\n'
                     '    return bfy.unwrap(state), x\n'
                     'return bfy.unwrap(state), state.V')),
         Case(before='return self.mode_name, self.V',

@@ -221,3 +221,39 @@ def test_the_constructor_keeps_plain_attributes_as_the_original_has_them(tmp_pat
     batched = batched_cls(3, batch_size=B)
     assert batched.num == 3 and batched.r.shape == (B, 3) and batched.u.shape == (B, 3)
     assert batched.W.shape == (3, 3) and batched.mode.batch_size == B
+
+
+MODE_BRANCH = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Spiky(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.W = bm.TrainVar(bm.random.normal(0.5, 0.5, (n, n)))
+        self.V = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.V.value = 0.9 * self.V + x @ self.W
+        if isinstance(self.mode, bm.TrainingMode):  # a surrogate gradient while training
+            s = bm.surrogate.sigmoid(self.V - 1.0)
+        else:
+            s = (self.V > 1.0).astype(bm.float32)
+        self.V.value = self.V * (1.0 - s)
+        return s
+'''
+
+
+def test_pure_methods_see_the_original_models_mode(tmp_path) -> None:
+    """``self.mode`` in a pure method was always NonBatchingMode: a model built for training took the
+    hard threshold, and ``--verify --mode training`` found gradient W off by 6.15."""
+    import subprocess
+    import sys
+
+    (tmp_path / "spiky.py").write_text(MODE_BRANCH)
+    result = subprocess.run([sys.executable, "-m", "batchify", "spiky.py", "-o", "spiky_batched.py", "--verify",
+                             "--init", "3", "--input-shape", "x=3", "--mode", "training", "--strict"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
+    assert "bfy.example_mode(self)" in (tmp_path / "spiky_batched.py").read_text()

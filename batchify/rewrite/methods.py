@@ -284,8 +284,11 @@ class ExprRewriter(Transformer):
         return None
 
     def mode_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
-        """``self.mode`` -> ``bm.NonBatchingMode()``: one example runs as the original does."""
-        return cst.Call(attr(name("bm"), "NonBatchingMode"), []) if path == ["mode"] else None
+        """``self.mode`` -> ``bfy.example_mode(self)``: one example runs in the mode the original has
+        (``isinstance(self.mode, bm.TrainingMode)`` takes the original's branch), not the batch's."""
+        if path != ["mode"]:
+            return None
+        return cst.Call(runtime("example_mode"), [cst.Arg(name(self.ctx.self_name))])
 
     def library_ok(self, ref: LibraryRef, node: cst.CSTNode) -> bool:
         if ref.children:
