@@ -163,3 +163,12 @@ def test_the_readme_table_is_the_rule_table() -> None:
     readme = (ROOT / "README.md").read_text()
     assert rule_table.section(readme) == rule_table.render(RULES), \
         "README's supported constructs differ from batchify/rules.py: run python scripts/rule_table.py"
+
+
+@pytest.mark.parametrize("draw", ["jax.random.normal(bm.random.split_key(), (3,))",
+                                  "bm.random.DEFAULT.normal(0.0, 1.0, (3,))"])
+def test_brainpys_global_key_used_directly_is_refused(draw: str) -> None:
+    """Traced once for the whole batch, every example drew the same noise; verify found error 4.4, the
+    transform said nothing (adversarial review)."""
+    case = Case(before=f"self.V.value = self.V + {draw}\nreturn self.V.value", after="")
+    assert rewritten(case) == "BFY206 brainpy.math.random." + ("split_key" if "split" in draw else "DEFAULT")

@@ -256,6 +256,7 @@ class ExprRewriter(Transformer):
     ATTRIBUTE_RULES = ("container_item_read", "state_read", "builtin_read", "mode_read")
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        self.refuse_global_key(original_node)
         path = self_path(original_node, self.ctx.self_name)
         ref = self.ctx.resolve(path) if path else None
         for rule in self.ATTRIBUTE_RULES:
@@ -340,6 +341,15 @@ class ExprRewriter(Transformer):
         self.ctx.report(original_node, "BFY206", f"{sorted(qualified)[0]} in {self.ctx.method.name}() draws once, "
                         "when the step is traced, not at every step; use bm.random instead")
         return updated_node
+
+    def refuse_global_key(self, node: cst.Attribute) -> None:
+        """``bm.random.split_key()``, ``bm.random.DEFAULT``: BrainPy's global key itself, traced once for
+        the whole batch, so every example would draw the same numbers: BFY206."""
+        qualified = {q.name for q in self.ctx.ir.qualified.get(node, ())} & names.GLOBAL_KEY
+        if qualified:
+            self.ctx.report(node, "BFY206", f"{sorted(qualified)[0]} in {self.ctx.method.name}() is BrainPy's global "
+                            "key itself: traced once, every example of the batch would draw the same numbers; draw "
+                            "with bm.random's samplers (bm.random.normal(...)), which batchify gives each example")
 
     def control_flow_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
         """``bm.for_loop`` / ``bm.cond`` / ``bm.while_loop`` / ``bm.ifelse`` whose closures change state."""
