@@ -65,6 +65,8 @@ CODES: dict[str, Code] = {
     "BFY212": Code("a function stored on self in __init__ reads a Variable"),
     "BFY213": Code("a Variable is reached by another name in a way batchify cannot follow"),
     "BFY214": Code("a stepping method has a Python side effect (print, reseeding, writing a global or a list)"),
+    "BFY215": Code("a statement reads state before a call in it changes that state (`self.V + self.step(x)`, "
+                   "`self.V.value += self.step(x)`)"),
     # Verification.
     "BFY301": Code("verification lacks driving information (constructor arguments, method, inputs)", EXIT_USAGE),
     "BFY303": Code("verification FAIL: the generated module raised when run (a transformation bug)"),

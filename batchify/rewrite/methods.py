@@ -215,6 +215,11 @@ class ExprRewriter(Transformer):
         # Calls that are the whole body of a lambda given to BrainPy's control flow
         # (``bm.for_loop(lambda i: self.step(i, x), xs)``): the lambda carries the state instead.
         self.deferred: set[int] = set()
+        # State read so far (node, the children it lies under) and the calls moved out that change
+        # state (node, the child they run on): a read Python makes before such a call must not see
+        # what the call wrote (``read_before_call``).
+        self.state_reads: list[tuple[cst.CSTNode, tuple[str, ...]]] = []
+        self.writers: list[tuple[cst.CSTNode, tuple[str, ...]]] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if type(node) in self.NO_HOIST:
@@ -276,7 +281,11 @@ class ExprRewriter(Transformer):
 
     def state_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
         """``self.V`` / ``self.V.value`` / ``self.child.V`` -> ``state.V`` / ``state.child.V``; a weight -> ``params.W``."""
-        return self.ctx.field_expr(ref) if isinstance(ref, FieldRef) else None
+        if not isinstance(ref, FieldRef):
+            return None
+        if ref.kind == "state":
+            self.state_reads.append((original_node, tuple(ref.children)))
+        return self.ctx.field_expr(ref)
 
     def builtin_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
         """``self.N.spike`` of a built-in -> ``self.library.read(params, state, "N.spike")``."""
@@ -421,7 +430,28 @@ class ExprRewriter(Transformer):
             return updated_node
         if self.blocked:
             return self.reader_in_place(updated_node, children, method_name, via_super)
+        if method_name not in owner_cls.readers:
+            self.read_before_call(original_node, tuple(children))
+            self.writers.append((original_node, tuple(children)))
         return (self.child_call if children else self.own_call)(updated_node, children, method_name, via_super)
+
+    def read_before_call(self, call_node: cst.Call, children: tuple[str, ...]) -> None:
+        """``self.V + self.step(x)``: Python reads V before ``step`` changes it, but the call moves in
+        front of the statement, so the read would see the new V: BFY215 (a read inside the call's
+        own arguments moves with it and is fine)."""
+        positions = self.ctx.ir.positions
+        span = positions.get(call_node)
+        for read, under in self.state_reads:
+            where = positions.get(read)
+            if span is None or where is None or under[:len(children)] != children:
+                continue
+            if (span.start.line, span.start.column) <= (where.start.line, where.start.column) and \
+                    (where.end.line, where.end.column) <= (span.end.line, span.end.column):
+                continue  # an argument of the call
+            self.ctx.report(read, "BFY215", "this reads state before a call in the same statement changes it "
+                            "(Python reads first); batchify moves the call in front of the statement, so the read "
+                            "would see the new value: read it into a variable in a statement of its own first")
+            return
 
     def reader_in_place(self, updated_node, children, method_name, via_super) -> cst.BaseExpression:
         """A method that changes nothing, where a call cannot be moved (a lambda): ``self.m_pure(params, state, x)[1]``."""
@@ -1143,7 +1173,7 @@ class MethodRewriter:
         """``self.V += e`` (every operator) -> ``state = state._replace(V=state.V + e)``."""
         if type(small.target) is cst.Name and self.from_state(small.value):
             self.traced.add(small.target.value)
-        pre, value, _ = self.expr(small.value)
+        pre, value, rw = self.expr(small.value)
         if self.library_target(small.target) is not None:
             return [*pre, *self.library_write(small.target, value, AUG_OPS[type(small.operator)], small)]
         found = self.field_target(small.target)
@@ -1153,6 +1183,11 @@ class MethodRewriter:
                 return [*pre, *p, line(small.with_changes(target=target, value=value))]
             return pre
         ref, index = found
+        if ref.kind == "state" and any(tuple(ref.children)[:len(under)] == under for _, under in rw.writers):
+            self.ctx.report(small.target, "BFY215", "this reads state before a call in the same statement changes "
+                            "it (`+=` reads its target first); batchify moves the call in front of the statement, so "
+                            "the read would see the new value: assign the call's result to a variable first")
+            return pre
         new = self.write_value(ref, index, value, AUG_OPS[type(small.operator)], small)
         return [*pre, self.ctx.replace_state(ref.children, {ref.name: new})] if new is not None else pre
 
