@@ -150,6 +150,12 @@ def random_input(rng, spec: Input, batch: int, steps: int) -> np.ndarray:
     return (rng.random(shape) * spec.scale + spec.offset).astype(dtype)
 
 
+def key_data(tree):
+    """``tree`` with typed random keys (a built-in's ``RandomState``) as their integer data, for numpy."""
+    return jax.tree.map(lambda a: jax.random.key_data(a) if jnp.issubdtype(jnp.result_type(a), jax.dtypes.prng_key)
+                        else a, tree)
+
+
 def batched_spec(batched_cls):
     """What a generated ``Batched`` class declares (None for a class batched whole as library code)."""
     from batchify import runtime
@@ -278,7 +284,7 @@ class Verifier:
         report = Report(steps=d.steps, batch=d.batch)
         compare(report, "constructor params", None, to_numpy(reference.params()), to_numpy(built.params()),
                 d.rtol, d.atol)
-        want_state, got_state = to_numpy(reference.state()), to_numpy(built.state())
+        want_state, got_state = to_numpy(key_data(reference.state())), to_numpy(key_data(built.state()))
         if draws:
             want_state, got_state = jax.tree.map(np.shape, want_state), jax.tree.map(np.shape, got_state)
             if want_state != got_state:
