@@ -332,7 +332,9 @@ def start_batch(batched, model, starts: list[dict]) -> None:
 
 
 def own_reset(model) -> None:
-    """``model.reset_state()``, given a batch size of 1 where its signature requires one."""
+    """``model.reset_state()``, given a batch size of 1 where its signature requires one: a
+    ``batch_size`` without a default means the model is always batched, so one example is a batch
+    of 1; other required parameters get None. (BrainPy wraps the bound method: read the class's.)"""
     import inspect
 
     params = list(inspect.signature(type(model).reset_state).parameters.values())[1:]
@@ -340,15 +342,15 @@ def own_reset(model) -> None:
     model.reset_state(*[1 if p.name == "batch_size" else None for p in required])
 
 
-# The resets compared after the steps: the original's, and the batched class's for the whole batch.
-RESETS = {"reset()": (lambda model: bp_reset_state(model), lambda batched: batched.reset()),
-          "reset_state()": (own_reset, lambda batched: batched.reset_state())}
-
-
 def bp_reset_state(model) -> None:
     import brainpy as bp
 
     bp.reset_state(model)
+
+
+# The resets compared after the steps: the original's, and the batched class's for the whole batch.
+RESETS = {"reset()": (bp_reset_state, lambda batched: batched.reset()),
+          "reset_state()": (own_reset, lambda batched: batched.reset_state())}
 
 
 def run_resets(model, variables_: dict) -> dict[str, dict[str, np.ndarray]] | str:

@@ -48,6 +48,7 @@ from batchify.equivalence import (  # noqa: E402
     compare,
     draws_randomly,
     first_divergences,
+    own_reset,
     perturbed_starts,
     resolve,
     restore,
@@ -214,21 +215,19 @@ class Verifier:
         bm.random.seed(self.drive.seed)
         if self.drive.share:
             bp.share.save(**self.drive.share)
+        model = self.construct(self.original_cls)
+        if self.drive.reset_first:  # its state exists only once reset_state() has run
+            own_reset(model)
+        return model
+
+    def construct(self, cls, **extra):
+        """``cls(*init, **extra)``, in the drive's global computing mode if it names one."""
         args = [resolve_init(a) for a in self.drive.init_args]
-        kwargs = {k: resolve_init(v) for k, v in self.drive.init_kwargs.items()}
+        kwargs = {**{k: resolve_init(v) for k, v in self.drive.init_kwargs.items()}, **extra}
         if self.drive.mode:  # a model that reads the global computing mode
             with bm.environment(mode=getattr(bm, f"{self.drive.mode}_mode")):
-                model = self.original_cls(*args, **kwargs)
-        else:
-            model = self.original_cls(*args, **kwargs)
-        if self.drive.reset_first:  # its state exists only once reset_state() has run
-            # BrainPy wraps the bound method: read the class's own signature. A `batch_size` without a
-            # default means the model is always batched, so one example is a batch of 1; others get None.
-            params = list(inspect.signature(type(model).reset_state).parameters.values())[1:]
-            required = [p for p in params
-                        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-            model.reset_state(*[1 if p.name == "batch_size" else None for p in required])
-        return model
+                return cls(*args, **kwargs)
+        return cls(*args, **kwargs)
 
     def run(self, speed: bool = True) -> ClassResult:
         d = self.drive
@@ -267,20 +266,11 @@ class Verifier:
         d = self.drive
         reference = batch_of(self.batched_cls, self.build(), d.batch, d.seed)
         bm.random.seed(d.seed)
-        args = [resolve_init(a) for a in d.init_args]
-        kwargs = {k: resolve_init(v) for k, v in d.init_kwargs.items()}
-        kwargs["batch_size"] = d.batch
         kwonly = {n for n, p in inspect.signature(self.batched_cls.__init__).parameters.items()
                   if p.kind is p.KEYWORD_ONLY}
         draws = getattr(batched_spec(self.batched_cls), "random", True)  # from_model takes a seed either way
         seed_name = next((n for n in ("batch_seed", "seed") if n in kwonly), None) if draws else None
-        if seed_name:
-            kwargs[seed_name] = d.seed
-        if d.mode:
-            with bm.environment(mode=getattr(bm, f"{d.mode}_mode")):
-                built = self.batched_cls(*args, **kwargs)
-        else:
-            built = self.batched_cls(*args, **kwargs)
+        built = self.construct(self.batched_cls, batch_size=d.batch, **({seed_name: d.seed} if seed_name else {}))
         report = Report(steps=d.steps, batch=d.batch)
         compare(report, "constructor params", None, to_numpy(reference.params()), to_numpy(built.params()),
                 d.rtol, d.atol)
