@@ -558,7 +558,10 @@ def share_source_classes(original, generated) -> None:
 
     # Defaults evaluated when the generated module ran (``solver=Solver.HALF``) hold the copies' members.
     for cls in [v for v in vars(generated).values() if isinstance(v, type) and v.__module__ == generated.__name__]:
-        for member in vars(cls).values():
+        for key, member in list(vars(cls).items()):
+            if isinstance(member, type) and member in replaced:  # ``model_class`` of a built-in's subclass
+                setattr(cls, key, replaced[member])
+                continue
             function = getattr(member, "__wrapped__", member)  # a batched constructor wraps the original's
             if isinstance(function, types.FunctionType):
                 function.__defaults__ = tuple(map(shared, function.__defaults__ or ())) or None
@@ -593,8 +596,10 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     ir = analyse(parse(decode(src.read_bytes(), shown), shown), shown, only=requested, declarations_needed=False)
     used = {ch.class_name for c in ir.classes.values() for ch in c.children}
     used |= {c.model_base for c in ir.classes.values() if c.model_base}
-    top = [name for name in ir.targets if name not in used]
+    top = [name for name in [*ir.targets, *ir.library_targets] if name not in used]
     classes = list(dict.fromkeys(getattr(args, "classes", []) or [])) or list(entries) or top
+    if not classes:  # checking nothing would pass: not a verification
+        raise BatchifyError([Diagnostic(shown, 1, 1, "BFY302", "cannot verify: no model class to check in this file")])
     plans = []
     diagnostics = []
     for name in classes:

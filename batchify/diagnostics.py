@@ -46,7 +46,7 @@ CODES: dict[str, Code] = {
     # Model structure.
     "BFY101": Code("a Variable is created outside __init__"),
     "BFY102": Code("a Variable is created but not assigned directly to a self attribute"),
-    "BFY103": Code("an unsupported Variable container (TimeDelay, NodeList, NodeDict) or variable_ call"),
+    "BFY103": Code("an unsupported Variable container (TimeDelay, NodeList, NodeDict)"),
     "BFY104": Code("a BrainPy built-in held as library code reaches a model or Variable of this file"),
     "BFY105": Code("child models are held in a container (list, dict, Sequential)"),
     "BFY107": Code("one attribute holds a Variable on one path and a model on another"),

@@ -19,7 +19,7 @@ RUNTIME_API = frozenset({
     "attach_library", "one_example", "for_loop", "cond", "while_loop", "ifelse", "stateless", "with_rng",
     "next_key", "replace_item", "class_label", "nll_of_rates", "fold_keys", "stack", "example_keys",
     "example_axis", "param_items", "params_from", "padded", "Library", "batched_grad", "LossHarness",
-    "example_mode",
+    "example_mode", "initial_value",
 })
 
 # Members of every batched class (``batchify.runtime.Batched``): a Variable named like one is the
@@ -37,7 +37,7 @@ PARAM_VARIABLES = frozenset({"brainpy.math.TrainVar", "brainpy.math.Parameter"})
 
 # Functions that create a state Variable from an initializer and a size: ``bp.init.variable_(
 # bm.zeros, num, self.mode)``. In __init__ they make a state field; in other methods they stand
-# for one example's initial value, ``bp.init.parameter(init, sizes)``.
+# for the value of the Variable they create, ``bfy.initial_value(init, sizes, batch_or_mode)``.
 STATE_FACTORIES = frozenset({"brainpy.init.variable_", "brainpy.initialize.variable_",
                              "brainpy.init.variable", "brainpy.initialize.variable"})
 

@@ -263,16 +263,16 @@ RULES: tuple[Rule, ...] = (
         'Variables created in `reset_state`',
         ('`__init__` calls `self.reset_state(self.mode)`, which does `self.h = '
          'bp.init.variable_(init, n, batch_size)`'),
-        ('state fields; the batched `__init__` calls `self._create_state()`, which runs '
-         '`reset_state_pure` on every example'),
+        ('state fields; the batched `__init__` calls `self._create_state(self.mode)`, which runs '
+         '`reset_state_pure` with the same arguments on every example'),
         Case(before=('self.h.value = self.h + x\n'
                      'return self.h.value'),
-             after='self._create_state()',
-             init='self.reset_state()',
+             after='self._create_state(self.mode)',
+             init='self.reset_state(self.mode)',
              where='__init__',
              extra=('\n'
                     '    def reset_state(self, batch_size=None):\n'
-                    '        self.h = bm.Variable(bm.zeros(3))\n')),
+                    '        self.h = bp.init.variable_(bm.zeros, 3, batch_size)\n')),
         Case(before='return self.V',
              after='self.reset_counter()',
              init='self.reset_counter()',
@@ -578,10 +578,11 @@ RULES: tuple[Rule, ...] = (
         f"{EXPR}.state_factory",
         '`bp.init.variable_` outside `__init__`',
         '`self.h = bp.init.variable_(bm.zeros, 3, batch_size)` in `reset_state`',
-        ("one example's value, `bp.init.parameter(bm.zeros, 3)`; a random initializer draws "
-         "through `bfy.with_rng` from this example's stream"),
+        ("the value of the Variable the original creates, `bfy.initial_value(bm.zeros, 3, batch_size)` "
+         "(a batch axis that a batch size or batching mode adds belongs to the example, as in the original: "
+         "`(B, 1, n)` for `(1, n)`); a random initializer draws through `bfy.with_rng` from this example's stream"),
         Case(before='return self.V',
-             after=('state = state._replace(V=bp.init.parameter(bm.zeros, 3))\n'
+             after=('state = state._replace(V=bfy.initial_value(bm.zeros, 3, batch_size))\n'
                     'return bfy.unwrap(state), None'),
              where='reset_state_pure',
              extra=('\n'

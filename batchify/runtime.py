@@ -149,6 +149,44 @@ def unwrap(tree):
                         is_leaf=lambda x: isinstance(x, bm.Array))
 
 
+def initial_value(init, sizes=None, batch_or_mode=None, batch_axis=0, axis_names=None, batch_axis_name=None):
+    """``bp.init.variable_(init, sizes, batch_or_mode, batch_axis)`` in a pure method: the value of
+    the Variable the original creates there, without creating a Variable inside a transformation.
+
+    The batch axis that a batch size or a batching mode adds (``reset_state(self, batch_size=1)``,
+    a model built in ``bm.training_mode``) belongs to one example as in the original: ``vmap``
+    adds the batch's own axis in front of it, so the batched model holds ``(B, 1, n)`` where the
+    original holds ``(1, n)``.
+    """
+    del axis_names, batch_axis_name  # sharding annotations: the value is the same
+    if batch_or_mode is None or batch_or_mode is False or isinstance(batch_or_mode, bm.NonBatchingMode):
+        copies = None
+    elif isinstance(batch_or_mode, bm.BatchingMode):
+        copies = batch_or_mode.batch_size
+    elif isinstance(batch_or_mode, int):  # True, as in BrainPy, is a batch of 1
+        copies = int(batch_or_mode)
+    else:
+        raise ValueError(f"unknown batch_or_mode: {batch_or_mode!r}")
+    if callable(init):
+        if sizes is None:
+            raise ValueError('"varshape" cannot be None when data is a callable function.')
+        shape = _sizes(sizes)
+        if copies is not None:
+            shape = (*shape[:batch_axis], copies, *shape[batch_axis:])
+        return unwrap(init(shape))
+    value = unwrap(init)
+    if sizes is not None and tuple(jnp.shape(value)) != _sizes(sizes):
+        raise ValueError(f'The shape of "data" {jnp.shape(value)} does not match with "var_shape" {_sizes(sizes)}')
+    if copies is None:
+        return jnp.asarray(value)
+    return jnp.repeat(jnp.expand_dims(value, batch_axis), copies, axis=batch_axis)
+
+
+def _sizes(sizes):
+    """A size as BrainPy's initializers take it: an int, or a sequence of ints, as a tuple."""
+    return (int(sizes),) if isinstance(sizes, (int, np.integer)) else tuple(int(s) for s in sizes)
+
+
 def example_axis(value, name=None, batch_size=None):
     """The axis ``jax.vmap`` maps argument ``name`` over: 0, or None for a Python scalar or None.
 
@@ -325,6 +363,8 @@ class Library(bp.BrainPyObject):
 
     @staticmethod
     def stacked(variable, batch_size):
+        if batch_size is None:  # one example's library (``Batched._example_library``)
+            return variable.value
         if isinstance(variable, bm.random.RandomState):
             return jax.vmap(lambda i: jax.random.fold_in(variable.value, i))(jnp.arange(batch_size))
         return stack(variable.value, batch_size)
@@ -615,8 +655,9 @@ class Batched:
         example (each drawing from its own key), children first, as their constructors ran first."""
         for f in spec_of(type(self)).children:
             getattr(self, f.name)._create_pending_state()
-        if vars(self).pop("_creates_state", False):
-            self._create_state()
+        pending = vars(self).pop("_creates_state", None)
+        if pending is not None:
+            self._create_state(*pending[0], **pending[1])
 
     @classmethod
     def from_model(cls, model, batch_size, seed=None):
@@ -795,27 +836,47 @@ class Batched:
             state = self.library.reset(params, state)
         return state
 
-    def _create_state(self):
-        """Create the Variables ``reset_state`` creates: every example as it resets (while the
-        constructor builds one example's model, that example's, as the original creates them)."""
+    def _create_state(self, *args, **kwargs):
+        """Create the Variables ``reset_state`` creates: every example as it resets, with the
+        arguments the original's constructor gives ``reset_state`` (while the constructor builds one
+        example's model, that example's, as the original creates them)."""
         spec = spec_of(type(self))
-        empty = spec.state(**{f.name: None if f.name in spec.created_by_reset else _read(self, f)
-                              for f in spec.state_fields})
         if _CONSTRUCTING.get():
-            self._creates_state = True
-            state, _ = self.reset_state_pure(self.params(), empty)
+            self._creates_state = (args, kwargs)
+            with self._example_library():
+                empty = spec.state(**{f.name: None if f.name in spec.created_by_reset else _read(self, f)
+                                      for f in spec.state_fields})
+                state, _ = self.reset_state_pure(self.params(), empty, *args, **kwargs)
             for name in spec.created_by_reset:
                 if getattr(state, name) is not None:
                     setattr(self, attribute_name(name), bm.Variable(getattr(state, name)))
             return
-        state, _ = jax.vmap(self.reset_state_pure, in_axes=(None, self.state_axes()),
-                            axis_size=self.batch_size)(self.params(), empty)
+        empty = spec.state(**{f.name: None if f.name in spec.created_by_reset else _read(self, f)
+                              for f in spec.state_fields})
+        state, _ = jax.vmap(lambda params, state: self.reset_state_pure(params, state, *args, **kwargs),
+                            in_axes=(None, self.state_axes()), axis_size=self.batch_size)(self.params(), empty)
         for name in spec.created_by_reset:
             value = getattr(state, name)
             if value is not None:
                 setattr(self, attribute_name(name), bm.Variable(value, batch_axis=0))
         if spec.random:
             self.rng_key.value = state.rng_key
+
+    @contextlib.contextmanager
+    def _example_library(self):
+        """While the constructor builds one example's model: a ``library`` of its built-ins' own
+        values (one example, no batch axis), for a ``reset_state`` that reads or runs them."""
+        spec = spec_of(type(self))
+        if not spec.has_library or "library" in vars(self):
+            yield
+            return
+        present = [name for name in spec.builtins if name in vars(self) or hasattr(self, name)]
+        vars(self)["library"] = Library(self, present, None, fields=[f for f in spec.builtin_fields
+                                                                     if hasattr(self, f)])
+        try:
+            yield
+        finally:
+            del vars(self)["library"]
 
 
 class batched_method:

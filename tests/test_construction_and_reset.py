@@ -157,6 +157,79 @@ class Cell(bp.DynamicalSystem):
         return self.state.value
 '''
 
+BATCH_OF_ONE = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Node(bp.DynamicalSystemNS):
+    def __init__(self, n, mode=None):
+        super().__init__(mode=mode)
+        self.size = (n,)
+        self.reset_state(1)  # written for BrainPy's batching: a batch of one
+
+    def reset_state(self, batch_size=1):
+        self.v = bp.init.variable_(bm.zeros, self.size, batch_size)
+        self.s = bp.init.variable_(bm.ones, self.size, self.mode)
+
+    def update(self, x):
+        self.v.value = 0.5 * self.v + x
+        self.s.value = self.s * 0.9 + self.v
+        return self.v.value + self.s
+'''
+
+BUILTIN_READ_BY_RESET = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Cell(bp.DynamicalSystem):
+    def __init__(self, n_in, n):
+        super().__init__()
+        self.n = n
+        self.fc = bp.dnn.Linear(n_in, n, W_initializer=bp.init.Normal(0.5))
+        self.reset_state()
+
+    def reset_state(self, batch_size=None):
+        self.V = bp.init.variable_(bm.zeros, self.n, batch_size)
+        self.V.value = self.V + self.fc.W.sum(0)  # a reset reading a built-in's weight
+
+    def update(self, x):
+        self.V.value = 0.5 * self.V + self.fc(x)
+        return self.V.value
+'''
+
+NESTED_FUNCTION_READS_RENAMED = '''
+import brainpy as bp
+import brainpy.math as bm
+import jax
+import jax.numpy as jnp
+
+
+class Config:
+    scale = 0.5
+
+
+class Ring(bp.DynamicalSystem):
+    def __init__(self, n, params=Config()):
+        super().__init__()
+        self.params = params  # the batched class has params(): it keeps this as self.params_
+        self.x = jnp.linspace(0.0, 1.0, n)
+        self.W = bm.TrainVar(self.make_w())
+        self.r = bm.Variable(bm.zeros(n))
+
+    def make_w(self):
+        @jax.vmap
+        def row(xi):
+            return self.params.scale * jnp.exp(-(xi - self.x) ** 2)
+
+        return row(self.x)
+
+    def update(self, x):
+        self.r.value = bm.tanh(self.r @ self.W + x)
+        return self.r.value
+'''
+
 CASES = {
     "shape read in __init__": (SHAPE_IN_INIT, "Pop", (3,), 3),
     "built-in made with mode=self.mode": (BUILTIN_IN_MODE, "Net", (3, 5), 3),
@@ -164,6 +237,9 @@ CASES = {
     "super().reset_state()": (SUPER_RESET, "Net", (3,), 3),
     "bp.reset_level": (RESET_LEVEL, "Net", (3,), 3),
     "a Variable named like a member": (RESERVED_NAME, "Cell", (3,), 3),
+    "reset_state(batch_size=1) in training mode": (BATCH_OF_ONE, "Node", (3, bm.training_mode), 3),
+    "a reset reading a built-in": (BUILTIN_READ_BY_RESET, "Cell", (2, 3), 2),
+    "a nested function reading a renamed attribute": (NESTED_FUNCTION_READS_RENAMED, "Ring", (3,), 3),
 }
 
 
@@ -257,3 +333,45 @@ def test_pure_methods_see_the_original_models_mode(tmp_path) -> None:
                             cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
     assert "bfy.example_mode(self)" in (tmp_path / "spiky_batched.py").read_text()
+
+
+BUILTIN_SUBCLASS_NAMING_ITSELF = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Syn(bp.dyn.Expon):
+    def __init__(self, n):
+        super(Syn, self).__init__(n, tau=4.0)
+'''
+
+
+def verify_cli(tmp_path, source: str, *flags: str):
+    import subprocess
+    import sys
+
+    (tmp_path / "syn.py").write_text(source)
+    made = subprocess.run([sys.executable, "-m", "batchify", "syn.py", "-o", "syn_batched.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stderr
+    return subprocess.run([sys.executable, "-m", "batchify", "verify", "syn.py", "syn_batched.py", "--init", "3",
+                           "--input-shape", "x=3", "--no-speed", "--strict", *flags],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+
+
+def test_a_builtin_subclass_naming_itself_in_super_builds(tmp_path) -> None:
+    """``super(Syn, self).__init__(...)`` in a built-in's subclass: verify's constructor check raised
+    "TypeError: super(type, obj): obj must be an instance or subtype of type" (Brette 2007's ExpCOBA,
+    the course notes' STP): the batched class built the generated module's copy, which named the source's."""
+    checked = verify_cli(tmp_path, BUILTIN_SUBCLASS_NAMING_ITSELF, "--class", "Syn")
+    assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
+
+
+def test_verify_without_a_class_checks_a_builtin_subclass_and_never_nothing(tmp_path) -> None:
+    """Without --class, a file whose only model is a built-in's subclass verified nothing and exited 0
+    (``"ok": true, "classes": []``): a verification that could not fail."""
+    checked = verify_cli(tmp_path, BUILTIN_SUBCLASS_NAMING_ITSELF, "--format", "json")
+    import json
+
+    report = json.loads(checked.stdout)
+    assert checked.returncode == 0 and [c["cls"] for c in report["classes"]] == ["Syn"], checked.stdout

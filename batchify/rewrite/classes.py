@@ -253,7 +253,12 @@ class ModelNameRenamer(Transformer):
         self.self_names: list[str] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.self_names.append(self_name_of(node) or "")
+        if not self.self_names:  # a method: its first parameter is the object
+            self.self_names.append(self_name_of(node) or "")
+        else:  # a function nested in one (``@jax.vmap def get_J(x)``) reads the method's ``self``
+            own = {p.name.value for p in (*node.params.params, *node.params.posonly_params,
+                                          *node.params.kwonly_params)}
+            self.self_names.append("" if self.self_names[-1] in own else self.self_names[-1])
         return True
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
@@ -336,15 +341,17 @@ class ConstructorRewriter(Transformer):
         return [*body[:first], cst.parse_statement(f"{self.self_name}.batch_size = batch_size\n"), *body[first:]]
 
     def reset_creates_state(self, body: list) -> list:
-        """``self.reset_state()`` creating Variables -> ``self._create_state()``, every example as it resets;
+        """``self.reset_state(...)`` creating Variables -> ``self._create_state(...)``, every example as it
+        resets, with the same arguments;
         a model drawing random numbers gets its per-example keys first (after the weights are drawn)."""
         make_key = cst.parse_statement(
             f"{self.self_name}.rng_key = {RUNTIME}.key_variable({self.seed_name}, batch_size)\n")
         creates = [i for i, stmt in enumerate(body) if self.is_reset_call(stmt)]
         body = list(body)
         if creates:
-            body[creates[0]] = cst.parse_statement(f"{self.self_name}._create_state()\n").with_changes(
-                leading_lines=body[creates[0]].leading_lines)
+            reset = body[creates[0]].body[0].value  # its arguments are the original's (a batch size, the mode)
+            body[creates[0]] = body[creates[0]].with_changes(body=[cst.Expr(reset.with_changes(
+                func=cst.Attribute(cst.Name(self.self_name), cst.Name("_create_state"))))])
             if self.creates_key:
                 body.insert(creates[0], make_key)
         elif self.creates_key:

@@ -380,7 +380,7 @@ class ExprRewriter(Transformer):
 
     def state_factory(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
         """``bp.init.variable_(init, size, mode)`` outside ``__init__``: one example's initial value."""
-        return self.initial_value(original_node, updated_node) if qualified & names.STATE_FACTORIES else None
+        return self.initial_value(original_node, updated_node, qualified) if qualified & names.STATE_FACTORIES else None
 
     def variable_recreated(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
         """``self.V = bm.Variable(e)`` in ``reset_state``: the new value, ``bm.Variable(e).value``."""
@@ -505,19 +505,22 @@ class ExprRewriter(Transformer):
         self.pre.extend(build(tmp))
         return name(tmp)
 
-    def initial_value(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        """``bp.init.variable_(init, sizes, batch_or_mode)`` -> ``bp.init.parameter(init, sizes)``: one
-        example's initial value (the batch axis comes from vmap, not from a batch size or mode)."""
-        if type(updated_node.func) is not cst.Attribute or len(updated_node.args) < 1:
-            self.ctx.report(original_node, "BFY103", "call variable_ through its module (bp.init.variable_) "
-                            "with the initializer and the size as its first arguments")
-            return updated_node
-        args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated_node.args[:2] if a.keyword is None]
-        parameter = updated_node.func.with_changes(attr=name("parameter"))
+    def initial_value(self, original_node: cst.Call, updated_node: cst.Call, qualified) -> cst.BaseExpression:
+        """``bp.init.variable_(init, sizes, batch_or_mode)`` -> ``bfy.initial_value(init, sizes,
+        batch_or_mode)``: the value of the Variable the original creates, a batch axis its batch
+        size or mode adds included (vmap adds the batch's own in front)."""
+        args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated_node.args]
+        if not qualified & {q for q in names.STATE_FACTORIES if q.endswith("_")}:
+            # ``bp.init.variable(init, batch_or_mode, sizes)``: its positional order, as keywords
+            keywords = ("init", "batch_or_mode", "sizes", "batch_axis")
+            args = [a.with_changes(keyword=name(keywords[i]), equal=cst.AssignEqual(
+                        cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+                    if a.keyword is None and not a.star and 0 < i < len(keywords) else a
+                    for i, a in enumerate(args)]
         if deterministic_initializer(original_node, lambda n: {q.name for q in self.ctx.ir.qualified.get(n, ())}):
-            return updated_node.with_changes(func=parameter, args=args)
+            return cst.Call(runtime("initial_value"), args)
         # A random initializer (bp.init.Normal(), bm.random.rand) draws from this example's stream.
-        return self.rng_call(original_node, parameter, args, "initial value")
+        return self.rng_call(original_node, runtime("initial_value"), args, "initial value")
 
     def carried_body(self, node: cst.BaseExpression, updated: cst.BaseExpression | None = None) -> cst.BaseExpression | None:
         """A loop or branch body that changes state, as ``f(state, *x) -> (state, y)``; None if it
