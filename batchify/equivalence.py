@@ -257,9 +257,13 @@ def compare(report: Report, quantity: str, step: int | None, want, got, rtol: fl
                 err = float(np.abs(w.astype(np.int64) - g.astype(np.int64)).max())
                 report.mismatches.append(Mismatch(quantity_leaf, step, example, err, float("inf")))
             continue
-        diff = np.abs(w.astype(np.float64) - g.astype(np.float64))
+        w64, g64 = w.astype(np.float64), g.astype(np.float64)
+        # The same infinity, or NaN on both sides, is equal; NaN against a number is an infinite error.
+        same = (w64 == g64) | (np.isnan(w64) & np.isnan(g64))
+        with np.errstate(invalid="ignore"):
+            diff = np.where(same, 0.0, np.nan_to_num(np.abs(w64 - g64), nan=np.inf))
         report.max_abs = max(report.max_abs, float(diff.max(initial=0.0)))
-        tolerance = atol + rtol * np.abs(w.astype(np.float64))
+        tolerance = np.where(np.isfinite(w64), atol + rtol * np.abs(w64), 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             used = np.where(diff == 0, 0.0, diff / tolerance)  # an error against a zero tolerance: inf
         report.of_tolerance = max(report.of_tolerance, float(np.nan_to_num(used, nan=np.inf).max(initial=0.0)))

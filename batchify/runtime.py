@@ -98,6 +98,15 @@ def batched(variable, batch_size):
 _CONSTRUCTING = contextvars.ContextVar("batchify_constructing", default=0)
 
 
+def _required_reset_args(model):
+    """What a reset gets for the parameters its ``reset_state`` requires: ``batch_size`` without a
+    default means the model is always batched, so one example is a batch of 1 (as ``batchify
+    verify`` resets the original); any other gets None."""
+    params = list(inspect.signature(model.reset_state_pure).parameters.values())[2:]  # after params, state
+    return tuple(1 if p.name == "batch_size" else None for p in params
+                 if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
 def _reset_level(model):
     """The ``bp.reset_level`` of a batched class's (or model's) ``reset_state``: None when it has none."""
     return getattr(getattr(model, "reset_state_pure", None), "reset_level", None)
@@ -358,7 +367,8 @@ class Library(bp.BrainPyObject):
         self.modules = {name: getattr(owner, name) for name in names}  # a dict: not nodes of this one
         self.weights = {k: v for k, v in found.values() if isinstance(v, bm.TrainVar)}
         self.variables = {k: v for k, v in found.values() if not isinstance(v, bm.TrainVar)}
-        self.batched = bm.VarDict({k: bm.Variable(self.stacked(v, batch_size), batch_axis=0)
+        axis = None if batch_size is None else 0  # None: one example's library (``Batched._example_library``)
+        self.batched = bm.VarDict({k: bm.Variable(self.stacked(v, batch_size), batch_axis=axis)
                                    for k, v in self.variables.items()})
 
     @staticmethod
@@ -807,7 +817,7 @@ class Batched:
         """One example's ``state`` as the model's ``reset_state()`` leaves it (a model that defines
         none is reset as BrainPy resets everything: ``reset_all_example``)."""
         if hasattr(self, "reset_state_pure"):
-            return self.reset_state_pure(params, state)[0]
+            return self.reset_state_pure(params, state, *_required_reset_args(self))[0]
         if type(self).reset_state is not Batched.reset_state or not self._resets_tree():
             return state  # its own reset_state changes no state
         return self.reset_all_example(params, state)
@@ -828,7 +838,7 @@ class Batched:
     def _reset_at(self, params, state, level):
         """``state`` with the nodes of this tree at reset ``level`` (None: those without one) reset."""
         if hasattr(self, "reset_state_pure") and _reset_level(self) == level:
-            state = self.reset_state_pure(params, state)[0]
+            state = self.reset_state_pure(params, state, *_required_reset_args(self))[0]
         for f in spec_of(type(self)).children:
             child = getattr(self, f.name)
             state = state._replace(**{f.name: child._reset_at(getattr(params, f.name), getattr(state, f.name), level)})
@@ -841,6 +851,8 @@ class Batched:
         arguments the original's constructor gives ``reset_state`` (while the constructor builds one
         example's model, that example's, as the original creates them)."""
         spec = spec_of(type(self))
+        if not args and not kwargs:  # a reset the constructor never calls (its users do)
+            args = _required_reset_args(self)
         if _CONSTRUCTING.get():
             self._creates_state = (args, kwargs)
             with self._example_library():
@@ -1216,16 +1228,25 @@ class BuiltinBatched(bp.DynamicalSystem):
         state, _ = jax.vmap(self.reset_state_pure, in_axes=(None, 0))(self.params(), self.state())
         self.set_state(state)
 
+    def reset(self, batch_size=None):
+        """Reset every example as ``bp.reset_state`` resets the model: every node of it (the
+        neuron groups a synapse connects included), in BrainPy's order."""
+        if batch_size is not None and batch_size != self.batch_size:
+            self.set_batch_size(batch_size)
+        state = jax.vmap(self.reset_all_example, in_axes=(None, 0))(self.params(), self.state())
+        self.set_state(state)
+
     def reset_example(self, params, state):
         return self.reset_state_pure(params, state)[0]
 
-    reset_all_example = reset_example
+    def reset_all_example(self, params, state):
+        return self.library.reset(params, state)
 
     def _reset_levels(self):
         return set()
 
     def _reset_at(self, params, state, level):
-        return self.reset_example(params, state) if level is None else state
+        return self.reset_all_example(params, state) if level is None else state
 
     def _create_pending_state(self):
         pass

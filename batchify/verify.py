@@ -20,6 +20,7 @@ import functools
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -157,6 +158,42 @@ def key_data(tree):
                         else a, tree)
 
 
+AUTO_NAME = re.compile(r"(?<![^.])([^.]*?)(\d+)(?![^.])")  # a path segment ending in digits
+
+
+def by_structure(tree, like=None):
+    """``tree`` with the built-ins' paths in each dict (``i2r.children.Expon4.g``) freed of BrainPy's
+    automatic node names, whose numbers count every node made in the process, so that two models
+    built one after the other compare: each numbered segment becomes its rank among the keys that
+    differ only there. With ``like``, ``tree``'s values under ``like``'s keys instead."""
+    if isinstance(tree, dict):
+        ranked = _ranked(tree)
+        if like is None:
+            return {ranked[k]: by_structure(v) for k, v in tree.items()}
+        mine = {ranked[k]: k for k in tree}
+        return {k: by_structure(tree[mine[r]], like[k]) for k, r in _ranked(like).items()}
+    if hasattr(tree, "_asdict"):
+        return type(tree)(**{k: by_structure(v, None if like is None else getattr(like, k))
+                             for k, v in tree._asdict().items()})
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(by_structure(v, None if like is None else like[i]) for i, v in enumerate(tree))
+    return tree
+
+
+def _ranked(mapping) -> dict:
+    groups: dict[str, list] = {}
+    for key in mapping:
+        if isinstance(key, str):
+            groups.setdefault(AUTO_NAME.sub(r"\1#", key), []).append(key)
+    out = {}
+    for pattern, keys in groups.items():
+        numbers = sorted(keys, key=lambda k: [int(n) for _, n in AUTO_NAME.findall(k)])
+        for rank, key in enumerate(numbers):
+            out[key] = pattern.replace("#", "", pattern.count("#") - 1).replace("#", str(rank)) if len(keys) > 1 \
+                else pattern
+    return {k: out.get(k, k) for k in mapping}
+
+
 def batched_spec(batched_cls):
     """What a generated ``Batched`` class declares (None for a class batched whole as library code)."""
     from batchify import runtime
@@ -272,9 +309,10 @@ class Verifier:
         seed_name = next((n for n in ("batch_seed", "seed") if n in kwonly), None) if draws else None
         built = self.construct(self.batched_cls, batch_size=d.batch, **({seed_name: d.seed} if seed_name else {}))
         report = Report(steps=d.steps, batch=d.batch)
-        compare(report, "constructor params", None, to_numpy(reference.params()), to_numpy(built.params()),
-                d.rtol, d.atol)
-        want_state, got_state = to_numpy(key_data(reference.state())), to_numpy(key_data(built.state()))
+        compare(report, "constructor params", None, to_numpy(by_structure(reference.params())),
+                to_numpy(by_structure(built.params())), d.rtol, d.atol)
+        want_state = to_numpy(key_data(by_structure(reference.state())))
+        got_state = to_numpy(key_data(by_structure(built.state())))
         if draws:
             want_state, got_state = jax.tree.map(np.shape, want_state), jax.tree.map(np.shape, got_state)
             if want_state != got_state:
@@ -290,7 +328,7 @@ class Verifier:
                 structural(report, f"constructor attribute {name} ({repr(got)[:100]} built, "
                                    f"{repr(value)[:100]} by from_model)")
         if not report.mismatches:  # the same state, so that the steps compare what the constructor built
-            built.set_state(reference.state())
+            built.set_state(by_structure(reference.state(), like=built.state()))
             for t in range(d.steps):
                 tick(d.dt, t)
                 outputs = [to_numpy(call(getattr(b, self.method), self.args, (a.batch(t) for a in self.args)))

@@ -375,3 +375,40 @@ def test_verify_without_a_class_checks_a_builtin_subclass_and_never_nothing(tmp_
 
     report = json.loads(checked.stdout)
     assert checked.returncode == 0 and [c["cls"] for c in report["classes"]] == ["Syn"], checked.stdout
+
+
+ALWAYS_BATCHED_LATE_STATE = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class RNN(bp.DynamicalSystem):
+    def __init__(self, n_in, n):
+        super().__init__()
+        self.n = n
+        self.rng = bm.random.RandomState(3)
+        self.w = bm.TrainVar(self.rng.uniform(-0.5, 0.5, (n_in, n)))
+
+    def reset_state(self, batch_size):  # no default: its users always pass the batch size
+        self.h = bm.Variable(bm.zeros((batch_size, self.n)), batch_axis=0)
+
+    def update(self, x):
+        self.h.value = bm.tanh(x @ self.w + 0.5 * self.h + 0.1 * self.rng.randn(self.n))
+        return self.h.value
+'''
+
+
+def test_a_reset_requiring_the_batch_size_makes_one_example_a_batch_of_one(tmp_path) -> None:
+    """Song 2016's EI_RNN: ``reset_state(self, batch_size)`` that its constructor never calls. The
+    batched constructor raised "This variables has 0 dimension, but the batch axis is set to be 0"
+    (its one-example library), and then reset_state_pure missed its batch_size."""
+    original_cls, batched_cls = classes(tmp_path, ALWAYS_BATCHED_LATE_STATE, "RNN")
+    bm.random.seed(0)
+    built = batched_cls(2, 3, batch_size=B)
+    assert built.h.shape == (B, 1, 3)  # each example is the original's batch of one
+    original = original_cls(2, 3)
+    original.reset_state(1)
+    converted = batched_cls.from_model(original, B)
+    assert converted.h.shape == built.h.shape
+    built.reset_state()
+    assert np.asarray(built.h.value).shape == (B, 1, 3)

@@ -204,3 +204,34 @@ def test_random_reset_state_draws_per_example() -> None:
     bm.random.DEFAULT.value = jax.random.fold_in(jax.random.PRNGKey(3), 2)
     model.reset_state()
     np.testing.assert_array_equal(np.asarray(model.V.value), volts[2])
+
+
+def test_compare_counts_nan_against_a_number_and_allows_equal_infinities() -> None:
+    """NaN against a number compared as ``nan > tolerance``, False: a batched model producing NaN
+    passed. Equal infinities (a ``t_last_spike`` of -inf, both sides) gave err/tol inf on a PASS."""
+    from batchify.equivalence import Report, compare
+
+    nan_vs_number = Report(steps=1, batch=2)
+    compare(nan_vs_number, "V", 0, np.array([1.0, 2.0]), np.array([1.0, np.nan]), 1e-5, 1e-6)
+    assert nan_vs_number.mismatches and nan_vs_number.mismatches[0].example == 1
+    inf_vs_number = Report(steps=1, batch=2)
+    compare(inf_vs_number, "V", 0, np.array([np.inf, 2.0]), np.array([3.0, 2.0]), 1e-5, 1e-6)
+    assert inf_vs_number.mismatches
+    equal = Report(steps=1, batch=2)
+    compare(equal, "t", 0, np.array([-np.inf, np.nan, 1.0]), np.array([-np.inf, np.nan, 1.0]), 1e-5, 1e-6)
+    assert not equal.mismatches and equal.of_tolerance == 0.0
+
+
+def test_by_structure_frees_paths_of_automatic_node_names() -> None:
+    """Two models built one after the other name their built-ins' nodes Expon2 / Expon4: the
+    constructor check reported "constructor state shapes" differing (SurrogateGrad_lif's SNN)."""
+    from batchify.verify import by_structure
+
+    first = {"i2r.children.Expon2.g": 1, "r2o.children.Expon3.g": 2, "ch.children.IKDR_Ba2002v20.p": 3}
+    second = {"i2r.children.Expon4.g": 10, "r2o.children.Expon5.g": 20, "ch.children.IKDR_Ba2002v21.p": 30}
+    assert by_structure(first).keys() == by_structure(second).keys()
+    assert by_structure(first, like=second) == {"i2r.children.Expon4.g": 1, "r2o.children.Expon5.g": 2,
+                                                "ch.children.IKDR_Ba2002v21.p": 3}
+    two_in_one = {"s.children.Expon7.g": 1, "s.children.Expon12.g": 2}  # numeric, not lexical, order
+    assert by_structure(two_in_one, like={"s.children.Expon1.g": 0, "s.children.Expon2.g": 0}) == {
+        "s.children.Expon1.g": 1, "s.children.Expon2.g": 2}
