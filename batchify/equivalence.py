@@ -354,6 +354,7 @@ def bp_reset_state(model) -> None:
 
 # The resets compared after the steps: the original's, and the batched class's for the whole batch.
 RESETS = {"reset()": (bp_reset_state, lambda batched: batched.reset()),
+          "bp.reset_state": (bp_reset_state, bp_reset_state),  # BrainPy's own sweep over the batch's nodes
           "reset_state()": (own_reset, lambda batched: batched.reset_state())}
 
 

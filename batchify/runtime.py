@@ -27,6 +27,7 @@ import json
 import sys
 import types
 import typing
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -105,6 +106,18 @@ def _required_reset_args(model):
     params = list(inspect.signature(model.reset_state_pure).parameters.values())[2:]  # after params, state
     return tuple(1 if p.name == "batch_size" else None for p in params
                  if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def _no_reset_state(self, batch_size=None):
+    """The ``reset_state`` of a model that defines none. Called directly it resets everything, as
+    BrainPy's default does (marked not implemented, BrainPy calls ``reset()`` instead); in a
+    ``bp.reset_state`` sweep it resets nothing of its own, since the sweep resets its children and
+    built-ins itself. A new ``batch_size`` resizes the state."""
+    if batch_size is not None and batch_size != self.batch_size:
+        self.set_batch_size(batch_size)
+
+
+_no_reset_state._not_implemented = True
 
 
 def _reset_level(model):
@@ -479,6 +492,63 @@ class Library(bp.BrainPyObject):
             trace.recovery_original_values()
 
 
+def hold_resets(owner, modules, skip=()):
+    """Make ``bp.reset_state(owner)`` reset the batch's values of the built-ins ``owner`` holds.
+
+    BrainPy's sweep calls ``reset_state()`` on every node it finds, and a built-in's nodes are one
+    example's objects whose Variables hold the batch only during a call: on their own they would
+    reset nothing of the batch. Each node's ``reset_state`` becomes one that, called by a sweep
+    over a model holding ``owner``, resets ``owner``'s batch of that node (every example, as the
+    node resets); called any other way (a sweep over the original model, which ``from_model``
+    shares these nodes with, or one example's reset inside a library call) it is the node's own.
+    ``skip``: nodes whose reset ``owner.reset_state`` does itself (a class batched whole).
+    """
+    seen = set()
+    for module in modules:
+        if not isinstance(module, bp.DynamicalSystem):
+            continue
+        for node in module.nodes().subset(bp.DynamicalSystem).unique().values():
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            held = vars(node).get("reset_state")
+            if not hasattr(held, "batch_owners"):
+                held = _sweep_reset(node)
+                vars(node)["reset_state"] = held  # BrainPy's setattr would not take a method
+            held.batch_owners.append((weakref.ref(owner), id(node) in {id(n) for n in skip}))
+
+
+def _sweep_reset(node):
+    method = type(node).reset_state.__get__(node)
+
+    @functools.wraps(method)
+    def reset_state(*args, **kwargs):
+        owner, skipped = _sweeping_owner(reset_state.batch_owners, sys._getframe(1))
+        if owner is None:
+            return method(*args, **kwargs)
+        if not skipped:
+            owner._reset_builtin(method)  # one example at a time: its own arguments are the batch's size
+
+    reset_state.batch_owners = []
+    return reset_state
+
+
+def _sweeping_owner(owners, caller):
+    """The batched model among ``owners`` that the ``bp.reset_state`` sweep calling us covers."""
+    if caller.f_code is not _SWEEP.__code__:
+        return None, False
+    target = caller.f_locals.get("target")
+    found = {id(n) for n in target.nodes().values()} if isinstance(target, bp.BrainPyObject) else set()
+    for ref, skipped in owners:
+        owner = ref()
+        if owner is not None and id(owner) in found:
+            return owner, skipped
+    return None, False
+
+
+_SWEEP = getattr(bp.reset_state, "__wrapped__", bp.reset_state)
+
+
 class _Variables(bp.BrainPyObject):
     """The batch's Variables of one built-in, under their attribute names (see ``Library.show``);
     the built-in itself, one example's, is under the batched model's ``model``."""
@@ -648,6 +718,8 @@ class Batched:
         if "reset_state_pure" in cls.__dict__:  # ``@bp.reset_level(n)``: bp.reset_state orders resets by it
             level = _reset_level(cls)
             cls.reset_state = Batched.reset_state if level is None else _at_reset_level(Batched.reset_state, level)
+        elif not hasattr(cls, "reset_state_pure"):
+            cls.reset_state = _no_reset_state
 
     def _become_batch(self, seed):
         """The end of the outermost batched constructor: this one example's model becomes the batch,
@@ -702,6 +774,7 @@ class Batched:
             batched_model.rng_key = key_variable(seed, batch_size)
         if spec.has_library:
             batched_model.library = Library(model, spec.builtins, batch_size, fields=spec.builtin_fields)
+            hold_resets(batched_model, batched_model.library.modules.values())
         created = spec.created_by_reset[0] if spec.late else None
         if spec.late and not hasattr(model, attribute_name(created) if isinstance(model, Batched) else created):
             batched_model._create_state()  # ``model.reset_state()`` has not run yet
@@ -812,6 +885,10 @@ class Batched:
     def _reset_batch(self, reset):
         state = jax.vmap(reset, in_axes=(None, self.state_axes()))(self.params(), self.state())
         self.set_state(self.reduced(state))
+
+    def _reset_builtin(self, reset_state):
+        """A ``bp.reset_state`` sweep reached one of the built-ins' nodes: every example's (``hold_resets``)."""
+        self._reset_batch(lambda params, state: self.library.call(params, state, reset_state)[0])
 
     def reset_example(self, params, state):
         """One example's ``state`` as the model's ``reset_state()`` leaves it (a model that defines
@@ -1179,6 +1256,7 @@ class BuiltinBatched(bp.DynamicalSystem):
         self.rng_key = key_variable(seed, self.batch_size)
         self.library = Library(self, ("model",), self.batch_size)
         self.library.show(self, "model")  # the batch's Variables under the paths they have on the model
+        hold_resets(self, [self.model], skip=[self.model])  # its own reset_state resets the model's own
 
     @classmethod
     def from_model(cls, model, batch_size, seed=None):
@@ -1226,6 +1304,12 @@ class BuiltinBatched(bp.DynamicalSystem):
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
         state, _ = jax.vmap(self.reset_state_pure, in_axes=(None, 0))(self.params(), self.state())
+        self.set_state(state)
+
+    def _reset_builtin(self, reset_state):
+        """A ``bp.reset_state`` sweep reached one of the model's nodes: every example's (``hold_resets``)."""
+        state = jax.vmap(lambda params, state: self.library.call(params, state, reset_state)[0],
+                         in_axes=(None, 0))(self.params(), self.state())
         self.set_state(state)
 
     def reset(self, batch_size=None):

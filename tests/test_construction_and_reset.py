@@ -230,6 +230,25 @@ class Ring(bp.DynamicalSystem):
         return self.r.value
 '''
 
+OWN_RESET_AND_A_BUILTIN = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Net(bp.DynSysGroup):
+    def __init__(self, n):
+        super().__init__()
+        self.syn = bp.dyn.Expon(n, tau=5.0)
+        self.V = bm.Variable(bm.zeros(n))
+
+    def reset_state(self, batch_size=None):
+        self.V.value = bm.zeros(self.V.shape) + 0.1
+
+    def update(self, x):
+        self.V.value = 0.9 * self.V + self.syn(x)
+        return self.V.value
+'''
+
 CASES = {
     "shape read in __init__": (SHAPE_IN_INIT, "Pop", (3,), 3),
     "built-in made with mode=self.mode": (BUILTIN_IN_MODE, "Net", (3, 5), 3),
@@ -240,6 +259,7 @@ CASES = {
     "reset_state(batch_size=1) in training mode": (BATCH_OF_ONE, "Node", (3, bm.training_mode), 3),
     "a reset reading a built-in": (BUILTIN_READ_BY_RESET, "Cell", (2, 3), 2),
     "a nested function reading a renamed attribute": (NESTED_FUNCTION_READS_RENAMED, "Ring", (3,), 3),
+    "its own reset_state and a built-in": (OWN_RESET_AND_A_BUILTIN, "Net", (3,), 3),
 }
 
 
