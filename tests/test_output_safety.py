@@ -184,6 +184,22 @@ def test_the_hook_never_writes_into_a_virtualenv_or_git(tmp_path: Path, output: 
     assert written == [], written
 
 
+def test_a_recursive_source_glob_skips_virtualenvs_and_version_control(tmp_path: Path) -> None:
+    """``source = "**/*.py"`` found the model files of the project's own .venv (and .git) too, whose
+    outputs are refused there: the hook failed with BFY016 on every commit, and walked every file
+    of every installed package first."""
+    root = project(tmp_path, [("**/*.py", "**/*_batched.py")])
+    for folder in (".venv/lib/python3.12/site-packages/pkg", ".git/hooks", "env/lib"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "vendored.py").write_text(MODEL)
+    (root / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (root / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    result = batchify("hook", cwd=root)
+    assert result.returncode == 1 and "BFY016" not in result.stderr, result.stderr  # 1: it wrote an output
+    written = sorted(p.relative_to(root).as_posix() for p in root.rglob("*_batched.py"))
+    assert written == ["models/a_batched.py"], written
+
+
 def test_two_targets_writing_one_output_are_a_configuration_error(tmp_path: Path) -> None:
     """They overwrote each other on every run (exit 1 forever), one model always lost."""
     root = project(tmp_path, [("models/*.py", "gen/*_batched.py"), ("other/*.py", "gen/*_batched.py")])
