@@ -336,14 +336,11 @@ def start_batch(batched, model, starts: list[dict]) -> None:
 
 
 def own_reset(model) -> None:
-    """``model.reset_state()``, given a batch size of 1 where its signature requires one: a
-    ``batch_size`` without a default means the model is always batched, so one example is a batch
-    of 1; other required parameters get None. (BrainPy wraps the bound method: read the class's.)"""
-    import inspect
+    """``model.reset_state()``, given a batch size of 1 where its signature requires one, as the
+    batched class resets (``runtime.required_reset_args``; BrainPy wraps the bound method: read the class's)."""
+    from batchify.runtime import required_reset_args
 
-    params = list(inspect.signature(type(model).reset_state).parameters.values())[1:]
-    required = [p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    model.reset_state(*[1 if p.name == "batch_size" else None for p in required])
+    model.reset_state(*required_reset_args(type(model).reset_state, 1))
 
 
 def bp_reset_state(model) -> None:

@@ -99,11 +99,12 @@ def batched(variable, batch_size):
 _CONSTRUCTING = contextvars.ContextVar("batchify_constructing", default=0)
 
 
-def _required_reset_args(model):
-    """What a reset gets for the parameters its ``reset_state`` requires: ``batch_size`` without a
-    default means the model is always batched, so one example is a batch of 1 (as ``batchify
-    verify`` resets the original); any other gets None."""
-    params = list(inspect.signature(model.reset_state_pure).parameters.values())[2:]  # after params, state
+def required_reset_args(reset_state, skip):
+    """What a reset gets for the parameters ``reset_state`` requires after its first ``skip`` ones:
+    ``batch_size`` without a default means the model is always batched, so one example is a batch
+    of 1 (the batched class and ``batchify verify``'s reset of the original both use this); any
+    other gets None."""
+    params = list(inspect.signature(reset_state).parameters.values())[skip:]
     return tuple(1 if p.name == "batch_size" else None for p in params
                  if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
@@ -503,7 +504,7 @@ def hold_resets(owner, modules, skip=()):
     shares these nodes with, or one example's reset inside a library call) it is the node's own.
     ``skip``: nodes whose reset ``owner.reset_state`` does itself (a class batched whole).
     """
-    seen = set()
+    seen, skipped = set(), {id(n) for n in skip}
     for module in modules:
         if not isinstance(module, bp.DynamicalSystem):
             continue
@@ -515,7 +516,7 @@ def hold_resets(owner, modules, skip=()):
             if not hasattr(held, "batch_owners"):
                 held = _sweep_reset(node)
                 vars(node)["reset_state"] = held  # BrainPy's setattr would not take a method
-            held.batch_owners.append((weakref.ref(owner), id(node) in {id(n) for n in skip}))
+            held.batch_owners.append((weakref.ref(owner), id(node) in skipped))
 
 
 def _sweep_reset(node):
@@ -526,8 +527,8 @@ def _sweep_reset(node):
         owner, skipped = _sweeping_owner(reset_state.batch_owners, sys._getframe(1))
         if owner is None:
             return method(*args, **kwargs)
-        if not skipped:
-            owner._reset_builtin(method)  # one example at a time: its own arguments are the batch's size
+        if not skipped:  # every example as the node resets (the sweep's arguments are the batch's size)
+            owner._reset_batch(lambda params, state: owner.library.call(params, state, method)[0])
 
     reset_state.batch_owners = []
     return reset_state
@@ -886,15 +887,11 @@ class Batched:
         state = jax.vmap(reset, in_axes=(None, self.state_axes()))(self.params(), self.state())
         self.set_state(self.reduced(state))
 
-    def _reset_builtin(self, reset_state):
-        """A ``bp.reset_state`` sweep reached one of the built-ins' nodes: every example's (``hold_resets``)."""
-        self._reset_batch(lambda params, state: self.library.call(params, state, reset_state)[0])
-
     def reset_example(self, params, state):
         """One example's ``state`` as the model's ``reset_state()`` leaves it (a model that defines
         none is reset as BrainPy resets everything: ``reset_all_example``)."""
         if hasattr(self, "reset_state_pure"):
-            return self.reset_state_pure(params, state, *_required_reset_args(self))[0]
+            return self.reset_state_pure(params, state, *required_reset_args(self.reset_state_pure, 2))[0]
         if type(self).reset_state is not Batched.reset_state or not self._resets_tree():
             return state  # its own reset_state changes no state
         return self.reset_all_example(params, state)
@@ -915,7 +912,7 @@ class Batched:
     def _reset_at(self, params, state, level):
         """``state`` with the nodes of this tree at reset ``level`` (None: those without one) reset."""
         if hasattr(self, "reset_state_pure") and _reset_level(self) == level:
-            state = self.reset_state_pure(params, state, *_required_reset_args(self))[0]
+            state = self.reset_state_pure(params, state, *required_reset_args(self.reset_state_pure, 2))[0]
         for f in spec_of(type(self)).children:
             child = getattr(self, f.name)
             state = state._replace(**{f.name: child._reset_at(getattr(params, f.name), getattr(state, f.name), level)})
@@ -929,21 +926,21 @@ class Batched:
         example's model, that example's, as the original creates them)."""
         spec = spec_of(type(self))
         if not args and not kwargs:  # a reset the constructor never calls (its users do)
-            args = _required_reset_args(self)
+            args = required_reset_args(self.reset_state_pure, 2)  # after params, state
+        def before_reset():  # the state as reset_state finds it: what it creates, not there yet
+            return spec.state(**{f.name: None if f.name in spec.created_by_reset else _read(self, f)
+                                 for f in spec.state_fields})
+
         if _CONSTRUCTING.get():
             self._creates_state = (args, kwargs)
             with self._example_library():
-                empty = spec.state(**{f.name: None if f.name in spec.created_by_reset else _read(self, f)
-                                      for f in spec.state_fields})
-                state, _ = self.reset_state_pure(self.params(), empty, *args, **kwargs)
+                state, _ = self.reset_state_pure(self.params(), before_reset(), *args, **kwargs)
             for name in spec.created_by_reset:
                 if getattr(state, name) is not None:
                     setattr(self, attribute_name(name), bm.Variable(getattr(state, name)))
             return
-        empty = spec.state(**{f.name: None if f.name in spec.created_by_reset else _read(self, f)
-                              for f in spec.state_fields})
         state, _ = jax.vmap(lambda params, state: self.reset_state_pure(params, state, *args, **kwargs),
-                            in_axes=(None, self.state_axes()), axis_size=self.batch_size)(self.params(), empty)
+                            in_axes=(None, self.state_axes()), axis_size=self.batch_size)(self.params(), before_reset())
         for name in spec.created_by_reset:
             value = getattr(state, name)
             if value is not None:
@@ -959,9 +956,8 @@ class Batched:
         if not spec.has_library or "library" in vars(self):
             yield
             return
-        present = [name for name in spec.builtins if name in vars(self) or hasattr(self, name)]
-        vars(self)["library"] = Library(self, present, None, fields=[f for f in spec.builtin_fields
-                                                                     if hasattr(self, f)])
+        made = [name for name in spec.builtins if hasattr(self, name)]  # those the constructor made so far
+        vars(self)["library"] = Library(self, made, None, fields=[f for f in spec.builtin_fields if hasattr(self, f)])
         try:
             yield
         finally:
@@ -1303,22 +1299,17 @@ class BuiltinBatched(bp.DynamicalSystem):
         """Reset every example as the model's ``reset_state`` does; a new ``batch_size`` resizes first."""
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
-        state, _ = jax.vmap(self.reset_state_pure, in_axes=(None, 0))(self.params(), self.state())
-        self.set_state(state)
-
-    def _reset_builtin(self, reset_state):
-        """A ``bp.reset_state`` sweep reached one of the model's nodes: every example's (``hold_resets``)."""
-        state = jax.vmap(lambda params, state: self.library.call(params, state, reset_state)[0],
-                         in_axes=(None, 0))(self.params(), self.state())
-        self.set_state(state)
+        self._reset_batch(self.reset_example)
 
     def reset(self, batch_size=None):
         """Reset every example as ``bp.reset_state`` resets the model: every node of it (the
         neuron groups a synapse connects included), in BrainPy's order."""
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
-        state = jax.vmap(self.reset_all_example, in_axes=(None, 0))(self.params(), self.state())
-        self.set_state(state)
+        self._reset_batch(self.reset_all_example)
+
+    def _reset_batch(self, reset):
+        self.set_state(jax.vmap(reset, in_axes=(None, 0))(self.params(), self.state()))
 
     def reset_example(self, params, state):
         return self.reset_state_pure(params, state)[0]

@@ -187,10 +187,8 @@ def _ranked(mapping) -> dict:
             groups.setdefault(AUTO_NAME.sub(r"\1#", key), []).append(key)
     out = {}
     for pattern, keys in groups.items():
-        numbers = sorted(keys, key=lambda k: [int(n) for _, n in AUTO_NAME.findall(k)])
-        for rank, key in enumerate(numbers):
-            out[key] = pattern.replace("#", "", pattern.count("#") - 1).replace("#", str(rank)) if len(keys) > 1 \
-                else pattern
+        by_number = sorted(keys, key=lambda k: [int(n) for _, n in AUTO_NAME.findall(k)])
+        out.update({key: f"{pattern}@{rank}" if len(keys) > 1 else pattern for rank, key in enumerate(by_number)})
     return {k: out.get(k, k) for k in mapping}
 
 
