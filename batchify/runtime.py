@@ -1414,6 +1414,7 @@ class _Chunk(NamedTuple):
     index: object  # j, traced: the scan's step
     count: int  # n chunks in the device's part
     size: int  # examples in a chunk
+    unroll: int  # the rollout scan's unroll for this chunk (``Harness.microbatch_plan``)
 
 
 # The chunk of the whole batch whose value_and_grad is being traced (``fold_keys``), else None.
@@ -1421,8 +1422,8 @@ _CHUNK = contextvars.ContextVar("batchify_chunk", default=None)
 
 
 @contextlib.contextmanager
-def _tracing_chunk(offset, index, count, size):
-    token = _CHUNK.set(_Chunk(offset, index, count, size))
+def _tracing_chunk(offset, index, count, size, unroll=1):
+    token = _CHUNK.set(_Chunk(offset, index, count, size, unroll))
     try:
         yield
     finally:
@@ -1458,6 +1459,37 @@ def _unordered_error_checks():
 # it, under 16 MiB (14-16 MB). Twice that was 1.3-1.6x slower.
 CPU_MICROBATCH_BYTES = 8 << 20
 CPU_MICROBATCH_BYTES_UNREMAT = 16 << 20
+
+# A short rollout of a large enough chunk runs faster with its scan unrolled (``unroll=T``): XLA then
+# fuses and schedules across steps and keeps no stacked residual buffers. Measured on the 2-core
+# machine (bench/side_by_side.py's SNN, rematerialised, H = 128, 256, 512, T = 50, 100): unrolled,
+# the train step was 1.15-1.4x faster once a chunk's residuals per step reached about 32 KiB (16
+# examples at H = 256), no faster below that (1.4x slower at 8 examples). Chunks of about 96 KiB of
+# residuals per step (32 examples at H = 256, 16 at H = 512, 64 at H = 128) were the fastest or
+# within 1.3x of it in every case measured; the best chunk varied (one unrolled vmap of 256 examples
+# was faster still at H = 256, T = 50, but 128 was 1.3x slower than 32 at T = 100). Compiling an
+# unrolled step takes longer (about 2 s at T = 50, 4 s at T = 100, against 0.7 s rolled), so
+# rollouts over CPU_UNROLL_MAX_STEPS steps stay rolled.
+CPU_UNROLL_MAX_STEPS = 128
+CPU_UNROLL_MIN_STEP_BYTES = 32 << 10
+CPU_UNROLLED_STEP_BYTES = 96 << 10
+
+
+def _chunk_size(batch, devices, target):
+    """The largest divisor of ``batch`` that is a multiple of ``devices`` and at most ``target``; ``batch``
+    itself when it is no larger than the target, or when that divisor is under a quarter of it."""
+    target = max(devices, target)
+    if batch <= target:
+        return batch
+    size = next((c for c in range(target - target % devices, 0, -devices) if batch % c == 0), 0)
+    return size if 4 * size >= target else batch
+
+
+class MicrobatchPlan(NamedTuple):
+    """How a train step runs a batch: chunks of ``size`` examples, each rollout's scan unrolled ``unroll``."""
+
+    size: int
+    unroll: int
 
 
 def _bytes(tree):
@@ -1496,6 +1528,11 @@ class Harness:
     the batch size and a multiple of the device count); ``0`` or ``False``: never split.
     ``per_example_grads`` is not chunked.
 
+    ``unroll``: the rollout scan's ``unroll`` in the train step. ``None`` (default): on a CPU, fully
+    unrolled for a rollout of at most ``CPU_UNROLL_MAX_STEPS`` steps when the chunks are large enough
+    to gain from it (``microbatch_plan``; the chunk size then follows the unrolled step's own
+    budget), else 1; an int: that unroll; ``True``: always fully unrolled.
+
     ``remat`` (default True): the backward pass recomputes each step's elementwise work instead of
     keeping it, and keeps only the step's matrix products (``jax.checkpoint`` with
     ``dots_with_no_batch_dims_saveable``). The gradient is the same; the scan's residuals are a few
@@ -1517,13 +1554,16 @@ class Harness:
             setattr(cls, name, value)
 
     def __init__(self, model, optimizer=None, *, steps=None, learning_rate=1e-3, devices=None, dt=None,
-                 microbatch=None, remat=True):
+                 microbatch=None, remat=True, unroll=None):
         if microbatch is True:
             microbatch = None
         if microbatch is not None and (not isinstance(microbatch, int) or microbatch < 0):
             raise ValueError(f"microbatch must be None (automatic), a chunk size or 0 (never split), not {microbatch!r}")
+        if unroll is not None and unroll is not True and (not isinstance(unroll, int) or unroll < 1):
+            raise ValueError(f"unroll must be None (automatic), True (fully), or a positive int, not {unroll!r}")
         self.microbatch = microbatch
         self.remat = remat
+        self.unroll = unroll
         self._residual_bytes = {}
         self.model = model
         self.steps = self.steps if steps is None else steps
@@ -1558,11 +1598,21 @@ class Harness:
         if self.remat:
             step = jax.checkpoint(step, policy=jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
                                   prevent_cse=False)  # prevent_cse=False: inside a scan, CSE is no concern
+        steps = jax.tree.leaves(x)[0].shape[0] if self.sequence else self.steps
+        unroll = self.rollout_unroll(steps)
         if self.sequence:  # scan over the inputs themselves: no per-step gather of x[t] (and its residual)
-            _, outputs = jax.lax.scan(step, state, (jnp.arange(x.shape[0]), x))
+            _, outputs = jax.lax.scan(step, state, (jnp.arange(steps), x), unroll=unroll)
         else:
-            _, outputs = jax.lax.scan(lambda s, t: step(s, (t, x)), state, jnp.arange(self.steps))
+            _, outputs = jax.lax.scan(lambda s, t: step(s, (t, x)), state, jnp.arange(steps), unroll=unroll)
         return outputs
+
+    def rollout_unroll(self, steps):
+        """The rollout scan's ``unroll``: ``Harness(unroll=)`` when given, else the plan of the train step's
+        chunk being traced (``microbatch_plan``), else 1 (``evaluate``, ``per_example_grads``)."""
+        if self.unroll is not None:
+            return steps if self.unroll is True else min(self.unroll, max(steps, 1))
+        chunk = _CHUNK.get()
+        return min(chunk.unroll, max(steps, 1)) if chunk is not None else 1
 
     def predict(self, params, x, *key):
         """One example's prediction (the readout over time)."""
@@ -1593,16 +1643,17 @@ class Harness:
         (one ``pmean``). The means (loss, gradient) are summed over chunks, each divided by their
         count; per-example values (a ``LossHarness``'s losses and aux) keep the batch's order.
         """
-        size = self.microbatch_size(xs, ys, params, *key)
+        size, unroll = self.microbatch_plan(xs, ys, params, *key)
         batch = jax.tree.leaves(xs)[0].shape[0]
         devices = self.mesh.devices.size
         if devices == 1:
-            return self._from_means_and_examples(*self._local_means_and_examples(params, xs, ys, key, size, 0))
+            return self._from_means_and_examples(
+                *self._local_means_and_examples(params, xs, ys, key, size, 0, unroll))
         share = batch // devices  # each device's examples: a contiguous block, as ``shard`` places them
 
         def local(params, xs, ys, *key):
             means, per_example = self._local_means_and_examples(
-                params, xs, ys, key, size // devices, jax.lax.axis_index("batch") * share)
+                params, xs, ys, key, size // devices, jax.lax.axis_index("batch") * share, unroll)
             return jax.lax.pmean(means, "batch"), per_example
 
         # check_vma=False: each device's gradient is its own examples' mean (no implicit psum of the
@@ -1615,13 +1666,14 @@ class Harness:
             means, per_example = sharded(params, xs, ys, *key)
         return self._from_means_and_examples(means, per_example)
 
-    def _local_means_and_examples(self, params, xs, ys, key, size, offset):
-        """One device's part of the batch (from example ``offset`` of the whole) in chunks of ``size``."""
+    def _local_means_and_examples(self, params, xs, ys, key, size, offset, unroll=1):
+        """One device's part of the batch (from example ``offset`` of the whole) in chunks of ``size``,
+        each rollout's scan unrolled ``unroll``."""
         batch = jax.tree.leaves(xs)[0].shape[0]
         count = batch // size
 
         def one_chunk(j, chunk):
-            with _tracing_chunk(offset, j, count, size):
+            with _tracing_chunk(offset, j, count, size, unroll):
                 return self._means_and_examples(self.value_and_grad(params, *chunk, *key))
 
         if count == 1:
@@ -1670,34 +1722,58 @@ class Harness:
         return stats.get("bytes_limit", 16 << 30) // 4
 
     def microbatch_size(self, xs, ys, params=None, *key):
-        """The examples in one chunk of ``microbatched_value_and_grad`` for a batch shaped like ``xs``:
-        the batch size itself when it is not split.
+        """The examples in one chunk of ``microbatched_value_and_grad`` for a batch shaped like ``xs``
+        (the batch size itself when it is not split): ``microbatch_plan(...).size``."""
+        return self.microbatch_plan(xs, ys, params, *key).size
 
-        Automatic (``microbatch=None``): the target is as many examples as fit ``microbatch_budget``
-        per device (``residual_bytes`` each, at least one per device); a batch no larger is not
-        split; else the chunk is the largest divisor of the batch size that is a multiple of the
-        device count and at most the target, or no split when that is under a quarter of the target
-        (a batch size with no good divisor: many tiny chunks would be slower than one vmap).
+    def microbatch_plan(self, xs, ys, params=None, *key):
+        """How the train step runs a batch shaped like ``xs``: a ``MicrobatchPlan(size, unroll)``.
+
+        Automatic chunks (``microbatch=None``): the target is as many examples as fit the budget per
+        device (``residual_bytes`` each, at least one per device); a batch no larger is not split;
+        else the chunk is the largest divisor of the batch size that is a multiple of the device
+        count and at most the target, or no split when that is under a quarter of the target (a
+        batch size with no good divisor: many tiny chunks would be slower than one vmap). On a CPU,
+        with ``remat`` and a rollout of at most ``CPU_UNROLL_MAX_STEPS`` steps, the budget is first
+        ``CPU_UNROLLED_STEP_BYTES`` of residuals per step with the rollout unrolled, taken when a
+        device's chunk then holds at least ``CPU_UNROLL_MIN_STEP_BYTES`` per step; else
+        ``microbatch_budget`` with the rollout rolled.
+
+        Automatic unroll (``unroll=None``): fully unrolled when the conditions above hold for the
+        chunk (an explicit ``microbatch`` included), else 1.
         """
         batch = jax.tree.leaves(xs)[0].shape[0]
         devices = self.mesh.devices.size
+        steps = jax.tree.leaves(xs)[0].shape[1] if self.sequence else self.steps
+        explicit = None if self.unroll is None else (steps if self.unroll is True else self.unroll)
+        unrolling = (self.remat and 0 < steps <= CPU_UNROLL_MAX_STEPS
+                     and self.mesh.devices.flat[0].platform == "cpu")
+
+        def step_bytes():
+            return self.residual_bytes(xs, ys, params, *key) / steps
+
+        def unroll_for(size):
+            if explicit is not None:
+                return explicit
+            return steps if unrolling and (size // devices) * step_bytes() >= CPU_UNROLL_MIN_STEP_BYTES else 1
+
         if self.microbatch == 0:
-            return batch
+            return MicrobatchPlan(batch, unroll_for(batch))
         if self.microbatch is not None:
-            size = self.microbatch
-            if size >= batch:
-                return batch
-            if batch % size or size % devices:
+            size = min(self.microbatch, batch)
+            if size < batch and (batch % size or size % devices):
                 raise ValueError(f"microbatch={size} must divide the batch size {batch} and be a multiple of "
                                  f"the {devices} devices")
-            return size
+            return MicrobatchPlan(size, unroll_for(size))
         if batch <= devices:
-            return batch
-        target = max(devices, devices * (self.microbatch_budget() // self.residual_bytes(xs, ys, params, *key)))
-        if batch <= target:
-            return batch
-        size = next((c for c in range(target - target % devices, 0, -devices) if batch % c == 0), 0)
-        return size if 4 * size >= target else batch
+            return MicrobatchPlan(batch, unroll_for(batch))
+        if (unrolling and explicit is None) or (explicit is not None and explicit >= steps):
+            size = _chunk_size(batch, devices, devices * int(CPU_UNROLLED_STEP_BYTES // step_bytes()))
+            if explicit is not None or (size // devices) * step_bytes() >= CPU_UNROLL_MIN_STEP_BYTES:
+                return MicrobatchPlan(size, steps if explicit is None else explicit)
+        per_example = self.residual_bytes(xs, ys, params, *key)
+        size = _chunk_size(batch, devices, devices * (self.microbatch_budget() // per_example))
+        return MicrobatchPlan(size, 1 if explicit is None else explicit)
 
     def shard(self, batch):
         """Place a batch on the mesh, split along its first axis (with several hosts: this host's part)."""

@@ -7,6 +7,9 @@ example (T steps), the sum of output spikes as the prediction, softmax cross-ent
   with its automatic microbatching (a large batch is split into chunks whose gradients a
   ``lax.scan`` accumulates inside the jitted step; the chunk size is printed);
 - ``harness, microbatch=0``: the same harness never splitting the batch (one vmap over all of it);
+- ``harness, unroll=1``: the same harness with its rollout's scan never unrolled (what the harness
+  did before it unrolled short rollouts of large enough chunks automatically), chunked by the
+  rolled rule;
 - ``pure JAX``: the same model written directly in JAX, independently of the generated code,
   ``jit(value_and_grad(mean(vmap(loss))))`` with a ``lax.scan`` over the inputs;
 - ``hand-batched BrainPy``: the same SNN written by hand for BrainPy's ``BatchingMode`` (Variables
@@ -221,13 +224,14 @@ def main() -> None:
         one = jax.devices()[:1]
         harness = generated.SNNHarness(batched, optax.sgd(LR), devices=one)  # automatic microbatching
         single = generated.SNNHarness(batched, optax.sgd(LR), microbatch=0, devices=one)
+        rolled = generated.SNNHarness(batched, optax.sgd(LR), unroll=1, devices=one)
         spread = generated.SNNHarness(batched, optax.sgd(LR)) if len(jax.devices()) > 1 else None
         params = batched.params()
         opt_state = harness.optimizer.init(params)
         rng = np.random.default_rng(batch)
         xs = jnp.asarray((rng.random((batch, args.steps, 64)) < 0.2).astype(np.float32) * 1.5)
         ys = jnp.asarray(rng.integers(0, 10, batch).astype(np.int32))
-        chunk = harness.microbatch_size(xs, ys)
+        chunk, unroll = harness.microbatch_plan(xs, ys)
         pure_params = {"w_in": params.w_in, "w_out": params.w_out}
         hand_grad, hand_step = hand_batched_brainpy(params.w_in, params.w_out, batch)
         weights = {"w_in": model.w_in, "w_out": model.w_out}
@@ -253,6 +257,7 @@ def main() -> None:
         # The same mean gradient, first: every variant against the harness's single vmap.
         _, want = jax.jit(single.value_and_grad)(params, xs, ys)
         check("harness (microbatched)", jax.jit(harness.microbatched_value_and_grad)(params, xs, ys)[1]._asdict(), want)
+        check("harness, unroll=1", jax.jit(rolled.microbatched_value_and_grad)(params, xs, ys)[1]._asdict(), want)
         check("pure JAX", pure(pure_params, xs, ys)[2], want)
         check("hand-batched BrainPy", hand_grad(xs, ys)[0], want)
         if run_loop:
@@ -278,6 +283,7 @@ def main() -> None:
 
         variants = {"harness": lambda: harness.train_step(params, opt_state, xs, ys),
                     "harness, microbatch=0": lambda: single.train_step(params, opt_state, xs, ys),
+                    "harness, unroll=1": lambda: rolled.train_step(params, opt_state, xs, ys),
                     "pure JAX": lambda: pure(pure_params, xs, ys),
                     "hand-batched BrainPy": lambda: hand_step(xs, ys)}
         if run_loop:
@@ -296,19 +302,20 @@ def main() -> None:
             for name, run in variants.items():
                 times[name].append(timed(run, reps))
         median = {name: statistics.median(t) for name, t in times.items()}
-        rows.append((batch, chunk, median))
-        print(f"B={batch:5d} chunk {chunk:4d}  harness {median['harness'] * 1e3:8.2f} ms  "
+        rows.append((batch, chunk, unroll, median))
+        print(f"B={batch:5d} chunk {chunk:4d} unroll {unroll:3d}  harness {median['harness'] * 1e3:8.2f} ms  "
               + "  ".join(f"{n} {median[n] / median['harness']:.2f}x" for n in median if n != "harness"), flush=True)
-    names = ["harness, microbatch=0", "pure JAX", "hand-batched BrainPy", "per-example loop", "harness, every core"]
-    print("\n| B | chunk (auto) | harness train_step | " + " | ".join(f"{n} (time / harness)" for n in names) + " |")
-    print("|---|---|---|" + "---|" * len(names))
-    for batch, chunk, median in rows:
+    names = ["harness, microbatch=0", "harness, unroll=1", "pure JAX", "hand-batched BrainPy", "per-example loop", "harness, every core"]
+    print("\n| B | chunk (auto) | rollout (auto) | harness train_step | " + " | ".join(f"{n} (time / harness)" for n in names) + " |")
+    print("|---|---|---|---|" + "---|" * len(names))
+    for batch, chunk, unroll, median in rows:
         cells = [f"{median[n] / median['harness']:.2f}x" if n in median else "-" for n in names]
         shown = f"{chunk} ({batch // chunk} chunks)" if chunk < batch else f"{batch} (unsplit)"
-        print(f"| {batch} | {shown} | {median['harness'] * 1e3:.2f} ms | " + " | ".join(cells) + " |")
-    if any("harness, every core" in m and "per-example loop" in m for _, _, m in rows):
+        rollout = f"unrolled ({unroll} steps)" if unroll > 1 else "rolled"
+        print(f"| {batch} | {shown} | {rollout} | {median['harness'] * 1e3:.2f} ms | " + " | ".join(cells) + " |")
+    if any("harness, every core" in m and "per-example loop" in m for *_, m in rows):
         print(f"\nper-example loop over the harness on every core ({len(jax.devices())} devices):")
-        for batch, _, median in rows:
+        for batch, *_, median in rows:
             if "harness, every core" in median and "per-example loop" in median:
                 print(f"  B = {batch}: {median['per-example loop'] / median['harness, every core']:.2f}x; the "
                       f"ceiling (each device the one-device step on its part, no collective): "

@@ -125,8 +125,10 @@ def test_the_automatic_chunk_size_gives_the_single_vmaps_step(snn, monkeypatch) 
 
 
 def test_the_automatic_rule_splits_large_batches_only(snn) -> None:
-    """The issue's SNN 64-256-10 at T = 50: one chunk for B <= 64, chunks of 64 at B = 256 and 1024
-    (the fastest measured on 2 cores), none when B has no divisor near the target."""
+    """The issue's SNN 64-256-10 at T = 50: a batch of 16 or more examples runs with its rollout
+    unrolled, in chunks of 32 (about 96 KiB of residuals per step, the fastest measured on 2 cores);
+    a smaller batch, a rollout over 128 steps or ``remat=False`` stays rolled, chunked as before
+    (8 MiB of residuals: 64 examples); a batch with no divisor near the target is not split."""
     bm.random.seed(0)
     harness = snn.SNNHarness(snn.SNNBatched(64, 256, 10, batch_size=1))
     per_example = harness.residual_bytes(*spikes(2, 50, 64))
@@ -135,13 +137,78 @@ def test_the_automatic_rule_splits_large_batches_only(snn) -> None:
     assert unremat > 1.5 * per_example, (unremat, per_example)  # remat keeps the matrix products only
     assert 1.6 < harness.residual_bytes(*spikes(2, 100, 64)) / per_example < 2.4  # twice the steps, twice the residuals
 
-    def chunk(batch):
-        return harness.microbatch_size(jnp.zeros((batch, 50, 64)), jnp.zeros(batch, jnp.int32))
+    def plan(batch, steps=50, harness=harness):
+        return tuple(harness.microbatch_plan(jnp.zeros((batch, steps, 64)), jnp.zeros(batch, jnp.int32)))
 
-    assert [chunk(b) for b in (1, 8, 64)] == [1, 8, 64]  # one chunk
-    assert [chunk(b) for b in (96, 256, 1024)] == [48, 64, 64]  # 2, 4 and 16 chunks
-    assert chunk(1021) == 1021  # a prime: chunks of one example would be slower than one vmap
-    assert snn.SNNHarness(harness.model, microbatch=0).microbatch_size(jnp.zeros((1024, 50, 64)), None) == 1024
+    assert [plan(b) for b in (1, 8)] == [(1, 1), (8, 1)]  # too few examples a step to gain from unrolling
+    assert [plan(b) for b in (16, 32)] == [(16, 50), (32, 50)]  # one chunk, unrolled
+    assert [plan(b) for b in (64, 96, 256, 1024)] == [(32, 50)] * 4  # 2, 3, 8 and 32 chunks, unrolled
+    assert plan(1021) == (1021, 50)  # a prime: chunks of one example would be slower than one vmap
+    assert [plan(b, 200) for b in (8, 64, 256)] == [(8, 1), (16, 1), (16, 1)]  # too long to unroll: 8 MiB chunks
+    rolled = snn.SNNHarness(harness.model, remat=False)
+    assert [plan(b, harness=rolled) for b in (64, 256)] == [(64, 1), (64, 1)]  # 16 MiB chunks, rolled
+    never = snn.SNNHarness(harness.model, unroll=1)
+    assert [plan(b, harness=never) for b in (64, 96, 256, 1024)] == [(64, 1), (48, 1), (64, 1), (64, 1)]
+    always = snn.SNNHarness(harness.model, unroll=True)
+    assert [plan(b, harness=always) for b in (8, 64)] == [(8, 50), (32, 50)]
+    assert plan(1024, harness=snn.SNNHarness(harness.model, microbatch=0)) == (1024, 50)
+    assert plan(1024, harness=snn.SNNHarness(harness.model, microbatch=0, unroll=5)) == (1024, 5)
+    assert harness.microbatch_size(jnp.zeros((256, 50, 64)), jnp.zeros(256, jnp.int32)) == 32
+
+
+def test_unroll_must_be_automatic_true_or_a_positive_int(snn) -> None:
+    model = snn.SNNBatched(16, 32, 5, batch_size=1)
+    for bad in (0, -2, 1.5, "full"):
+        with pytest.raises(ValueError, match="unroll must be None"):
+            snn.SNNHarness(model, unroll=bad)
+
+
+def scan_unrolls(function, *args):
+    """The ``unroll`` of every scan in ``function``'s jaxpr, nested ones included."""
+    found = []
+
+    def visit(jaxpr):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "scan":
+                found.append(eqn.params["unroll"])
+            for value in eqn.params.values():
+                for sub in value if isinstance(value, (tuple, list)) else (value,):
+                    if hasattr(sub, "jaxpr"):
+                        visit(sub.jaxpr if hasattr(sub.jaxpr, "eqns") else sub.jaxpr.jaxpr)
+                    elif hasattr(sub, "eqns"):
+                        visit(sub)
+
+    visit(jax.make_jaxpr(function)(*args).jaxpr)
+    return found
+
+
+def test_the_unrolled_chunked_step_gives_the_rolled_single_vmaps_step(snn) -> None:
+    """Unrolling changes how XLA runs the rollout, not what it computes: the unrolled, chunked train
+    step gives the loss, gradient and weights of one rolled vmap over the whole batch, and its jaxpr
+    really has the rollout's scan unrolled over all T steps (the rolled one: unroll 1)."""
+    bm.random.seed(0)
+    batched = snn.SNNBatched(16, 32, 5, batch_size=1)
+    xs, ys = spikes(B)
+    unrolled = snn.SNNHarness(batched, microbatch=6, unroll=True)
+    rolled = snn.SNNHarness(batched, microbatch=0, unroll=1)
+    params = batched.params()
+    assert T in scan_unrolls(unrolled.microbatched_value_and_grad, params, xs, ys)
+    assert set(scan_unrolls(rolled.microbatched_value_and_grad, params, xs, ys)) == {1}
+    assert_same_step(unrolled, rolled, xs, ys)
+
+
+def test_only_the_train_steps_chunks_unroll_automatically(snn) -> None:
+    """The automatic unroll follows the chunk being traced; ``evaluate`` and ``per_example_grads``
+    (no chunk) keep the rolled scan."""
+    bm.random.seed(0)
+    batched = snn.SNNBatched(64, 256, 10, batch_size=1)
+    harness = snn.SNNHarness(batched)
+    xs, ys = spikes(32, 20, 64)
+    params = batched.params()
+    assert harness.microbatch_plan(xs, ys) == (32, 20)
+    assert 20 in scan_unrolls(harness.microbatched_value_and_grad, params, xs, ys)
+    assert set(scan_unrolls(harness.per_example_grads, params, xs, ys)) == {1}
+    assert set(scan_unrolls(jax.vmap(harness.predict, in_axes=(None, 0)), params, xs)) == {1}
 
 
 def test_an_explicit_chunk_size_must_divide_the_batch(snn) -> None:
