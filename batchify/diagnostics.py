@@ -67,6 +67,7 @@ CODES: dict[str, Code] = {
     "BFY214": Code("a stepping method has a Python side effect (print, reseeding, writing a global or a list)"),
     "BFY215": Code("a statement reads state before a call in it changes that state (`self.V + self.step(x)`, "
                    "`self.V.value += self.step(x)`)"),
+    "BFY216": Code("a stateful method has a decorator that may change what it computes"),
     # Verification.
     "BFY301": Code("verification lacks driving information (constructor arguments, method, inputs)", EXIT_USAGE),
     "BFY303": Code("verification FAIL: the generated module raised when run (a transformation bug)"),

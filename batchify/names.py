@@ -94,6 +94,26 @@ ENVIRONMENT_SETTERS = frozenset(
 # Decorators of a stateful method that its pure method keeps (the runtime reads what they mark).
 KEPT_DECORATORS = frozenset({"brainpy.reset_level", "brainpy.helpers.reset_level"})
 
+# Decorators of a stateful method that its pure method drops because they do not change what it
+# computes: compilation and rematerialisation (the batch is jitted whole), and markers for type
+# checkers. Any other decorator may change the result (``@doubled`` returning ``2 * f(x)``): refused.
+DROPPED_DECORATORS = frozenset(
+    {
+        "brainpy.math.cls_jit",
+        "brainpy.math.jit",
+        "brainpy.math.remat",
+        "brainpy.jit",
+        "jax.jit",
+        "jax.checkpoint",
+        "jax.remat",
+        "abc.abstractmethod",
+        "typing.final",
+        "typing.override",
+        "typing_extensions.final",
+        "typing_extensions.override",
+    }
+)
+
 # Base classes that make a class a model and add no state of their own.
 MODEL_BASES = frozenset(
     {

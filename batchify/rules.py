@@ -493,8 +493,9 @@ RULES: tuple[Rule, ...] = (
         'the order of resets',
         '`@bp.reset_level(1)` on `reset_state`',
         ('kept on `reset_state_pure`: `bp.reset_state`, `reset()` and the harness reset the batch in '
-         "BrainPy's order (nodes without a level, then level 0, 1, ...); other decorators of a stateful "
-         'method (`@bm.cls_jit`) are dropped'),
+         "BrainPy's order (nodes without a level, then level 0, 1, ...); decorators that do not change "
+         'what a stateful method computes (`@bm.cls_jit`, `@bm.jit`, `@jax.jit`, `@jax.checkpoint`) are '
+         'dropped, any other is refused (BFY216)'),
         Case(before='return self.V',
              after='@bp.reset_level(1)',
              extra=('    @bp.reset_level(1)\n'

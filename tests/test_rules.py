@@ -188,3 +188,43 @@ def test_a_read_before_a_stateful_call_in_one_statement_is_refused(body: str, re
     (verify: forward mismatch 0.82, and 18 for +=; the transform said nothing; adversarial review)."""
     got = rewritten(Case(before=body, after=""))
     assert got.startswith("BFY215") == refused, got
+
+
+DECORATED_HELPER = '''    {decorator}
+    def helper2(self, x):
+        self.S.value = x
+        return x
+
+
+import functools
+
+import jax
+
+
+def doubled(f):
+    return lambda self, x: 2 * f(self, x)
+'''
+
+
+@pytest.mark.parametrize("decorator,refused", [
+    ("@doubled", True),  # returns 2 * f(x): dropping it halves the output
+    ("@functools.lru_cache", True),
+    ("@jax.vmap", True),
+    ("@functools.partial(jax.vmap, in_axes=0)", True),
+    ("@bm.cls_jit", False),  # compilation: the batch is jitted whole
+    ("@bm.cls_jit(inline=True)", False),
+    ("@bm.jit", False),
+    ("@functools.partial(bm.jit, static_argnums=0)", False),
+    ("@jax.jit", False),
+    ("@jax.checkpoint", False),
+])
+def test_a_decorator_that_may_change_a_stateful_method_is_refused(decorator: str, refused: bool) -> None:
+    """The pure method is written without the stateful method's decorators: main dropped ``@doubled``
+    too, and the batched output was half the original's, exit 0 (review). Only decorators known not
+    to change the result are dropped; any other is BFY216 at the decorator."""
+    case = Case(before="return self.helper2(x)", after="", extra=DECORATED_HELPER.format(decorator=decorator),
+                where="decorator:helper2_pure")
+    got = rewritten(case)
+    assert got.startswith("BFY216") == refused, got
+    if not refused:
+        assert got == "", got  # dropped, not copied onto the pure method

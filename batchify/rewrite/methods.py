@@ -1255,11 +1255,33 @@ def drop_unused_star_params(func: cst.FunctionDef) -> cst.FunctionDef:
     return func.with_changes(params=params)
 
 
+def _decorator_names(ir: ModuleIR, decorator: cst.Decorator) -> set[str]:
+    """The qualified names of what a decorator applies: ``@f``, ``@f(...)``, ``@functools.partial(f, ...)``."""
+    node = decorator.decorator.func if type(decorator.decorator) is cst.Call else decorator.decorator
+    found = {q.name for q in ir.qualified.get(node, ())}
+    if "functools.partial" in found and type(decorator.decorator) is cst.Call and decorator.decorator.args:
+        found = {q.name for q in ir.qualified.get(decorator.decorator.args[0].value, ())}
+    return found
+
+
 def kept_decorator(ir: ModuleIR, decorator: cst.Decorator) -> bool:
     """A decorator the pure method keeps: ``@bp.reset_level(n)``, which orders BrainPy's resets (the
-    runtime reads it). The others are dropped: ``@bm.cls_jit`` and such (the batch is jitted whole)."""
-    node = decorator.decorator.func if type(decorator.decorator) is cst.Call else decorator.decorator
-    return bool({q.name for q in ir.qualified.get(node, ())} & names.KEPT_DECORATORS)
+    runtime reads it). ``names.DROPPED_DECORATORS`` are dropped (``@bm.cls_jit``: the batch is jitted
+    whole); any other is refused (``check_decorators``)."""
+    return bool(_decorator_names(ir, decorator) & names.KEPT_DECORATORS)
+
+
+def check_decorators(ctx: Context, func: cst.FunctionDef) -> None:
+    """BFY216 for a decorator of a stateful method that batchify neither keeps nor knows to be safe to
+    drop: the batched code would run the undecorated method, whatever the decorator did."""
+    for decorator in func.decorators:
+        found = _decorator_names(ctx.ir, decorator)
+        if found & (names.KEPT_DECORATORS | names.DROPPED_DECORATORS):
+            continue
+        shown = ctx.ir.module.code_for_node(decorator.decorator)
+        ctx.report(decorator.decorator, "BFY216", f"{ctx.method.name} is decorated with @{shown}, which the "
+                   "batched method cannot keep (it may change what the method computes); apply it where the "
+                   "model is called, or write what it does into the method")
 
 
 def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.FunctionDef, list[Diagnostic]]:
@@ -1274,6 +1296,8 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
                    "parameters; give the stepping method plain parameters (and *args if need be)")
     if method.kind != "method":
         ctx.report(func.name, "BFY208", f"{method.name} is a {method.kind} that touches state; make it a method")
+    else:
+        check_decorators(ctx, func)
     ctx.closures = loop_closures(ir, func)
     body = MethodRewriter(ctx).block(func.body.body)
     if not body or not isinstance(body[-1], cst.SimpleStatementLine) or not isinstance(body[-1].body[-1], (cst.Return, cst.Raise)):
