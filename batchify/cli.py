@@ -404,12 +404,17 @@ def current_output(path: Path) -> str | None:
         return None
 
 
-def stale_reason(current: str | None, source: bytes, command: str) -> str:
-    """Why a committed output differs: a missing file, a changed source, other options, a changed
-    generator, or a hand edit (its header records each of them, see provenance.py)."""
+def stale_reason(current: str | None, source: bytes, command: str, path: Path | None = None) -> str:
+    """Why a committed output differs: a missing file (or a folder, or a file that cannot be read in its
+    place), a changed source, other options, a changed generator, or a hand edit (its header records
+    each of them, see provenance.py)."""
     from batchify.provenance import REGENERATE, SOURCE_PATTERN, STAMP_PATTERN, generator_fingerprint
 
     if current is None:
+        if path is not None and path.is_dir():
+            return "is a directory, where the generated file should be"
+        if path is not None and path.exists():
+            return "cannot be read as a generated file (not a regular UTF-8 file, or no permission)"
         return "is missing"
     lines = current.split("\n", 3) + ["", "", ""]
     match = SOURCE_PATTERN.search(lines[0])
@@ -421,6 +426,14 @@ def stale_reason(current: str | None, source: bytes, command: str) -> str:
     if recorded and recorded.group(1) == generator_fingerprint():
         return "is stale: it was edited since it was generated"
     return "is stale: another batchify version (or a changed template) generates different code"
+
+
+def stale_message(current: str | None, source: bytes, command: str, path: Path) -> str:
+    """BFY008's message: why the output is stale, and the command that regenerates it."""
+    reason = stale_reason(current, source, command, path)
+    if current is None and path.exists():
+        return f"{reason}; move it away, then regenerate with: {command}"
+    return f"{reason}; regenerate with: {command}"
 
 
 def configured_target(src: Path, out: Path):
@@ -487,7 +500,7 @@ def run(args: argparse.Namespace) -> int:
                 fromfile=job.out_shown, tofile=f"{job.out_shown} (regenerated)"))
         if args.check and stale:
             report([Diagnostic(job.out_report, 1, 1, "BFY008",
-                               f"{stale_reason(current, source, job.command)}; regenerate with: {job.command}")],
+                               stale_message(current, source, job.command, job.out))],
                    args.format)
             return EXIT_FAIL
         return EXIT_OK
@@ -816,8 +829,7 @@ def hook(args: argparse.Namespace) -> int:
         status = max(status, EXIT_FAIL)
         if args.check:
             diagnostics.append(Diagnostic(job.out_report, 1, 1, "BFY008",
-                                          f"{stale_reason(current, source, job.command)}; regenerate with: "
-                                          f"{job.command}"))
+                                          stale_message(current, source, job.command, target.output)))
             continue
         refusal = unsafe_output(target.output, sources, current)
         if refusal:

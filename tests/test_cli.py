@@ -237,6 +237,20 @@ def test_check_and_diff(tmp_path: Path) -> None:
     assert out.read_bytes() == before
 
 
+def test_check_says_what_stands_where_the_output_should_be(tmp_path: Path) -> None:
+    """--check on an output path that is a folder said it "is missing" (main), and advised the command
+    that fails on it; now it says what is there, and to move it away first."""
+    src = tmp_path / "model.py"
+    src.write_text(GOOD)
+    (tmp_path / "out").mkdir()
+    result = batchify(str(src), "-o", str(tmp_path / "out"), "--check")
+    err = result.stderr.decode()
+    assert result.returncode == 1 and "BFY008 is a directory, where the generated file should be; move it away" in err, err
+    missing = batchify(str(src), "-o", str(tmp_path / "none.py"), "--check").stderr.decode()
+    assert "BFY008 is missing; regenerate with: " in missing, missing
+    assert (tmp_path / "out").is_dir() and not (tmp_path / "none.py").exists()
+
+
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.stem)
 def test_examples_compile_are_deterministic_and_checked(spec, tmp_path: Path) -> None:
     """Two runs (under different hash seeds) give the committed bytes; --check tracks the source."""
