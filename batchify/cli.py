@@ -133,15 +133,27 @@ def project_root(start: Path) -> Path | None:
     return None
 
 
+def located(path: Path) -> Path:
+    """``path`` made absolute through its folder, keeping its own name: a symlinked output is named
+    as the user named it, not as its target."""
+    return path.parent.resolve() / path.name if path.name not in ("", ".", "..") else path.resolve()
+
+
 def display_path(path: Path, root: Path | None) -> str:
     """``path`` relative to the project root when it lies inside it, in POSIX form."""
-    resolved = path.resolve()
+    resolved = located(path)
     if root is not None:
         try:
             return resolved.relative_to(root).as_posix()
         except ValueError:
             pass
     return path.as_posix()
+
+
+def anchored_path(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` (``../`` included when it lies outside), in POSIX form: what the
+    header's command says, the same from any working directory."""
+    return Path(os.path.relpath(located(path), root)).as_posix()
 
 
 def transform_shared(item: str) -> str:
@@ -360,7 +372,7 @@ class Job(NamedTuple):
 
     src: Path | None  # None: standard input
     out: Path | None  # None: standard output
-    src_shown: str  # in the header and the regeneration command: relative to the project root
+    src_shown: str  # in the header and its command: relative to the project root, else the source's folder
     out_shown: str | None
     src_report: str  # in diagnostics: the same, or absolute with --absolute-paths
     out_report: str | None
@@ -378,14 +390,20 @@ class Job(NamedTuple):
 def make_job(src: Path | None, out: Path | None, *, classes=(), shared=(), stdin_filename: str | None = None,
              absolute: bool = False, harness: HarnessOptions | None = None, functions=()) -> Job:
     named = src if src is not None else Path(stdin_filename) if stdin_filename else None
-    root = project_root((named.parent if named is not None else Path(".")).resolve())
-    src_shown = display_path(named, root) if named is not None else "<stdin>"
-    out_shown = display_path(out, root) if out is not None else None
+    # Paths in the header are relative to the project root, or outside any project to the source's
+    # own folder: never to the working directory, so --check answers the same from anywhere.
+    # Diagnostics keep the paths as a caller resolves them (the project root's, else as typed).
+    folder = (named.parent if named is not None else Path(".")).resolve()
+    root = project_root(folder)
+    src_shown = anchored_path(named, root or folder) if named is not None else "<stdin>"
+    out_shown = anchored_path(out, root or folder) if out is not None else None
 
-    def report_path(path: Path | None, shown: str | None) -> str | None:
-        return str(path.resolve()) if absolute and path is not None else shown
+    def report_path(path: Path | None) -> str | None:
+        if path is None:
+            return None
+        return str(path.resolve()) if absolute else display_path(path, root)
 
-    return Job(src, out, src_shown, out_shown, report_path(named, src_shown), report_path(out, out_shown),
+    return Job(src, out, src_shown, out_shown, report_path(named) or "<stdin>", report_path(out),
                tuple(sorted(dict.fromkeys(classes))), tuple(sorted(dict.fromkeys(shared))), harness,
                tuple(dict.fromkeys(functions)))
 
@@ -497,7 +515,7 @@ def run(args: argparse.Namespace) -> int:
 
             sys.stdout.writelines(difflib.unified_diff(
                 (current or "").splitlines(keepends=True), text.splitlines(keepends=True),
-                fromfile=job.out_shown, tofile=f"{job.out_shown} (regenerated)"))
+                fromfile=job.out_report, tofile=f"{job.out_report} (regenerated)"))
         if args.check and stale:
             report([Diagnostic(job.out_report, 1, 1, "BFY008",
                                stale_message(current, source, job.command, job.out))],
@@ -841,7 +859,7 @@ def hook(args: argparse.Namespace) -> int:
         except BatchifyError as exc:
             diagnostics.extend(exc.diagnostics)
             continue
-        sys.stderr.write(f"batchify: {'created' if current is None else 'regenerated'} {job.out_shown}\n")
+        sys.stderr.write(f"batchify: {'created' if current is None else 'regenerated'} {job.out_report}\n")
     for output, source in config.orphans(every_target):  # reported, never deleted: it may hold the only copy
         shown = str(output.resolve()) if args.absolute_paths else display_path(output, config.root)
         diagnostics.append(Diagnostic(escaped(shown), 1, 1, "BFY008", f"was generated from {escaped(source)}, which "

@@ -251,6 +251,26 @@ def test_check_says_what_stands_where_the_output_should_be(tmp_path: Path) -> No
     assert (tmp_path / "out").is_dir() and not (tmp_path / "none.py").exists()
 
 
+def test_outside_a_project_paths_are_anchored_at_the_source_folder(tmp_path: Path) -> None:
+    """With no pyproject.toml or .git above the source, the header spelled the paths as typed, from the
+    cwd: the same file checked from another folder was "generated with other options" (main), and
+    its regeneration command only worked from the first folder. Now they are relative to the
+    source's folder, whichever cwd runs the command."""
+    if any((folder / "pyproject.toml").is_file() or (folder / ".git").exists() for folder in tmp_path.parents):
+        pytest.skip("the temporary folder lies inside a project")
+    (tmp_path / "lab" / "sub").mkdir(parents=True)
+    src = tmp_path / "lab" / "model.py"
+    src.write_text(GOOD)
+    assert batchify("lab/model.py", "-o", "lab/model_batched.py", cwd=tmp_path).returncode == 0
+    header = (tmp_path / "lab" / "model_batched.py").read_text().splitlines()[1]
+    assert header == "# Regenerate: batchify model.py -o model_batched.py", header
+    for cwd, spelled in ((tmp_path / "lab", "."), (tmp_path / "lab" / "sub", ".."), (tmp_path, "lab")):
+        check = batchify(f"{spelled}/model.py", "-o", f"{spelled}/model_batched.py", "--check", cwd=cwd)
+        assert check.returncode == 0, (cwd, check.stderr.decode())
+    absolute = batchify(str(src), "-o", str(tmp_path / "lab" / "model_batched.py"), "--check", cwd=tmp_path / "lab" / "sub")
+    assert absolute.returncode == 0, absolute.stderr.decode()
+
+
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.stem)
 def test_examples_compile_are_deterministic_and_checked(spec, tmp_path: Path) -> None:
     """Two runs (under different hash seeds) give the committed bytes; --check tracks the source."""
