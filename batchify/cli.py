@@ -751,8 +751,7 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
     try:
         return parser.parse_args(argv)
     except UsageError as exc:
-        sys.stderr.write(f"{parser.prog}: error: {exc} (see {parser.prog} --help)\n")
-        return EXIT_USAGE
+        return usage_error(f"{exc} (see {parser.prog} --help)", requested_format(argv), parser.prog)
     except SystemExit as exc:  # --help and --version
         return EXIT_OK if not exc.code else EXIT_USAGE
 
@@ -764,6 +763,26 @@ def verify_main(argv: list[str]) -> int:
     return guarded(lambda: verify_files(Path(args.src), Path(args.generated), args), args.format, args.src)
 
 
+def requested_format(argv: list[str]) -> str:
+    """The ``--format`` a command line asks for, read without parsing it (parsing it failed)."""
+    for i, arg in enumerate(argv):
+        option, equals, value = arg.partition("=")
+        if len(option) >= len("--form") and "--format".startswith(option):
+            value = value if equals else (argv[i + 1] if i + 1 < len(argv) else "")
+            if value == "json":
+                return "json"
+    return "text"
+
+
+def usage_error(message: str, fmt: str, prog: str = "batchify") -> int:
+    """A usage error: one line on stderr, or with ``--format json`` one BFY018 diagnostic."""
+    if fmt == "json":
+        report([Diagnostic("<command line>", 1, 1, "BFY018", message)], fmt)
+    else:
+        sys.stderr.write(f"{prog}: error: {message}\n")
+    return EXIT_USAGE
+
+
 def guarded(action, fmt: str, where: str) -> int:
     """Run ``action``; diagnostics and our own bugs become one line each, never a traceback."""
     try:
@@ -772,8 +791,7 @@ def guarded(action, fmt: str, where: str) -> int:
         report(exc.diagnostics, fmt)
         return exit_code_for(exc.diagnostics)
     except UsageError as exc:
-        sys.stderr.write(f"batchify: error: {exc}\n")
-        return EXIT_USAGE
+        return usage_error(str(exc) if fmt != "json" else f"{exc} (see batchify --help)", fmt)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # the reader of standard output stopped (`| head`): as if killed by SIGPIPE
@@ -782,8 +800,8 @@ def guarded(action, fmt: str, where: str) -> int:
     except Exception as exc:  # noqa: BLE001 - anything else is our bug: one line, no traceback
         if os.environ.get("BATCHIFY_DEBUG"):
             raise
-        sys.stderr.write(f"{where}:1:1: BFY900 internal error: {type(exc).__name__}: {exc} "
-                         "(please report it; set BATCHIFY_DEBUG=1 for the traceback)\n")
+        report([Diagnostic(where, 1, 1, "BFY900", f"internal error: {type(exc).__name__}: {exc} "
+                           "(please report it; set BATCHIFY_DEBUG=1 for the traceback)")], fmt)
         return EXIT_INTERNAL
 
 

@@ -34,6 +34,8 @@ CODES: dict[str, Code] = {
     "BFY016": Code("[tool.batchify] in pyproject.toml is invalid (an absolute path, an output outside the project)",
                    EXIT_USAGE),
     "BFY009": Code("the source nests too deeply (past batchify's documented limit)"),
+    "BFY018": Code("the command line is invalid (with --format json; otherwise a plain 'batchify: error:' line)",
+                   EXIT_USAGE),
     # Names the generated module needs.
     "BFY010": Code("the model uses a name that the generated class reserves"),
     "BFY011": Code("a module-level name clashes with a name the generated module imports"),

@@ -180,6 +180,46 @@ def test_usage_errors_exit_2_with_one_line(args: list[str], tmp_path: Path) -> N
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", [[], ["verify"], ["hook"]], ids=["batchify", "verify", "hook"])
+@pytest.mark.parametrize("args", [["--no-such-flag"], ["--check", "--format=json"], ["--format", "json", "-o"]],
+                         ids=["unknown-flag", "check-without-output", "missing-value"])
+def test_usage_errors_honour_format_json(command: list[str], args: list[str], tmp_path: Path) -> None:
+    """With --format json a usage error was a plain line on stderr (main printed 'batchify: error:
+    unrecognized arguments: --no-such-flag ...'): an IDE reading JSON got none. Now one JSON object,
+    BFY018, exit 2."""
+    import json
+
+    src = tmp_path / "model.py"
+    src.write_text(GOOD)
+    if command and args[0] == "--check":
+        pytest.skip("verify and hook take --check without -o")
+    args = args if "json" in " ".join(args) else [*args, "--format", "json"]
+    result = batchify(*command, str(src), *args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    payload = json.loads(result.stderr)
+    (diagnostic,) = payload["diagnostics"]
+    assert diagnostic["code"] == "BFY018" and diagnostic["path"] == "<command line>", diagnostic
+    assert "--help" in diagnostic["message"]
+
+
+def test_internal_errors_honour_format_json(tmp_path: Path) -> None:
+    """Our own bug (BFY900) was a plain line even with --format json."""
+    import json
+
+    src = tmp_path / "model.py"
+    src.write_text(GOOD)
+    hook = tmp_path / "sitecustomize.py"
+    hook.write_text("import batchify.pipeline as p\n"
+                    "def broken(*a, **k):\n    raise RuntimeError('planted')\n"
+                    "p.transform = broken\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env.pop("BATCHIFY_DEBUG", None)
+    result = batchify(str(src), "--format", "json", env=env)
+    assert result.returncode == 123, result.stderr
+    (diagnostic,) = json.loads(result.stderr)["diagnostics"]
+    assert diagnostic["code"] == "BFY900" and "planted" in diagnostic["message"], diagnostic
+
+
 def test_failed_run_keeps_existing_output(tmp_path: Path) -> None:
     src = tmp_path / "model.py"
     out = tmp_path / "model_batched.py"
