@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import re
 import shlex
@@ -212,6 +213,7 @@ def write_atomically(path: Path, text: str, shown: str) -> None:
     """
     tmp_name = None
     folder = path.parent if str(path.parent) else Path(".")
+    created: list[Path] = []  # the folders this write made, deepest first: removed again if it fails
     try:
         if path.is_dir():
             raise IsADirectoryError(str(path))
@@ -222,6 +224,7 @@ def write_atomically(path: Path, text: str, shown: str) -> None:
         if path.is_symlink():
             path = Path(os.path.realpath(path))
             folder = path.parent
+        created = list(itertools.takewhile(lambda f: not f.exists(), (folder, *folder.parents)))
         folder.mkdir(parents=True, exist_ok=True)  # as code generators do; the write stays atomic
         mode = path.stat().st_mode & 0o777 if path.exists() else None
         remove_stale_temporaries(path)
@@ -235,6 +238,7 @@ def write_atomically(path: Path, text: str, shown: str) -> None:
             os.chmod(tmp_name, 0o666 & ~_umask())
         os.replace(tmp_name, path)
         tmp_name = None
+        created = []
     except OSError as exc:
         reason = "it is a directory" if isinstance(exc, IsADirectoryError) else (exc.strerror or str(exc))
         where = f" (in {folder})" if not isinstance(exc, IsADirectoryError) else ""
@@ -245,6 +249,11 @@ def write_atomically(path: Path, text: str, shown: str) -> None:
                 os.unlink(tmp_name)
             except OSError:
                 pass
+        for made in created:
+            try:
+                made.rmdir()
+            except OSError:  # no longer empty: something else put a file there meanwhile
+                break
 
 
 TEMP_TAG = "batchify-"

@@ -113,6 +113,17 @@ def test_an_output_symlink_is_written_through_and_kept(tmp_path: Path) -> None:
     assert "# Regenerate: batchify rnn.py -o rnn_batched.py" in (tmp_path / "real" / "rnn_batched.py").read_text()
 
 
+def test_a_failed_write_leaves_no_folder_it_created(tmp_path: Path) -> None:
+    """The output's missing folders were created before the write failed (a name over the file
+    system's 255 bytes), and stayed behind, empty (main left new/ and new/sub/)."""
+    source(tmp_path)
+    (tmp_path / "kept").mkdir()
+    for out in ("new/sub/" + "x" * 300 + ".py", "kept/new/" + "x" * 300 + ".py"):
+        result = batchify("rnn.py", "-o", out, cwd=tmp_path)
+        assert_refused(result, "BFY007", "File name too long")
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["kept", "rnn.py"]
+
+
 def test_a_fifo_output_is_written_through_not_replaced(tmp_path: Path) -> None:
     """A FIFO (as /dev/stdout, /dev/null or a named pipe) was replaced by a regular file, and its
     reader waited forever."""
