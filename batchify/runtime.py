@@ -1414,7 +1414,6 @@ class _Chunk(NamedTuple):
     index: object  # j, traced: the scan's step
     count: int  # n chunks in the device's part
     size: int  # examples in a chunk
-    unroll: int  # the rollout scan's unroll for this chunk (``Harness.microbatch_plan``)
 
 
 # The chunk of the whole batch whose value_and_grad is being traced (``fold_keys``), else None.
@@ -1422,8 +1421,8 @@ _CHUNK = contextvars.ContextVar("batchify_chunk", default=None)
 
 
 @contextlib.contextmanager
-def _tracing_chunk(offset, index, count, size, unroll=1):
-    token = _CHUNK.set(_Chunk(offset, index, count, size, unroll))
+def _tracing_chunk(offset, index, count, size):
+    token = _CHUNK.set(_Chunk(offset, index, count, size))
     try:
         yield
     finally:
@@ -1460,18 +1459,14 @@ def _unordered_error_checks():
 CPU_MICROBATCH_BYTES = 8 << 20
 CPU_MICROBATCH_BYTES_UNREMAT = 16 << 20
 
-# A short rollout of a large enough chunk runs faster with its scan unrolled (``unroll=T``): XLA then
-# fuses and schedules across steps and keeps no stacked residual buffers. Measured on the 2-core
-# machine (bench/side_by_side.py's SNN, rematerialised, H = 128, 256, 512, T = 50, 100): unrolled,
-# the train step was 1.15-1.4x faster once a chunk's residuals per step reached about 32 KiB (16
-# examples at H = 256), no faster below that (1.4x slower at 8 examples). Chunks of about 96 KiB of
-# residuals per step (32 examples at H = 256, 16 at H = 512, 64 at H = 128) were the fastest or
-# within 1.3x of it in every case measured; the best chunk varied (one unrolled vmap of 256 examples
-# was faster still at H = 256, T = 50, but 128 was 1.3x slower than 32 at T = 100). Compiling an
-# unrolled step takes longer (about 2 s at T = 50, 4 s at T = 100, against 0.7 s rolled), so
-# rollouts over CPU_UNROLL_MAX_STEPS steps stay rolled.
-CPU_UNROLL_MAX_STEPS = 128
-CPU_UNROLL_MIN_STEP_BYTES = 32 << 10
+# An unrolled rollout (``Harness(unroll=True)``) lets XLA fuse and schedule across steps, and run
+# independent operations of different steps on two cores at once (1.4-1.8 CPU seconds per second,
+# against 1.07 rolled). It is not the default: on the 2-core machine (bench/side_by_side.py's SNN,
+# H = 256, T = 50, B = 64, 256, 1024) it was 1.1-1.3x faster when both cores were free for it, but
+# 1.2-1.8x slower whenever anything else kept one of them busy (``--busy 1``, a test run beside it)
+# and 1.1x slower on one core; at B = 64 it was slower in most runs even on an idle machine; and it
+# compiles in 2-4 s instead of 0.7 s. When it is asked for, chunks of about 96 KiB of residuals per
+# step (32 examples at H = 256, 16 at H = 512, 64 at H = 128) were the fastest or within 1.3x of it.
 CPU_UNROLLED_STEP_BYTES = 96 << 10
 
 
@@ -1528,10 +1523,11 @@ class Harness:
     the batch size and a multiple of the device count); ``0`` or ``False``: never split.
     ``per_example_grads`` is not chunked.
 
-    ``unroll``: the rollout scan's ``unroll`` in the train step. ``None`` (default): on a CPU, fully
-    unrolled for a rollout of at most ``CPU_UNROLL_MAX_STEPS`` steps when the chunks are large enough
-    to gain from it (``microbatch_plan``; the chunk size then follows the unrolled step's own
-    budget), else 1; an int: that unroll; ``True``: always fully unrolled.
+    ``unroll``: the rollout scan's ``unroll`` in the train step. ``None`` (default) or 1: rolled
+    (``jax.lax.scan`` one step at a time); ``True``: fully unrolled, and automatic chunks then follow
+    the unrolled step's own budget on a CPU (``microbatch_plan``); an int: that unroll. Unrolled, a
+    short rollout ran 1.1-1.3x faster on two idle CPU cores and 1.2-1.8x slower when another process
+    kept one of them busy, and compiles slower (see ``CPU_UNROLLED_STEP_BYTES``).
 
     ``remat`` (default True): the backward pass recomputes each step's elementwise work instead of
     keeping it, and keeps only the step's matrix products (``jax.checkpoint`` with
@@ -1560,7 +1556,7 @@ class Harness:
         if microbatch is not None and (not isinstance(microbatch, int) or microbatch < 0):
             raise ValueError(f"microbatch must be None (automatic), a chunk size or 0 (never split), not {microbatch!r}")
         if unroll is not None and unroll is not True and (not isinstance(unroll, int) or unroll < 1):
-            raise ValueError(f"unroll must be None (automatic), True (fully), or a positive int, not {unroll!r}")
+            raise ValueError(f"unroll must be None (rolled), True (fully), or a positive int, not {unroll!r}")
         self.microbatch = microbatch
         self.remat = remat
         self.unroll = unroll
@@ -1607,12 +1603,10 @@ class Harness:
         return outputs
 
     def rollout_unroll(self, steps):
-        """The rollout scan's ``unroll``: ``Harness(unroll=)`` when given, else the plan of the train step's
-        chunk being traced (``microbatch_plan``), else 1 (``evaluate``, ``per_example_grads``)."""
-        if self.unroll is not None:
-            return steps if self.unroll is True else min(self.unroll, max(steps, 1))
-        chunk = _CHUNK.get()
-        return min(chunk.unroll, max(steps, 1)) if chunk is not None else 1
+        """The rollout scan's ``unroll``: ``Harness(unroll=)``, rolled (1) when that is None."""
+        if self.unroll is None:
+            return 1
+        return steps if self.unroll is True else min(self.unroll, max(steps, 1))
 
     def predict(self, params, x, *key):
         """One example's prediction (the readout over time)."""
@@ -1643,17 +1637,17 @@ class Harness:
         (one ``pmean``). The means (loss, gradient) are summed over chunks, each divided by their
         count; per-example values (a ``LossHarness``'s losses and aux) keep the batch's order.
         """
-        size, unroll = self.microbatch_plan(xs, ys, params, *key)
+        size = self.microbatch_plan(xs, ys, params, *key).size
         batch = jax.tree.leaves(xs)[0].shape[0]
         devices = self.mesh.devices.size
         if devices == 1:
             return self._from_means_and_examples(
-                *self._local_means_and_examples(params, xs, ys, key, size, 0, unroll))
+                *self._local_means_and_examples(params, xs, ys, key, size, 0))
         share = batch // devices  # each device's examples: a contiguous block, as ``shard`` places them
 
         def local(params, xs, ys, *key):
             means, per_example = self._local_means_and_examples(
-                params, xs, ys, key, size // devices, jax.lax.axis_index("batch") * share, unroll)
+                params, xs, ys, key, size // devices, jax.lax.axis_index("batch") * share)
             return jax.lax.pmean(means, "batch"), per_example
 
         # check_vma=False: each device's gradient is its own examples' mean (no implicit psum of the
@@ -1666,14 +1660,13 @@ class Harness:
             means, per_example = sharded(params, xs, ys, *key)
         return self._from_means_and_examples(means, per_example)
 
-    def _local_means_and_examples(self, params, xs, ys, key, size, offset, unroll=1):
-        """One device's part of the batch (from example ``offset`` of the whole) in chunks of ``size``,
-        each rollout's scan unrolled ``unroll``."""
+    def _local_means_and_examples(self, params, xs, ys, key, size, offset):
+        """One device's part of the batch (from example ``offset`` of the whole) in chunks of ``size``."""
         batch = jax.tree.leaves(xs)[0].shape[0]
         count = batch // size
 
         def one_chunk(j, chunk):
-            with _tracing_chunk(offset, j, count, size, unroll):
+            with _tracing_chunk(offset, j, count, size):
                 return self._means_and_examples(self.value_and_grad(params, *chunk, *key))
 
         if count == 1:
@@ -1733,47 +1726,32 @@ class Harness:
         device (``residual_bytes`` each, at least one per device); a batch no larger is not split;
         else the chunk is the largest divisor of the batch size that is a multiple of the device
         count and at most the target, or no split when that is under a quarter of the target (a
-        batch size with no good divisor: many tiny chunks would be slower than one vmap). On a CPU,
-        with ``remat`` and a rollout of at most ``CPU_UNROLL_MAX_STEPS`` steps, the budget is first
-        ``CPU_UNROLLED_STEP_BYTES`` of residuals per step with the rollout unrolled, taken when a
-        device's chunk then holds at least ``CPU_UNROLL_MIN_STEP_BYTES`` per step; else
-        ``microbatch_budget`` with the rollout rolled.
+        batch size with no good divisor: many tiny chunks would be slower than one vmap). The
+        budget is ``microbatch_budget()``; with the rollout fully unrolled (``unroll=True``) on a
+        CPU, with ``remat``, it is ``CPU_UNROLLED_STEP_BYTES`` of residuals per step instead.
 
-        Automatic unroll (``unroll=None``): fully unrolled when the conditions above hold for the
-        chunk (an explicit ``microbatch`` included), else 1.
+        ``unroll`` is ``rollout_unroll``'s (``Harness(unroll=None)``: 1, rolled).
         """
         batch = jax.tree.leaves(xs)[0].shape[0]
         devices = self.mesh.devices.size
         steps = jax.tree.leaves(xs)[0].shape[1] if self.sequence else self.steps
-        explicit = None if self.unroll is None else (steps if self.unroll is True else self.unroll)
-        unrolling = (self.remat and 0 < steps <= CPU_UNROLL_MAX_STEPS
-                     and self.mesh.devices.flat[0].platform == "cpu")
-
-        def step_bytes():
-            return self.residual_bytes(xs, ys, params, *key) / steps
-
-        def unroll_for(size):
-            if explicit is not None:
-                return explicit
-            return steps if unrolling and (size // devices) * step_bytes() >= CPU_UNROLL_MIN_STEP_BYTES else 1
-
+        unroll = self.rollout_unroll(steps)
         if self.microbatch == 0:
-            return MicrobatchPlan(batch, unroll_for(batch))
+            return MicrobatchPlan(batch, unroll)
         if self.microbatch is not None:
             size = min(self.microbatch, batch)
             if size < batch and (batch % size or size % devices):
                 raise ValueError(f"microbatch={size} must divide the batch size {batch} and be a multiple of "
                                  f"the {devices} devices")
-            return MicrobatchPlan(size, unroll_for(size))
+            return MicrobatchPlan(size, unroll)
         if batch <= devices:
-            return MicrobatchPlan(batch, unroll_for(batch))
-        if (unrolling and explicit is None) or (explicit is not None and explicit >= steps):
-            size = _chunk_size(batch, devices, devices * int(CPU_UNROLLED_STEP_BYTES // step_bytes()))
-            if explicit is not None or (size // devices) * step_bytes() >= CPU_UNROLL_MIN_STEP_BYTES:
-                return MicrobatchPlan(size, steps if explicit is None else explicit)
+            return MicrobatchPlan(batch, unroll)
+        if self.remat and 0 < steps <= unroll and self.mesh.devices.flat[0].platform == "cpu":
+            step_bytes = self.residual_bytes(xs, ys, params, *key) / steps
+            return MicrobatchPlan(_chunk_size(batch, devices, devices * int(CPU_UNROLLED_STEP_BYTES // step_bytes)),
+                                  unroll)
         per_example = self.residual_bytes(xs, ys, params, *key)
-        size = _chunk_size(batch, devices, devices * (self.microbatch_budget() // per_example))
-        return MicrobatchPlan(size, 1 if explicit is None else explicit)
+        return MicrobatchPlan(_chunk_size(batch, devices, devices * (self.microbatch_budget() // per_example)), unroll)
 
     def shard(self, batch):
         """Place a batch on the mesh, split along its first axis (with several hosts: this host's part)."""

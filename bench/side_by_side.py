@@ -7,9 +7,8 @@ example (T steps), the sum of output spikes as the prediction, softmax cross-ent
   with its automatic microbatching (a large batch is split into chunks whose gradients a
   ``lax.scan`` accumulates inside the jitted step; the chunk size is printed);
 - ``harness, microbatch=0``: the same harness never splitting the batch (one vmap over all of it);
-- ``harness, unroll=1``: the same harness with its rollout's scan never unrolled (what the harness
-  did before it unrolled short rollouts of large enough chunks automatically), chunked by the
-  rolled rule;
+- ``harness, unroll=True``: the same harness with its rollout's scan fully unrolled (opt-in),
+  chunked by the unrolled rule (about 96 KiB of residuals per step);
 - ``pure JAX``: the same model written directly in JAX, independently of the generated code,
   ``jit(value_and_grad(mean(vmap(loss))))`` with a ``lax.scan`` over the inputs;
 - ``hand-batched BrainPy``: the same SNN written by hand for BrainPy's ``BatchingMode`` (Variables
@@ -30,9 +29,10 @@ example (T steps), the sum of output spikes as the prediction, softmax cross-ent
   on its own. Their ratio is what running N devices at once costs each of them (shared cores,
   memory bandwidth); the loop over the parts is the best any data-parallel step could do.
 
-All five mean gradients are checked to agree first (1e-5 relative). Times are medians of
-interleaved rounds (every variant once per round, each sample at least ~50 ms of back-to-back
-calls), so machine load hits all alike; the table gives ratios to the harness. Usage: python bench/side_by_side.py [--batches 1,8,64,256,1024] [--steps 50]
+All the mean gradients are checked to agree first (1e-5 relative). Rounds are interleaved (every
+variant once per round, each sample at least ~50 ms of back-to-back calls), so machine load hits all
+alike (``--busy N`` adds N busy processes); a ratio is the median over rounds of that round's ratio, and the harness's time the median
+of its samples. Usage: python bench/side_by_side.py [--batches 1,8,64,256,1024] [--steps 50]
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -205,10 +206,23 @@ def main() -> None:
     parser.add_argument("--batches", default="1,8,64,256,1024")
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--loop-limit", type=int, default=1024, help="largest batch the per-example loop runs")
     parser.add_argument("--cores", type=int, default=CORES, help="host devices for the every-core harness")
+    parser.add_argument("--busy", type=int, default=0, help="processes kept busy (a Python spin loop each) "
+                        "while the variants are timed: a machine that is doing something else too")
     args = parser.parse_args()
+    # Started after JAX (never forked from it), stopped however the run ends.
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+    try:
+        run(args)
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
+def run(args) -> None:
     folder = Path(tempfile.mkdtemp())
     (folder / "snn.py").write_text(SOURCE)
     text = transform(SOURCE.encode(), "snn.py", command="batchify", harness=HarnessOptions(readout="sum"))
@@ -224,7 +238,7 @@ def main() -> None:
         one = jax.devices()[:1]
         harness = generated.SNNHarness(batched, optax.sgd(LR), devices=one)  # automatic microbatching
         single = generated.SNNHarness(batched, optax.sgd(LR), microbatch=0, devices=one)
-        rolled = generated.SNNHarness(batched, optax.sgd(LR), unroll=1, devices=one)
+        unrolled = generated.SNNHarness(batched, optax.sgd(LR), unroll=True, devices=one)
         spread = generated.SNNHarness(batched, optax.sgd(LR)) if len(jax.devices()) > 1 else None
         params = batched.params()
         opt_state = harness.optimizer.init(params)
@@ -257,7 +271,7 @@ def main() -> None:
         # The same mean gradient, first: every variant against the harness's single vmap.
         _, want = jax.jit(single.value_and_grad)(params, xs, ys)
         check("harness (microbatched)", jax.jit(harness.microbatched_value_and_grad)(params, xs, ys)[1]._asdict(), want)
-        check("harness, unroll=1", jax.jit(rolled.microbatched_value_and_grad)(params, xs, ys)[1]._asdict(), want)
+        check("harness, unroll=True", jax.jit(unrolled.microbatched_value_and_grad)(params, xs, ys)[1]._asdict(), want)
         check("pure JAX", pure(pure_params, xs, ys)[2], want)
         check("hand-batched BrainPy", hand_grad(xs, ys)[0], want)
         if run_loop:
@@ -283,7 +297,7 @@ def main() -> None:
 
         variants = {"harness": lambda: harness.train_step(params, opt_state, xs, ys),
                     "harness, microbatch=0": lambda: single.train_step(params, opt_state, xs, ys),
-                    "harness, unroll=1": lambda: rolled.train_step(params, opt_state, xs, ys),
+                    "harness, unroll=True": lambda: unrolled.train_step(params, opt_state, xs, ys),
                     "pure JAX": lambda: pure(pure_params, xs, ys),
                     "hand-batched BrainPy": lambda: hand_step(xs, ys)}
         if run_loop:
@@ -301,27 +315,28 @@ def main() -> None:
         for _ in range(args.rounds):  # interleaved rounds
             for name, run in variants.items():
                 times[name].append(timed(run, reps))
-        median = {name: statistics.median(t) for name, t in times.items()}
-        rows.append((batch, chunk, unroll, median))
-        print(f"B={batch:5d} chunk {chunk:4d} unroll {unroll:3d}  harness {median['harness'] * 1e3:8.2f} ms  "
-              + "  ".join(f"{n} {median[n] / median['harness']:.2f}x" for n in median if n != "harness"), flush=True)
-    names = ["harness, microbatch=0", "harness, unroll=1", "pure JAX", "hand-batched BrainPy", "per-example loop", "harness, every core"]
+        # Ratios are taken within each round, then their median: this machine's speed drifts between
+        # rounds (a shared VM), and a ratio of two medians would mix a fast round's time with a slow one's.
+        ratio = {(a, b): statistics.median(x / y for x, y in zip(times[a], times[b])) for a in times for b in times}
+        rows.append((batch, chunk, unroll, statistics.median(times["harness"]), ratio))
+        print(f"B={batch:5d} chunk {chunk:4d} unroll {unroll:3d}  harness {statistics.median(times['harness']) * 1e3:8.2f} ms  "
+              + "  ".join(f"{n} {ratio[n, 'harness']:.2f}x" for n in times if n != "harness"), flush=True)
+    names = ["harness, microbatch=0", "harness, unroll=True", "pure JAX", "hand-batched BrainPy", "per-example loop", "harness, every core"]
     print("\n| B | chunk (auto) | rollout (auto) | harness train_step | " + " | ".join(f"{n} (time / harness)" for n in names) + " |")
     print("|---|---|---|---|" + "---|" * len(names))
-    for batch, chunk, unroll, median in rows:
-        cells = [f"{median[n] / median['harness']:.2f}x" if n in median else "-" for n in names]
+    for batch, chunk, unroll, harness_time, ratio in rows:
+        cells = [f"{ratio[n, 'harness']:.2f}x" if (n, "harness") in ratio else "-" for n in names]
         shown = f"{chunk} ({batch // chunk} chunks)" if chunk < batch else f"{batch} (unsplit)"
         rollout = f"unrolled ({unroll} steps)" if unroll > 1 else "rolled"
-        print(f"| {batch} | {shown} | {rollout} | {median['harness'] * 1e3:.2f} ms | " + " | ".join(cells) + " |")
-    if any("harness, every core" in m and "per-example loop" in m for *_, m in rows):
+        print(f"| {batch} | {shown} | {rollout} | {harness_time * 1e3:.2f} ms | " + " | ".join(cells) + " |")
+    both = ("per-example loop", "harness, every core")
+    if any(both in ratio for *_, ratio in rows):
         print(f"\nper-example loop over the harness on every core ({len(jax.devices())} devices):")
-        for batch, *_, median in rows:
-            if "harness, every core" in median and "per-example loop" in median:
-                print(f"  B = {batch}: {median['per-example loop'] / median['harness, every core']:.2f}x; the "
-                      f"ceiling (each device the one-device step on its part, no collective): "
-                      f"{median['per-example loop'] / median['parts, no collective']:.2f}x, those parts together "
-                      f"taking {median['parts, no collective'] / median['one part alone']:.2f}x one part alone")
-
+        for batch, *_, ratio in rows:
+            if both in ratio:
+                print(f"  B = {batch}: {ratio[both]:.2f}x; the ceiling (each device the one-device step on its "
+                      f"part, no collective): {ratio['per-example loop', 'parts, no collective']:.2f}x, those "
+                      f"parts together taking {ratio['parts, no collective', 'one part alone']:.2f}x one part alone")
 
 if __name__ == "__main__":
     main()
