@@ -558,6 +558,26 @@ MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "a
                       "discard", "popitem", "sort", "reverse"})
 
 
+def written_names(node: cst.CSTNode) -> list[cst.Name]:
+    """The plain names a statement binds: assignment and loop targets (unpacked), ``del``."""
+    if type(node) in (cst.Assign, cst.AugAssign):
+        targets = assigned(node)
+    elif type(node) in (cst.AnnAssign, cst.For, cst.Del):
+        targets = [node.target]
+    else:
+        return []
+    out = []
+    while targets:
+        target = targets.pop()
+        if type(target) in (cst.Tuple, cst.List):
+            targets.extend(el.value for el in target.elements)
+        elif type(target) is cst.StarredElement:
+            targets.append(target.value)
+        elif type(target) is cst.Name:
+            out.append(target)
+    return out
+
+
 def side_effects(func: cst.FunctionDef, me: str | None, module_data: set[str],
                  plain_attribute: Callable[[str], bool], qualified: Callable[[cst.CSTNode], set[str]],
                  report: Callable[[cst.CSTNode, str, str], None]) -> None:
@@ -581,10 +601,18 @@ def side_effects(func: cst.FunctionDef, me: str | None, module_data: set[str],
         return path[0] if path and len(path) == 1 and plain_attribute(path[0]) else None
 
     once = f"in the original it happens at every step; in the batched code once, when {method}() is traced"
+    # ``global X`` (or ``nonlocal X`` in the method itself, for a class defined in a function) is a
+    # side effect only when X is written: the write outlives the step. A closure's ``nonlocal``
+    # names a local of the method, made anew at every call.
+    nested = {id(n) for d in nodes if type(d) in (cst.FunctionDef, cst.Lambda) for n in walk(d.body)}
+    written = {el.value for node in nodes for el in written_names(node)}
     for node in nodes:
-        if type(node) in (cst.Global, cst.Nonlocal):
-            report(node, "BFY214", f"{method}() declares {', '.join(n.name.value for n in node.names)} global: "
-                   f"a write to it {once}; keep such state in a bm.Variable")
+        if type(node) is cst.Global or (type(node) is cst.Nonlocal and id(node) not in nested):
+            names = [n.name.value for n in node.names if n.name.value in written]
+            if names:
+                kind = "global" if type(node) is cst.Global else "nonlocal"
+                report(node, "BFY214", f"{method}() declares {', '.join(repr(n) for n in names)} {kind} and "
+                       f"writes it: {once}; keep such state in a bm.Variable")
         for el in assigned(node):
             root = global_root(el) if type(el) in (cst.Attribute, cst.Subscript) else None
             if root:

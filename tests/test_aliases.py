@@ -83,6 +83,10 @@ FOLLOWED = {
                           "self.V.value = x @ self.W + total\nreturn self.V.value",
     # BrainPy's pipe calls the child (found in the wider corpus: `x >> self.neu1 >> self.syn1 >> ...`)
     "PipeToChild": "self.V.value = bm.tanh(x @ self.W)\nreturn (self.V * 0.5 + x) >> self.child",
+    # declarations that change nothing between steps (main refused both as BFY214, "declares ... global")
+    "GlobalOnlyRead": "global TOTAL\nself.V.value = bm.tanh(x @ self.W) + TOTAL\nreturn self.V.value",
+    "NonlocalInAClosure": "gain = 0.5\n\ndef damp(v):\n    nonlocal gain\n    gain = gain * 2.0\n    return v * gain\n\n"
+                          "self.V.value = damp(self.V) + x @ self.W\nreturn self.V.value",
 }
 
 # Patterns batchify cannot follow: refused at the marked line with the code.
