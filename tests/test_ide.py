@@ -87,6 +87,10 @@ def test_json_diagnostics_follow_the_documented_schema(tmp_path: Path) -> None:
     assert len(payload["diagnostics"]) == 2 and result.stdout == ""
     for _, record in diagnostics_for(tmp_path):
         jsonschema.validate({"version": 1, "diagnostics": [record]}, schema)
+    usage = subprocess.run([sys.executable, "-m", "batchify", str(src), "--no-such-flag", "--format=json"],
+                           capture_output=True, text=True)
+    assert usage.returncode == 2
+    jsonschema.validate(json.loads(usage.stderr), schema)
     # The schema rejects what it should.
     bad = {"version": 1, "diagnostics": [{**payload["diagnostics"][0], "line": 0}]}
     try:
