@@ -558,26 +558,6 @@ MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "a
                       "discard", "popitem", "sort", "reverse"})
 
 
-def written_names(node: cst.CSTNode) -> list[cst.Name]:
-    """The plain names a statement binds: assignment and loop targets (unpacked), ``del``."""
-    if type(node) in (cst.Assign, cst.AugAssign):
-        targets = assigned(node)
-    elif type(node) in (cst.AnnAssign, cst.For, cst.Del):
-        targets = [node.target]
-    else:
-        return []
-    out = []
-    while targets:
-        target = targets.pop()
-        if type(target) in (cst.Tuple, cst.List):
-            targets.extend(el.value for el in target.elements)
-        elif type(target) is cst.StarredElement:
-            targets.append(target.value)
-        elif type(target) is cst.Name:
-            out.append(target)
-    return out
-
-
 def side_effects(func: cst.FunctionDef, me: str | None, module_data: set[str],
                  plain_attribute: Callable[[str], bool], qualified: Callable[[cst.CSTNode], set[str]],
                  report: Callable[[cst.CSTNode, str, str], None]) -> None:
@@ -605,7 +585,8 @@ def side_effects(func: cst.FunctionDef, me: str | None, module_data: set[str],
     # side effect only when X is written: the write outlives the step. A closure's ``nonlocal``
     # names a local of the method, made anew at every call.
     nested = {id(n) for d in nodes if type(d) in (cst.FunctionDef, cst.Lambda) for n in walk(d.body)}
-    written = {el.value for node in nodes for el in written_names(node)}
+    written = set(bound_names(func, [n for n in nodes if type(n) not in (cst.Global, cst.Nonlocal)]))
+    written |= {n.target.value for n in nodes if type(n) is cst.AugAssign and type(n.target) is cst.Name}
     for node in nodes:
         if type(node) is cst.Global or (type(node) is cst.Nonlocal and id(node) not in nested):
             names = [n.name.value for n in node.names if n.name.value in written]

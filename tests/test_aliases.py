@@ -99,6 +99,8 @@ REFUSED = {
     "GlobalMutated": ("CALLS[0] += 1  # <-\nself.V.value = x @ self.W\nreturn self.V.value", "BFY214"),
     "GlobalDeclared": ("global TOTAL  # <-\nTOTAL = TOTAL + 1.0\nself.V.value = x @ self.W\nreturn self.V.value",
                        "BFY214"),
+    "GlobalAugmented": ("global TOTAL  # <-\nTOTAL += 1.0\nself.V.value = x @ self.W\nreturn self.V.value",
+                        "BFY214"),
     "ReseedInStep": ("bm.random.seed(3)  # <-\nself.V.value = x @ self.W\nreturn self.V.value", "BFY214"),
     "PrintInStep": ("print(x)  # <-\nself.V.value = x @ self.W\nreturn self.V.value", "BFY214"),
     "AppendToPlainList": ("self.history.append(x)  # <-\nself.V.value = x @ self.W\nreturn self.V.value", "BFY214"),

@@ -180,9 +180,14 @@ def test_usage_errors_exit_2_with_one_line(args: list[str], tmp_path: Path) -> N
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-@pytest.mark.parametrize("command", [[], ["verify"], ["hook"]], ids=["batchify", "verify", "hook"])
-@pytest.mark.parametrize("args", [["--no-such-flag"], ["--check", "--format=json"], ["--format", "json", "-o"]],
-                         ids=["unknown-flag", "check-without-output", "missing-value"])
+USAGE_ERRORS = {"unknown-flag": ["--no-such-flag"], "check-without-output": ["--check", "--format=json"],
+                "missing-value": ["--format", "json", "-o"]}
+
+
+@pytest.mark.parametrize(("command", "args"), [
+    pytest.param(command, args, id=f"{' '.join(['batchify', *command])}: {name}")
+    for command in ([], ["verify"], ["hook"]) for name, args in USAGE_ERRORS.items()
+    if not (command and name == "check-without-output")])  # verify and hook take --check without -o
 def test_usage_errors_honour_format_json(command: list[str], args: list[str], tmp_path: Path) -> None:
     """With --format json a usage error was a plain line on stderr (main printed 'batchify: error:
     unrecognized arguments: --no-such-flag ...'): an IDE reading JSON got none. Now one JSON object,
@@ -191,8 +196,6 @@ def test_usage_errors_honour_format_json(command: list[str], args: list[str], tm
 
     src = tmp_path / "model.py"
     src.write_text(GOOD)
-    if command and args[0] == "--check":
-        pytest.skip("verify and hook take --check without -o")
     args = args if "json" in " ".join(args) else [*args, "--format", "json"]
     result = batchify(*command, str(src), *args, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
