@@ -31,8 +31,9 @@ example (T steps), the sum of output spikes as the prediction, softmax cross-ent
 
 All the mean gradients are checked to agree first (1e-5 relative). Rounds are interleaved (every
 variant once per round, each sample at least ~50 ms of back-to-back calls), so machine load hits all
-alike (``--busy N`` adds N busy processes); a ratio is the median over rounds of that round's ratio, and the harness's time the median
-of its samples. Usage: python bench/side_by_side.py [--batches 1,8,64,256,1024] [--steps 50]
+alike (``--busy N`` adds N busy processes); a ratio is the median over rounds of that round's
+ratio, and the harness's time the median of its samples.
+Usage: python bench/side_by_side.py [--batches 1,8,64,256,1024] [--steps 50] [--cores N] [--busy N]
 """
 
 from __future__ import annotations
