@@ -19,12 +19,15 @@ contract 2 says so in one sentence at that import (``CONTRACTS`` lists what this
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import contextvars
 import functools
 import inspect
 import json
+import os
 import sys
+import threading
 import types
 import typing
 import weakref
@@ -1480,11 +1483,55 @@ def _chunk_size(batch, devices, target):
     return size if 4 * size >= target else batch
 
 
+# Concurrent parts on one CPU device (``Harness(threads=None)``): XLA:CPU runs a rolled rollout's
+# small per-step operations on about one core (1.08 CPU seconds per second), but runs executions
+# called from different threads at the same time. Split into two parts, each its own execution on
+# its own thread (the gradients averaged in one more jitted call), the train step of
+# bench/side_by_side.py's SNN (H = 256, T = 50) took 0.55-0.66x the time of one execution at
+# B = 64, 256 and 1024 on the idle 2-core machine, and 0.91-1.02x with another process keeping a
+# core busy; at B = 8 (4 examples a part) it was 1.18x slower, at B = 32 0.85x. A part therefore
+# holds at least 2 MiB of backward residuals (16 examples at H = 256, T = 50). At most
+# CPU_MAX_PARTS parts: more cores than two were not measured.
+CPU_PART_BYTES = 2 << 20
+CPU_MAX_PARTS = 8
+
+
+def usable_cores():
+    """The CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def _parts_count(batch, size, threads, per_part_ok):
+    """The most parts (at most ``threads``) a batch splits into, each a whole number of its chunks of
+    ``size`` (or, unsplit, of its examples) and each ``per_part_ok(examples)``; 1 when none is."""
+    units = batch // size if size < batch else batch
+    return next((p for p in range(min(threads, units), 1, -1) if units % p == 0 and per_part_ok(batch // p)), 1)
+
+
+# Tracing runs the model's Python, which may set its Variables for a moment (``Library``): parts
+# traced on several threads at once take turns. Held only while tracing, never while running.
+_TRACING = threading.RLock()
+_PART_POOLS = {}
+
+
+def _part_pool(workers):
+    """A thread pool of ``workers`` threads for the parts after the first (that one runs on the caller's)."""
+    if workers not in _PART_POOLS:
+        _PART_POOLS[workers] = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="batchify-part")
+    return _PART_POOLS[workers]
+
+
 class MicrobatchPlan(NamedTuple):
-    """How a train step runs a batch: chunks of ``size`` examples, each rollout's scan unrolled ``unroll``."""
+    """How a train step runs a batch: chunks of ``size`` examples, each rollout's scan unrolled
+    ``unroll``, and, on one CPU device, ``parts`` concurrent executions (threads), each of
+    ``batch // parts`` examples in chunks of ``min(size, batch // parts)``."""
 
     size: int
     unroll: int
+    parts: int = 1
 
 
 def _bytes(tree):
@@ -1529,6 +1576,12 @@ class Harness:
     short rollout ran 1.1-1.3x faster on two idle CPU cores and 1.2-1.8x slower when another process
     kept one of them busy, and compiles slower (see ``CPU_UNROLLED_STEP_BYTES``).
 
+    ``threads``: on one CPU device, ``train_step`` may run a large batch as concurrent parts, each
+    its own jitted execution on its own thread (XLA:CPU runs one rolled execution on about one
+    core). ``None`` (default): as many parts as there are usable cores, each of at least
+    ``CPU_PART_BYTES`` of residuals (``microbatch_plan``); 1: one execution; an int: up to that many
+    parts. The step is the same (to float rounding); with a busy neighbour it was no slower.
+
     ``remat`` (default True): the backward pass recomputes each step's elementwise work instead of
     keeping it, and keeps only the step's matrix products (``jax.checkpoint`` with
     ``dots_with_no_batch_dims_saveable``). The gradient is the same; the scan's residuals are a few
@@ -1550,17 +1603,21 @@ class Harness:
             setattr(cls, name, value)
 
     def __init__(self, model, optimizer=None, *, steps=None, learning_rate=1e-3, devices=None, dt=None,
-                 microbatch=None, remat=True, unroll=None):
+                 microbatch=None, remat=True, unroll=None, threads=None):
         if microbatch is True:
             microbatch = None
         if microbatch is not None and (not isinstance(microbatch, int) or microbatch < 0):
             raise ValueError(f"microbatch must be None (automatic), a chunk size or 0 (never split), not {microbatch!r}")
         if unroll is not None and unroll is not True and (not isinstance(unroll, int) or unroll < 1):
             raise ValueError(f"unroll must be None (rolled), True (fully), or a positive int, not {unroll!r}")
+        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+            raise ValueError(f"threads must be None (automatic) or a positive int, not {threads!r}")
         self.microbatch = microbatch
         self.remat = remat
         self.unroll = unroll
+        self.threads = threads
         self._residual_bytes = {}
+        self._parts = {}  # the parts of a batch, per shape of (xs, ys): train_step's own cache
         self.model = model
         self.steps = self.steps if steps is None else steps
         self.dt = bm.get_dt() if dt is None else dt
@@ -1571,7 +1628,9 @@ class Harness:
         self.mesh = Mesh(np.asarray(jax.devices() if devices is None else devices), ("batch",))
         self.replicated = NamedSharding(self.mesh, PartitionSpec())
         self.batch_sharded = NamedSharding(self.mesh, PartitionSpec("batch"))
-        self.train_step = jax.jit(self._train_step)
+        self._one_step = jax.jit(self._train_step)
+        self._part_means = jax.jit(self._means_of_part, static_argnums=(0, 1))
+        self._mean_step = jax.jit(self._apply_means)
         in_axes = (None, 0, 0, 0) if self.random else (None, 0, 0)
         self._evaluate_batch = jax.jit(jax.vmap(self._evaluate_example, in_axes=in_axes))
 
@@ -1628,6 +1687,48 @@ class Harness:
         updates, opt_state = self.optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
+    def train_step(self, params, opt_state, xs, ys, *key):
+        """One optimizer step on a batch: ``(params, opt_state, loss)``, jitted.
+
+        On one CPU device a large batch runs as ``microbatch_plan(...).parts`` concurrent parts:
+        each part's mean loss and gradient is its own jitted execution on its own thread, and one
+        more jitted call averages them and applies the optimizer (the same step, to float
+        rounding: parts of equal size, so the mean of their means is the batch's). Traced inside
+        the caller's own ``jax.jit``, or with one part, it is one jitted program.
+        """
+        leaves = jax.tree.leaves((xs, ys))
+        if any(isinstance(a, jax.core.Tracer) for a in leaves):
+            return self._one_step(params, opt_state, xs, ys, *key)
+        signature = tuple((np.shape(a), _dtype(a)) for a in leaves)
+        parts = self._parts.get(signature)
+        if parts is None:
+            parts = self._parts[signature] = self.microbatch_plan(xs, ys, params, *key).parts
+        if parts == 1:
+            return self._one_step(params, opt_state, xs, ys, *key)
+        later = [_part_pool(parts - 1).submit(self._run_part, part, parts, params, xs, ys, key)
+                 for part in range(1, parts)]
+        means = [self._run_part(0, parts, params, xs, ys, key)] + [f.result() for f in later]
+        return self._mean_step(params, opt_state, *means)
+
+    def _run_part(self, part, parts, params, xs, ys, key):
+        return jax.block_until_ready(self._part_means(part, parts, params, xs, ys, *key))
+
+    def _means_of_part(self, part, parts, params, xs, ys, *key):
+        """Part ``part`` of ``parts`` of the batch (a contiguous block): its mean loss and gradient."""
+        with _TRACING, _unordered_error_checks():  # unordered: parts run at once, not in one order
+            batch = jax.tree.leaves(xs)[0].shape[0]
+            share = batch // parts
+            size = min(self._chunk_plan(xs, ys, params, *key)[0], share)
+            mine = jax.tree.map(lambda a: a[part * share:(part + 1) * share], (xs, ys))
+            means, _ = self._local_means_and_examples(params, *mine, key, size, part * share)
+            return means
+
+    def _apply_means(self, params, opt_state, *means):
+        """The optimizer step from the parts' ``(loss, grads)`` means (equal parts: their mean is the batch's)."""
+        loss, grads = jax.tree.map(lambda *m: sum(m) / len(m), *means)
+        updates, opt_state = self.optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
     # -- microbatches --------------------------------------------------------------------------------
     def microbatched_value_and_grad(self, params, xs, ys, *key):
         """What ``value_and_grad(params, xs, ys[, key])`` returns, computed in chunks of
@@ -1637,7 +1738,7 @@ class Harness:
         (one ``pmean``). The means (loss, gradient) are summed over chunks, each divided by their
         count; per-example values (a ``LossHarness``'s losses and aux) keep the batch's order.
         """
-        size = self.microbatch_plan(xs, ys, params, *key).size
+        size = self._chunk_plan(xs, ys, params, *key)[0]
         batch = jax.tree.leaves(xs)[0].shape[0]
         devices = self.mesh.devices.size
         if devices == 1:
@@ -1720,7 +1821,7 @@ class Harness:
         return self.microbatch_plan(xs, ys, params, *key).size
 
     def microbatch_plan(self, xs, ys, params=None, *key):
-        """How the train step runs a batch shaped like ``xs``: a ``MicrobatchPlan(size, unroll)``.
+        """How the train step runs a batch shaped like ``xs``: a ``MicrobatchPlan(size, unroll, parts)``.
 
         Automatic chunks (``microbatch=None``): the target is as many examples as fit the budget per
         device (``residual_bytes`` each, at least one per device); a batch no larger is not split;
@@ -1731,27 +1832,48 @@ class Harness:
         CPU, with ``remat``, it is ``CPU_UNROLLED_STEP_BYTES`` of residuals per step instead.
 
         ``unroll`` is ``rollout_unroll``'s (``Harness(unroll=None)``: 1, rolled).
+
+        ``parts`` (``Harness(threads=None)``, one CPU device, a rolled rollout): the most parts, up
+        to ``usable_cores()`` and ``CPU_MAX_PARTS``, that split the batch into whole chunks (or, an
+        unsplit batch, into equal blocks) of at least ``CPU_PART_BYTES`` of residuals each; an int
+        ``threads``: up to that many parts, whatever their size; elsewhere 1.
         """
+        batch = jax.tree.leaves(xs)[0].shape[0]
+        size, unroll = self._chunk_plan(xs, ys, params, *key)
+        return MicrobatchPlan(size, unroll, self._parts_of(batch, size, unroll, xs, ys, params, *key))
+
+    def _parts_of(self, batch, size, unroll, xs, ys, params, *key):
+        if self.threads == 1 or self.mesh.devices.size > 1 or self.mesh.devices.flat[0].platform != "cpu":
+            return 1
+        if self.threads is not None:
+            return _parts_count(batch, size, self.threads, lambda examples: True)
+        if unroll > 1:  # an unrolled rollout already runs on several cores (CPU_UNROLLED_STEP_BYTES)
+            return 1
+        per_example = self.residual_bytes(xs, ys, params, *key)
+        return _parts_count(batch, size, min(usable_cores(), CPU_MAX_PARTS),
+                            lambda examples: examples * per_example >= CPU_PART_BYTES)
+
+    def _chunk_plan(self, xs, ys, params=None, *key):
+        """``(size, unroll)`` of ``microbatch_plan``."""
         batch = jax.tree.leaves(xs)[0].shape[0]
         devices = self.mesh.devices.size
         steps = jax.tree.leaves(xs)[0].shape[1] if self.sequence else self.steps
         unroll = self.rollout_unroll(steps)
         if self.microbatch == 0:
-            return MicrobatchPlan(batch, unroll)
+            return batch, unroll
         if self.microbatch is not None:
             size = min(self.microbatch, batch)
             if size < batch and (batch % size or size % devices):
                 raise ValueError(f"microbatch={size} must divide the batch size {batch} and be a multiple of "
                                  f"the {devices} devices")
-            return MicrobatchPlan(size, unroll)
+            return size, unroll
         if batch <= devices:
-            return MicrobatchPlan(batch, unroll)
+            return batch, unroll
         if self.remat and 0 < steps <= unroll and self.mesh.devices.flat[0].platform == "cpu":
             step_bytes = self.residual_bytes(xs, ys, params, *key) / steps
-            return MicrobatchPlan(_chunk_size(batch, devices, devices * int(CPU_UNROLLED_STEP_BYTES // step_bytes)),
-                                  unroll)
+            return _chunk_size(batch, devices, devices * int(CPU_UNROLLED_STEP_BYTES // step_bytes)), unroll
         per_example = self.residual_bytes(xs, ys, params, *key)
-        return MicrobatchPlan(_chunk_size(batch, devices, devices * (self.microbatch_budget() // per_example)), unroll)
+        return _chunk_size(batch, devices, devices * (self.microbatch_budget() // per_example)), unroll
 
     def shard(self, batch):
         """Place a batch on the mesh, split along its first axis (with several hosts: this host's part)."""
