@@ -6,7 +6,11 @@ example (T steps), the sum of output spikes as the prediction, softmax cross-ent
 - ``harness``: the ``train_step`` of the harness batchify generates for the single-example class,
   with its automatic microbatching (a large batch is split into chunks whose gradients a
   ``lax.scan`` accumulates inside the jitted step; the chunk size is printed);
-- ``harness, microbatch=0``: the same harness never splitting the batch (one vmap over all of it);
+  On one CPU device a large batch also runs as concurrent parts, one thread and one jitted
+  execution each (``Harness(threads=None)``; the parts are printed);
+- ``harness, threads=1``: the same harness as one execution (no parts);
+- ``harness, microbatch=0``: the same harness never splitting the batch (one vmap over all of it,
+  in parts where the automatic rule makes them);
 - ``harness, unroll=True``: the same harness with its rollout's scan fully unrolled (opt-in),
   chunked by the unrolled rule (about 96 KiB of residuals per step);
 - ``pure JAX``: the same model written directly in JAX, independently of the generated code,
@@ -239,6 +243,7 @@ def run(args) -> None:
         one = jax.devices()[:1]
         harness = generated.SNNHarness(batched, optax.sgd(LR), devices=one)  # automatic microbatching
         single = generated.SNNHarness(batched, optax.sgd(LR), microbatch=0, devices=one)
+        one_thread = generated.SNNHarness(batched, optax.sgd(LR), threads=1, devices=one)
         unrolled = generated.SNNHarness(batched, optax.sgd(LR), unroll=True, devices=one)
         spread = generated.SNNHarness(batched, optax.sgd(LR)) if len(jax.devices()) > 1 else None
         params = batched.params()
@@ -246,7 +251,7 @@ def run(args) -> None:
         rng = np.random.default_rng(batch)
         xs = jnp.asarray((rng.random((batch, args.steps, 64)) < 0.2).astype(np.float32) * 1.5)
         ys = jnp.asarray(rng.integers(0, 10, batch).astype(np.int32))
-        chunk, unroll = harness.microbatch_plan(xs, ys)
+        chunk, unroll, parts = harness.microbatch_plan(xs, ys)
         pure_params = {"w_in": params.w_in, "w_out": params.w_out}
         hand_grad, hand_step = hand_batched_brainpy(params.w_in, params.w_out, batch)
         weights = {"w_in": model.w_in, "w_out": model.w_out}
@@ -273,6 +278,12 @@ def run(args) -> None:
         _, want = jax.jit(single.value_and_grad)(params, xs, ys)
         check("harness (microbatched)", jax.jit(harness.microbatched_value_and_grad)(params, xs, ys)[1]._asdict(), want)
         check("harness, unroll=True", jax.jit(unrolled.microbatched_value_and_grad)(params, xs, ys)[1]._asdict(), want)
+        for name, stepped in (("harness", harness), ("harness, threads=1", one_thread)):  # the step itself, in parts
+            new = stepped.train_step(params, opt_state, xs, ys)[0]
+            for key in ("w_in", "w_out"):
+                np.testing.assert_allclose(np.asarray(getattr(new, key)),
+                                           np.asarray(getattr(params, key) - LR * getattr(want, key)),
+                                           rtol=1e-6, atol=1e-6, err_msg=f"{name} train_step: {key}")
         check("pure JAX", pure(pure_params, xs, ys)[2], want)
         check("hand-batched BrainPy", hand_grad(xs, ys)[0], want)
         if run_loop:
@@ -297,6 +308,7 @@ def run(args) -> None:
                                *jax.device_put((xs[start:start + half], ys[start:start + half]), device)))
 
         variants = {"harness": lambda: harness.train_step(params, opt_state, xs, ys),
+                    "harness, threads=1": lambda: one_thread.train_step(params, opt_state, xs, ys),
                     "harness, microbatch=0": lambda: single.train_step(params, opt_state, xs, ys),
                     "harness, unroll=True": lambda: unrolled.train_step(params, opt_state, xs, ys),
                     "pure JAX": lambda: pure(pure_params, xs, ys),
@@ -319,17 +331,18 @@ def run(args) -> None:
         # Ratios are taken within each round, then their median: this machine's speed drifts between
         # rounds (a shared VM), and a ratio of two medians would mix a fast round's time with a slow one's.
         ratio = {(a, b): statistics.median(x / y for x, y in zip(times[a], times[b])) for a in times for b in times}
-        rows.append((batch, chunk, unroll, statistics.median(times["harness"]), ratio))
-        print(f"B={batch:5d} chunk {chunk:4d} unroll {unroll:3d}  harness {statistics.median(times['harness']) * 1e3:8.2f} ms  "
+        rows.append((batch, chunk, unroll, parts, statistics.median(times["harness"]), ratio))
+        print(f"B={batch:5d} chunk {chunk:4d} unroll {unroll:3d} parts {parts}  harness {statistics.median(times['harness']) * 1e3:8.2f} ms  "
               + "  ".join(f"{n} {ratio[n, 'harness']:.2f}x" for n in times if n != "harness"), flush=True)
-    names = ["harness, microbatch=0", "harness, unroll=True", "pure JAX", "hand-batched BrainPy", "per-example loop", "harness, every core"]
-    print("\n| B | chunk (auto) | rollout (auto) | harness train_step | " + " | ".join(f"{n} (time / harness)" for n in names) + " |")
-    print("|---|---|---|---|" + "---|" * len(names))
-    for batch, chunk, unroll, harness_time, ratio in rows:
+    names = ["harness, threads=1", "harness, microbatch=0", "harness, unroll=True", "pure JAX", "hand-batched BrainPy", "per-example loop", "harness, every core"]
+    print("\n| B | chunk (auto) | rollout (auto) | parts (auto) | harness train_step | "
+          + " | ".join(f"{n} (time / harness)" for n in names) + " |")
+    print("|---|---|---|---|---|" + "---|" * len(names))
+    for batch, chunk, unroll, parts, harness_time, ratio in rows:
         cells = [f"{ratio[n, 'harness']:.2f}x" if (n, "harness") in ratio else "-" for n in names]
         shown = f"{chunk} ({batch // chunk} chunks)" if chunk < batch else f"{batch} (unsplit)"
         rollout = f"unrolled ({unroll} steps)" if unroll > 1 else "rolled"
-        print(f"| {batch} | {shown} | {rollout} | {harness_time * 1e3:.2f} ms | " + " | ".join(cells) + " |")
+        print(f"| {batch} | {shown} | {rollout} | {parts} | {harness_time * 1e3:.2f} ms | " + " | ".join(cells) + " |")
     both = ("per-example loop", "harness, every core")
     if any(both in ratio for *_, ratio in rows):
         print(f"\nper-example loop over the harness on every core ({len(jax.devices())} devices):")
