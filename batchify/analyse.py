@@ -11,6 +11,7 @@ import functools
 from collections.abc import Callable, Iterable, Mapping
 
 import libcst as cst
+from libcst.metadata import QualifiedName
 
 from batchify import names
 from batchify.aliases import Known, Normaliser, side_effects
@@ -39,7 +40,10 @@ class QualifiedNames(Mapping):
         self.replaced: dict[cst.CSTNode, cst.CSTNode] = {}  # new node -> the original it replaces
 
     def __getitem__(self, key):
-        return self.names.qualified_names(self.replaced.get(key, key))
+        found = self.names.qualified_names(self.replaced.get(key, key))
+        # One spelling per BrainPy name (names.canonical): `bp.Projection` as `bp.dyn.Projection`.
+        return {q if names.canonical(q.name) == q.name else QualifiedName(names.canonical(q.name), q.source)
+                for q in found}
 
     def __contains__(self, key) -> bool:
         return key in self.replaced or key in self.names
@@ -349,10 +353,11 @@ class _ClassScan:
             self.add_field(Field(name, "param"), target)
             direct.add(id(value))
         elif any(names.is_library(q) for q in qn):
-            self.add_library(name, value, sorted(q for q in qn if names.is_library(q))[0], direct)
+            builtin = sorted(q for q in qn if names.is_library(q))[0]
+            self.add_library(name, value, f"the BrainPy built-in {builtin}", direct)
         elif type(value.func) is cst.Name and value.func.value in self.library_classes:
             builtin = self.library_classes[value.func.value]
-            self.add_library(name, value, f"{value.func.value} (derived from {builtin})", direct)
+            self.add_library(name, value, f"{value.func.value} (derived from the BrainPy built-in {builtin})", direct)
         elif qn & names.UNSUPPORTED_VARIABLES:
             direct.add(id(value))
             self.a.report(value, "BFY103", f"self.{name} is a {sorted(qn & names.UNSUPPORTED_VARIABLES)[0]}, "
@@ -365,7 +370,7 @@ class _ClassScan:
             self.check_container(name, value)
 
     def add_library(self, name: str, value: cst.Call, builtin: str, direct: set[int]) -> None:
-        """A built-in held as library code; it may not reach a model of this file, whose Variables
+        """A built-in held as library code (``builtin`` says which, for diagnostics); it may not reach a model of this file, whose Variables
         the library call would not bind. Variables made for its arguments are its own."""
         own_children = {ch.name for ch in self.children}
         direct.update(id(node) for node in walk(value))
@@ -377,13 +382,13 @@ class _ClassScan:
             local = local or (type(node) is cst.Name and node.value in self.local_models)
             path = self_path(node, self_name_of(self.init)) if type(node) is cst.Attribute else None
             if local or (path and path[0] in own_children):
-                self.a.report(node, "BFY104", f"self.{name} is the BrainPy built-in {builtin}, held as library "
+                self.a.report(node, "BFY104", f"self.{name} is {builtin}, held as library "
                               "code, but it is given a model of this file, which it would call unbatched; "
                               "give it BrainPy built-ins only, or write it as a model of this file")
                 return
             if path is not None and len(path) == 1 and path[0] in kinds and id(node) not in read_values:
                 if kinds[path[0]] == "param":
-                    self.a.report(node, "BFY104", f"self.{name} is the BrainPy built-in {builtin}, held as library "
+                    self.a.report(node, "BFY104", f"self.{name} is {builtin}, held as library "
                                   f"code, but it is given the weight self.{path[0]}; let the built-in own it")
                     return
                 if path[0] not in self.library_fields:  # `bm.LengthDelay(self.x, ...)`: bound from state.x

@@ -67,6 +67,7 @@ LIBRARY_OBJECTS = frozenset(
         "brainpy.math.RandomState",
         "brainpy.Sequential",
         "brainpy.dnn.Sequential",
+        "brainpy.LoopOverTime",
     }
 )
 
@@ -152,6 +153,8 @@ BUILTIN_MODEL_PREFIXES = (
     "brainpy.synapses.",
     "brainpy.rates.",
     "brainpy.channels.",
+    "brainpy.synouts.",  # the older synapses' output and plasticity components
+    "brainpy.synplast.",
     "brainpy.experimental.",
 )
 
@@ -215,6 +218,59 @@ DETERMINISTIC_INITIALIZERS = frozenset(
     for module in ("brainpy.init", "brainpy.initialize")
     for cls in ("ZeroInit", "OneInit", "Constant", "Identity")
 )
+
+
+# BrainPy exports many classes and functions from more than one module (``bp.Projection`` is
+# ``bp.dyn.Projection`` is ``bp.dynsys.Projection``; ``bm.TrainVar`` is
+# ``bm.object_transform.TrainVar``). The tables above list one spelling of each; ``canonical`` maps
+# the others onto it, so that a name is recognised however it was imported. Without it a class
+# derived from ``bp.Projection`` was neither a model nor library code, and a network holding one
+# called it unbatched. tests/test_names.py checks every alias against BrainPy itself.
+MODULE_ALIASES = (("brainpy.initialize.", "brainpy.init."),)  # (a module, the same module as listed)
+NAME_ALIASES = {
+    "brainpy.Projection": "brainpy.dyn.Projection",
+    "brainpy.dynsys.Projection": "brainpy.dyn.Projection",
+    "brainpy.dynsys.Sequential": "brainpy.Sequential",
+    "brainpy.dynsys.variable_": "brainpy.init.variable_",
+    "brainpy.helpers.DynamicalSystem": "brainpy.DynamicalSystem",
+    "brainpy.helpers.IonChaDyn": "brainpy.dyn.IonChaDyn",
+    "brainpy.optim.BrainPyObject": "brainpy.math.BrainPyObject",
+    "brainpy.math.object_transform.jit": "brainpy.math.jit",
+    "brainpy.math.object_transform.cls_jit": "brainpy.math.cls_jit",
+    "brainpy.math.object_transform.Variable": "brainpy.math.Variable",
+    "brainpy.math.object_transform.TrainVar": "brainpy.math.TrainVar",
+    "brainpy.math.object_transform.Parameter": "brainpy.math.Parameter",
+    "brainpy.math.object_transform.VarList": "brainpy.math.VarList",
+    "brainpy.math.object_transform.VarDict": "brainpy.math.VarDict",
+    "brainpy.math.object_transform.NodeList": "brainpy.math.NodeList",
+    "brainpy.math.object_transform.NodeDict": "brainpy.math.NodeDict",
+    "brainpy.math.object_transform.BrainPyObject": "brainpy.math.BrainPyObject",
+    "brainpy.math.object_transform.Base": "brainpy.math.Base",
+    "brainpy.math.delayvars.Variable": "brainpy.math.Variable",
+    "brainpy.math.delayvars.BrainPyObject": "brainpy.math.BrainPyObject",
+    "brainpy.math.delayvars.TimeDelay": "brainpy.math.TimeDelay",
+    "brainpy.math.delayvars.LengthDelay": "brainpy.math.LengthDelay",
+    "brainpy.math.delayvars.cond": "brainpy.math.cond",
+    "brainpy.math.var_list": "brainpy.math.VarList",
+    "brainpy.math.var_dict": "brainpy.math.VarDict",
+    "brainpy.math.node_list": "brainpy.math.NodeList",
+    "brainpy.math.node_dict": "brainpy.math.NodeDict",
+    "brainpy.math.object_transform.var_list": "brainpy.math.VarList",
+    "brainpy.math.object_transform.var_dict": "brainpy.math.VarDict",
+    "brainpy.math.object_transform.node_list": "brainpy.math.NodeList",
+    "brainpy.math.object_transform.node_dict": "brainpy.math.NodeDict",
+}
+
+
+def canonical(qualified: str) -> str:
+    """The spelling the tables use for ``qualified`` (``brainpy.dynsys.Projection`` ->
+    ``brainpy.dyn.Projection``); any other name as it is."""
+    if not qualified.startswith("brainpy."):
+        return qualified
+    for module, listed in MODULE_ALIASES:
+        if qualified.startswith(module):
+            qualified = listed + qualified[len(module):]
+    return NAME_ALIASES.get(qualified, qualified)
 
 
 def is_library(qualified: str) -> bool:

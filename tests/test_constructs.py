@@ -39,6 +39,8 @@ CASES = {
     "state-named-sde-mode-optional": ("old_style_and_modes", "NoisyUnit", (4,), "update", [4], (), 0.1, 2.0),
     "old-update-t-dt": ("old_style_and_modes", "OldClock", (4,), "update", [None, None, 4], (0.5, 0.1)),
     "optional-variable-absent": ("old_style_and_modes", "NoisyUnit", (4, 0.2, False), "update", [4], (), 0.1, 2.0),
+    "user-projection-classes": ("projections", "EINet", (), "update", [1], (), 0.1, 40.0),
+    "respelled-trainvar": ("projections", "Readout", (4, 3), "update", [4], ()),
 }
 
 

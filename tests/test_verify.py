@@ -219,3 +219,21 @@ def test_init_builds_brainpy_objects_and_source_classes_are_shared(tmp_path: Pat
                              "--input-shape", "x=3", "--steps", "4", "--no-speed"], capture_output=True, text=True,
                             cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("cls, flags", [
+    ("EINet", ["--input-shape", "inp=:float32:20.0", "--dt", "0.1", "--steps", "30", "--batch", "3"]),
+    ("Readout", ["--init", "4, 3", "--input-shape", "x=4"]),
+])
+def test_brainpy_names_spelled_another_way_verify(cls: str, flags: list[str], tmp_path: Path) -> None:
+    """``class Exponential(bp.Projection)`` held by a network of BrainPy neurons, and a ``TrainVar``
+    imported from ``brainpy.math.object_transform``: full strict PASS, constructor, resets and
+    gradients included. On main the network failed (state diverging from step 1, float64 too) and
+    the readout ended in BFY900 (KeyError: 'w', the weight missing from the generated params)."""
+    src = ROOT / "tests" / "models" / "projections.py"
+    out = tmp_path / "projections_batched.py"
+    subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out)], check=True, capture_output=True)
+    code, payload = verify_json(str(src), str(out), "--class", cls, *flags, "--strict", "--no-speed", cwd=tmp_path)
+    assert code == 0, payload
+    (result,) = payload["classes"]
+    assert result["verdict"] == "PASS" and not result["weak_reasons"], result
