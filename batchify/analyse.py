@@ -255,6 +255,8 @@ class _ClassScan:
         self.libraries: list[str] = []
         self.noisy_integrators: list[str] = []
         self.library_fields: list[str] = []  # own state Variables handed to a built-in
+        # Models of this file run as library code: classes of children handed to a built-in.
+        self.library_models: list[str] = []
         self.targets: dict[str, list[cst.CSTNode]] = {}  # where each field is created
         self.certain: set[str] = set()  # attributes assigned on every path through __init__ (and reset_state)
 
@@ -370,9 +372,12 @@ class _ClassScan:
             self.check_container(name, value)
 
     def add_library(self, name: str, value: cst.Call, builtin: str, direct: set[int]) -> None:
-        """A built-in held as library code (``builtin`` says which, for diagnostics); it may not reach a model of this file, whose Variables
-        the library call would not bind. Variables made for its arguments are its own."""
-        own_children = {ch.name for ch in self.children}
+        """A built-in held as library code (``builtin`` says which, for diagnostics). A child model of
+        this file handed to it (``post=self.N``: a neuron of the file reading its projections' input
+        with ``sum_current_inputs``) runs as library code too, one example at a time, in the same
+        library, so that the two see one example's Variables together. A model built inline or in a
+        local it may not reach: nothing would run that model batched. Variables made for its
+        arguments are its own."""
         direct.update(id(node) for node in walk(value))
         read_values = {id(n.value) for n in walk(value) if type(n) is cst.Attribute and n.attr.value == "value"}
         kinds = {f.name: f.kind for f in self.fields}
@@ -381,10 +386,16 @@ class _ClassScan:
             # `IA = PoissonStim(...)` earlier in __init__, then `bp.synapses.Exponential(IA, ...)`.
             local = local or (type(node) is cst.Name and node.value in self.local_models)
             path = self_path(node, self_name_of(self.init)) if type(node) is cst.Attribute else None
-            if local or (path and path[0] in own_children):
+            child = next((ch for ch in self.children if path and ch.name == path[0]), None)
+            if child is not None:
+                self.children.remove(child)
+                self.library_models.append(child.class_name)
+                self.libraries.append(child.name)
+            if local:
                 self.a.report(node, "BFY104", f"self.{name} is {builtin}, held as library "
-                              "code, but it is given a model of this file, which it would call unbatched; "
-                              "give it BrainPy built-ins only, or write it as a model of this file")
+                              "code, but it is given a model of this file built for it alone, which it would "
+                              "call unbatched; assign that model to an attribute first (self.N = ...) and "
+                              "hand the built-in self.N, or give it BrainPy built-ins only")
                 return
             if path is not None and len(path) == 1 and path[0] in kinds and id(node) not in read_values:
                 if kinds[path[0]] == "param":
@@ -661,7 +672,16 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     # Module-level settings the model's numbers depend on (`bm.set_dt(0.5)`) travel with it.
     settings = [s for s in a.module.body if environment_setting(a, s)]
     roots += settings
-    needed = support_statements(a, roots, set(models), skipped)
+    # A model of this file that a parent runs as library code is copied as written, with its bases.
+    library_models = set()
+    todo = [c for name in ir.targets for c in scans[name].library_models]
+    while todo:
+        name = todo.pop()
+        if name not in library_models:
+            library_models.add(name)
+            todo += [base for base in [model_base(a, models[name], models)] if base]
+    ir.library_models = frozenset(library_models)
+    needed = support_statements(a, roots, set(models) - library_models, skipped)
     for stmt in settings:
         needed.setdefault(id(stmt), set())
     for name in library_targets:  # copied as they are: the batched class runs them as library code

@@ -103,6 +103,9 @@ class ModuleIR:
     library_targets: Mapping[str, str] = field(default_factory=dict)
     # Per library target: Variables that exist only once the model is reset (see analyse.late_state).
     library_late: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Model classes a parent runs as library code (handed to a built-in), with their model bases:
+    # copied as written, and their name stays theirs outside their own batched class.
+    library_models: frozenset[str] = frozenset()
     # Variables declared with --shared NAME[=mean|sum|example]: how each is batched.
     variable_modes: Mapping[str, str] = field(default_factory=dict)
     # The user's functions batched with --function (drivers.py): function -> the instance it drives

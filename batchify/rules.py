@@ -310,12 +310,15 @@ RULES: tuple[Rule, ...] = (
         'built-ins attached',
         f"{INIT}.attach_builtins",
         'BrainPy built-in children, held as library code',
-        ('`self.fc = bp.dnn.Dense(...)`, `self.N = bp.dyn.LifRef(...)`, projections, '
-         "`bp.VarDelay`, `bm.LengthDelay`, `bp.Sequential`, a model's own `bm.random.RandomState`"),
+        ('`self.fc = bp.dnn.Dense(...)`, `self.N = bp.dyn.LifRef(...)`, projections (a class of the file '
+         "derived from `bp.Projection` too), `bp.VarDelay`, `bm.LengthDelay`, `bp.Sequential`, a model's own "
+         '`bm.random.RandomState`'),
         ("not re-implemented: `bfy.attach_library(self, batch_size)` keeps the built-ins' "
          'single-example Variables and the batch of their values (`self.library`, a '
          '`bfy.Library`); a Variable of the class given to one (`bm.LengthDelay(self.V, 3)`) is '
-         'bound from `state.V`'),
+         'bound from `state.V`; a child model of the file given to one (`post=self.N`, a neuron of the '
+         'file reading its projections with `sum_current_inputs`) joins the library, built from its own '
+         'class, copied as written'),
         Case(before='return self.fc(x)',
              after=('self.fc = bp.dnn.Dense(3, 3)\n'
                     'self.rng_key = bfy.key_variable(seed, batch_size)\n'

@@ -9,7 +9,8 @@ import pytest
 # transform and run small models but never verify numerically. Everything else (equivalence,
 # verify, harness training, hooks, corpus-style models, fuzzing) is `slow`; `pytest` runs both.
 FAST_FILES = frozenset({"test_rules.py", "test_runtime.py", "test_golden.py", "test_cli.py", "test_provenance.py",
-                        "test_scopes.py", "test_output_safety.py", "test_names.py"})
+                        "test_scopes.py", "test_output_safety.py", "test_names.py",
+                        "test_library_models.py"})
 
 
 def pytest_collection_modifyitems(config, items):

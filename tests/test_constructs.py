@@ -41,6 +41,7 @@ CASES = {
     "optional-variable-absent": ("old_style_and_modes", "NoisyUnit", (4, 0.2, False), "update", [4], (), 0.1, 2.0),
     "user-projection-classes": ("projections", "EINet", (), "update", [1], (), 0.1, 40.0),
     "respelled-trainvar": ("projections", "Readout", (4, 3), "update", [4], ()),
+    "own-neuron-handed-to-projections": ("projections", "COBA", (), "update", [1], (), 0.1, 40.0),
 }
 
 

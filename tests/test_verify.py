@@ -224,12 +224,15 @@ def test_init_builds_brainpy_objects_and_source_classes_are_shared(tmp_path: Pat
 @pytest.mark.parametrize("cls, flags", [
     ("EINet", ["--input-shape", "inp=:float32:20.0", "--dt", "0.1", "--steps", "30", "--batch", "3"]),
     ("Readout", ["--init", "4, 3", "--input-shape", "x=4"]),
+    ("COBA", ["--input-shape", "inp=:float32:20.0", "--dt", "0.1", "--steps", "30", "--batch", "3"]),
 ])
-def test_brainpy_names_spelled_another_way_verify(cls: str, flags: list[str], tmp_path: Path) -> None:
-    """``class Exponential(bp.Projection)`` held by a network of BrainPy neurons, and a ``TrainVar``
-    imported from ``brainpy.math.object_transform``: full strict PASS, constructor, resets and
-    gradients included. On main the network failed (state diverging from step 1, float64 too) and
-    the readout ended in BFY900 (KeyError: 'w', the weight missing from the generated params)."""
+def test_projection_networks_and_respelled_names_verify(cls: str, flags: list[str], tmp_path: Path) -> None:
+    """``class Exponential(bp.Projection)`` held by a network of BrainPy neurons; a neuron of the file
+    handed to such projections as their ``post`` (run as library code with them, its trained bias's
+    gradient included); a ``TrainVar`` imported from ``brainpy.math.object_transform``: full strict
+    PASS, constructor and resets included. On main the network failed (state diverging from step 1,
+    float64 too), the neuron's network was refused (BFY104) and the readout ended in BFY900
+    (KeyError: 'w', the weight missing from the generated params)."""
     src = ROOT / "tests" / "models" / "projections.py"
     out = tmp_path / "projections_batched.py"
     subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out)], check=True, capture_output=True)

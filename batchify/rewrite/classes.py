@@ -71,7 +71,10 @@ class ClassRewriter:
         self.plain_renamed = {t[0]: t[0] + "_" for n in (walk(init.body) if init is not None else ())
                               for target in assigned(n) for t in [self_path(target, self.init_self)]
                               if t and len(t) == 1 and t[0] in RESERVED and t[0] not in own}
-        self.renamer = ModelNameRenamer({n: ir.classes[n].batched_name for n in ir.targets}, self.plain_renamed)
+        # A model run as library code by a parent is the copied original there (`self.N = LIF(n)`).
+        own = {c.name for c in ir.chain(cls)}
+        self.renamer = ModelNameRenamer({n: ir.classes[n].batched_name for n in ir.targets
+                                         if n in own or n not in ir.library_models}, self.plain_renamed)
 
     def renamed(self, node: cst.CSTNode, source: cst.CSTNode | None = None) -> cst.CSTNode:
         """``node`` naming the batched classes. ``source``: the method ``node`` was rewritten from,

@@ -1,0 +1,54 @@
+"""A model of the file handed to a built-in runs as library code with it (transform only).
+
+BrainPy's own COBA network writes its neuron as a class of the file, reading the currents its
+projections deliver with ``sum_current_inputs``, and hands it to built-in projections as their
+``post``. The projection registers its synapse on that neuron, so the two must see one example's
+Variables together: the neuron is held by the same library, constructed from its own class (copied
+as written), not transformed into a batched child.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from batchify import transform
+
+HERE = Path(__file__).resolve().parent
+SOURCE = (HERE / "models" / "projections.py").read_bytes()
+
+
+def generated(*classes: str) -> str:
+    return transform(SOURCE, "projections.py", command="batchify", classes=classes).text
+
+
+def test_a_child_handed_to_a_projection_joins_the_library() -> None:
+    text = generated()
+    coba = text[text.index("class COBABatched"):text.index("class ReadoutParams")]
+    assert 'builtins=("N", "E", "I")' in coba
+    assert "        self.N = LIF(n)\n" in coba  # the class of the file, not LIFBatched
+    assert "state, N_out = self.library.call(params, state, self.N, inp)" in coba
+    assert 'self.library.read(params, state, "N.spike")' in coba
+    assert "\nclass LIF(bp.dyn.NeuDyn):\n" in text  # copied as written
+    assert "\nclass LIFBatched(" in text  # and still batched for use on its own
+    compile(text, "projections_batched.py", "exec")
+
+
+def test_only_the_network_asked_for_copies_its_neuron_and_batches_nothing_else() -> None:
+    text = generated("COBA")
+    assert "\nclass LIF(bp.dyn.NeuDyn):\n" in text and "LIFBatched" not in text
+    assert "\nclass Synapse(bp.Projection):\n" in text
+
+
+def test_a_model_built_for_a_built_in_alone_is_still_refused(tmp_path: Path) -> None:
+    """Built inline, nothing else holds it: the diagnostic says how to hand it over instead."""
+    src = tmp_path / "net.py"
+    src.write_text(SOURCE.decode().replace("        self.E = Synapse(n, self.N, 0.3, 5.0, 0.0)\n",
+                                           "        self.E = Synapse(n, LIF(n), 0.3, 5.0, 0.0)\n"))
+    result = subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(tmp_path / "out.py")],
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "BFY104 self.E is Synapse (derived from the BrainPy built-in brainpy.dyn.Projection)" in result.stderr
+    assert "assign that model to an attribute first" in result.stderr
+    assert not (tmp_path / "out.py").exists()
