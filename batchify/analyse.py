@@ -199,6 +199,18 @@ def find_library_classes(a: Analysis, models: dict[str, cst.ClassDef]) -> dict[s
     return found
 
 
+def find_plain_stateful_classes(a: Analysis, models: dict[str, cst.ClassDef],
+                                library_classes: dict[str, str]) -> set[str]:
+    """Classes of this file that are neither models nor built-ins yet create Variables
+    (``class Counter:`` holding ``self.total = bm.Variable(...)``): an instance held by a model is
+    state batchify cannot batch. Whether a method of it writes one, analysis cannot always tell
+    (``self.counter(x)``, ``self.counter.tick(x)``): it leaked a traced value into the Variable."""
+    creators = names.STATE_VARIABLES | names.PARAM_VARIABLES | names.STATE_FACTORIES | set(names.VARIABLE_CONTAINERS)
+    return {cls.name.value for cls in a.module.body
+            if type(cls) is cst.ClassDef and cls.name.value not in models and cls.name.value not in library_classes
+            and any(type(n) is cst.Call and a.qualified_names(n.func) & creators for n in walk(cls.body))}
+
+
 def late_state(a: Analysis, name: str, classes: dict[str, cst.ClassDef], derived: dict[str, str]) -> list[str]:
     """Paths of the Variables a class batched whole gets only once reset: those its reset_state
     creates when its __init__ never calls it (``IP.p`` for ``self.IP = IPersistent(size)``, whose
@@ -245,11 +257,12 @@ class _ClassScan:
     """Fields and children of one model class, from its ``__init__``."""
 
     def __init__(self, a: Analysis, cls: cst.ClassDef, models: dict[str, cst.ClassDef],
-                 library_classes: dict[str, str]):
+                 library_classes: dict[str, str], plain_stateful: set[str] = frozenset()):
         self.a = a
         self.cls = cls
         self.models = models
         self.library_classes = library_classes
+        self.plain_stateful = plain_stateful
         self.fields: list[Field] = []
         self.children: list[Child] = []
         self.libraries: list[str] = []
@@ -368,6 +381,11 @@ class _ClassScan:
             self.children.append(Child(name, value.func.value))
         elif qn & names.SDE_INTEGRATORS:
             self.noisy_integrators.append(name)
+        elif type(value.func) is cst.Name and value.func.value in self.plain_stateful:
+            self.a.report(value, "BFY106", f"self.{name} is a {value.func.value}, a class of this file that "
+                          "creates Variables but derives from no BrainPy class, so batchify cannot batch its "
+                          f"state; derive {value.func.value} from bp.DynamicalSystem (or bp.BrainPyObject) to "
+                          "make it a child model")
         else:
             self.check_container(name, value)
 
@@ -540,6 +558,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             driver_losses[class_name] = {m.name.value: returns_aux(m) for m in methods if m.name.value in named}
     classes = class_defs = {s.name.value: s for s in a.module.body if type(s) is cst.ClassDef}
     derived = find_library_classes(a, models)
+    plain_stateful = find_plain_stateful_classes(a, models, derived)
     only = list(dict.fromkeys(only))
     # Classes deriving from a built-in, batched whole as library code: those named, or, in a file
     # with no model class, every one.
@@ -571,7 +590,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     # Scan fields and children, then order classes so that bases and children come first.
     scans = {}
     for name, node in models.items():
-        scan = _ClassScan(a, node, models, derived)
+        scan = _ClassScan(a, node, models, derived, plain_stateful)
         scan.scan()
         scans[name] = scan
     order: list[str] = []
@@ -628,6 +647,9 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             cls.methods[func.name.value] = scan_method(a, func, fields, children, method_names, kind, libraries,
                                                        noisy)
         mark_stateful(ir, cls)
+        if {"__call__", "call"} <= set(cls.stateful) and "call" in cls.methods:  # both would be call_pure
+            a.report(cls.methods["call"].node.name, "BFY010", "the generated class names the pure twin of "
+                     "__call__ call_pure, which is also call's; rename this method")
         check_escaping_methods(a, cls, scan)
         plain = plain_attribute_test(ir, cls)
         for method in cls.methods.values():

@@ -49,8 +49,10 @@ CODES: dict[str, Code] = {
     "BFY101": Code("a Variable is created outside __init__"),
     "BFY102": Code("a Variable is created but not assigned directly to a self attribute"),
     "BFY103": Code("an unsupported Variable container (TimeDelay, NodeList, NodeDict)"),
-    "BFY104": Code("a BrainPy built-in held as library code reaches a model or Variable of this file"),
+    "BFY104": Code("a BrainPy built-in held as library code reaches a model of this file built for it alone, "
+                   "or a weight of this file"),
     "BFY105": Code("child models are held in a container (list, dict, Sequential)"),
+    "BFY106": Code("a model holds an instance of a class of this file that creates Variables but is not a model"),
     "BFY107": Code("one attribute holds a Variable on one path and a model on another"),
     # Method bodies.
     "BFY201": Code("a weight (TrainVar / Parameter) is written in a stepping method"),

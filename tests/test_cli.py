@@ -52,6 +52,12 @@ BAD_SOURCES = {
     "builtin-wired-to-own-model": (GOOD + "\n\nclass Net(bp.DynSysGroup):\n    def __init__(self):\n"
                                    "        super().__init__()\n        self.seq = bp.Sequential(Leaky(2), bp.dnn.Linear(2, 2))\n",
                                    "BFY104"),
+    "plain-class-holding-variables": (GOOD + "\n\nclass Counter:\n    def __init__(self, n):\n"
+                                      "        self.total = bm.Variable(bm.zeros(n))\n\n    def tick(self, x):\n"
+                                      "        self.total.value += x\n        return self.total.value\n\n\n"
+                                      "class Net(bp.DynamicalSystem):\n    def __init__(self, n):\n"
+                                      "        super().__init__()\n        self.counter = Counter(n)\n\n"
+                                      "    def update(self, x):\n        return self.counter.tick(x)\n", "BFY106"),
     "children-in-list": (GOOD + "\n\nclass Net(bp.DynSysGroup):\n    def __init__(self):\n        super().__init__()\n"
                          "        self.layers = [Leaky(2), Leaky(3)]\n", "BFY105"),
     "weight-written": (model("\n    def learn(self, x):\n        self.w += 0.1 * bm.outer(self.v, x)\n"), "BFY201"),

@@ -26,6 +26,8 @@ CASES = {
     "old-style-super": ("inherit_and_nest", "OldStyle", (4,), "update", [4], ()),
     "variable-factory": ("variable_factory", "Integrator", (5,), "update", [5], ()),
     "brainpy-object": ("plain_object", "LinearTrace", (3, 4), "update", [3], ()),
+    "brainpy-objects-called": ("plain_object", "Smoothed", (3, 4), "update", [3], ()),
+    "brainpy-object-own-call": ("plain_object", "Accumulator", (4,), "__call__", [4], ()),
     "odeint-share": ("odeint_share", "LIF", (6,), "update", [6], (), 0.1, 200.0),
     "builtin-dense-lif": ("builtin_children", "DenseLif", (3, 5), "update", [3], (), 0.1, 3.0),
     "builtin-projection-delay-poisson": ("builtin_children", "PoissonNet", (6, 3), "update", [], (), 0.1, 1.0),

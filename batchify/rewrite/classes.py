@@ -192,7 +192,8 @@ class ClassRewriter:
             pure, diagnostics = rewrite_method(self.ir, self.cls, method)
             self.diagnostics.extend(diagnostics)
             block = comment + statement_code(self.renamed(with_example_for_holders(pure, self.cls), method.node))
-            if method.name != "reset_state" and not method.name.startswith("_"):  # bfy.Batched has reset_state
+            # bfy.Batched has reset_state; private helpers get no drop-in, a class's own __call__ does.
+            if method.name == "__call__" or (method.name != "reset_state" and not method.name.startswith("_")):
                 block += "\n\n" + self.wrapper(method.node)
             if method.name in self.cls.losses:  # the user's own loss (--function): its batch gradient
                 block += "\n" + self.gradient(method.node, self.cls.losses[method.name])

@@ -41,6 +41,10 @@ AUG_OPS: dict[type, type] = {
 
 
 def pure_name(method: str) -> str:
+    """``update`` -> ``update_pure``; ``__call__`` -> ``call_pure`` (``__call___pure`` would be
+    name-mangled inside class bodies, ``self.c.__call___pure`` reading ``_Net__call___pure``)."""
+    if method.startswith("__") and method.endswith("__"):
+        method = method[2:-2]
     return f"{method}_pure"
 
 
@@ -691,7 +695,9 @@ class ExprRewriter(Transformer):
         ref = ctx.resolve(path)
         if isinstance(ref, tuple):
             children, child_cls, rest = ref
-            method_name = rest[0] if len(rest) == 1 else ("update" if not rest else None)
+            # ``self.c(x)`` runs the child's own ``__call__`` where it defines one, else (BrainPy's) update.
+            called = "__call__" if "__call__" in ctx.ir.all_methods(child_cls) else "update"
+            method_name = rest[0] if len(rest) == 1 else (called if not rest else None)
             if method_name is not None and method_name in child_cls.stateful:
                 return children, method_name, False
         return None
