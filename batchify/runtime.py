@@ -887,7 +887,8 @@ class Batched:
         self._reset_batch(self.reset_all_example)
 
     def _reset_batch(self, reset):
-        state = jax.vmap(reset, in_axes=(None, self.state_axes()))(self.params(), self.state())
+        with batch_state_only(self, "reset_state"):
+            state = jax.vmap(reset, in_axes=(None, self.state_axes()))(self.params(), self.state())
         self.set_state(self.reduced(state))
 
     def reset_example(self, params, state):
@@ -965,6 +966,41 @@ class Batched:
             yield
         finally:
             del vars(self)["library"]
+
+
+@contextlib.contextmanager
+def batch_state_only(model, what):
+    """Run ``what`` (a pure method under ``jax.vmap``) writing no Variable but the batch's.
+
+    A pure method threads the batch's state explicitly and reaches built-ins only through the
+    library, which puts every value back; a Variable still holding a traced value afterwards belongs
+    to an object batchify does not batch (a model imported from another file: batchify reads one
+    file). Its old value is put back and the call fails naming it, instead of leaving the model
+    with a traced value that fails later, far from its cause (``UnexpectedTracerError``).
+    """
+    trace = brainstate.StateTraceStack()
+    with trace:
+        yield
+    stray = [s for s in trace.get_write_states() if _holds_leaked_tracer(s.value)]
+    if stray:
+        trace.recovery_original_values()
+        paths = {id(v): path for path, v in model.vars(method="relative").items()}
+        named = ", ".join(paths.get(id(s), f"a {type(s).__name__} of shape {jnp.shape(s.value)}") for s in stray)
+        raise RuntimeError(
+            f"{type(model).__name__}.{what} wrote {named}, which is not part of the batch's state: it "
+            f"belongs to an object batchify does not batch, called as it is for the whole batch (a model "
+            f"imported from another file). Its value is put back. batchify reads one file: define that "
+            f"model in this file, so that it is batched with the rest.")
+
+
+def _holds_leaked_tracer(value):
+    """A traced value whose transformation has ended: what a write under ``jax.vmap`` leaves behind."""
+    for leaf in jax.tree.leaves(value):
+        if isinstance(leaf, jax.core.Tracer):
+            valid = getattr(getattr(leaf, "_trace", None), "is_valid", None)  # JAX >= 0.4.36
+            if valid is None or not valid():
+                return True
+    return False
 
 
 class batched_method:
@@ -1046,7 +1082,8 @@ def flat_arguments(function, shared, args, kwargs, batch_size):
 def vmapped_call(model, function, shared, args, kwargs):
     """``function(params, state, *args, **kwargs)`` on every example, the new state written back."""
     values, axes, one = flat_arguments(function, shared, args, kwargs, model.batch_size)
-    state, out = jax.vmap(one, in_axes=(None, model.state_axes(), *axes))(model.params(), model.state(), *values)
+    with batch_state_only(model, function.__name__.removesuffix("_pure")):
+        state, out = jax.vmap(one, in_axes=(None, model.state_axes(), *axes))(model.params(), model.state(), *values)
     model.set_state(model.reduced(state))
     return out
 
@@ -1113,21 +1150,22 @@ def value_and_grads(model, function, has_aux, shared, args, kwargs, train_vars, 
         return jnp.reshape(loss, ()), (state, aux)
 
     params = model.params()
-    if per_example:
-        grad_one = jax.value_and_grad(one, has_aux=True)
-        (losses, (state, aux)), grads = jax.vmap(grad_one, in_axes=(None, state_axes, *axes))(
-            params, model.state(), *values)
-    else:
-        def mean_loss(params, state, *values):
-            losses, (state, aux) = jax.vmap(one, in_axes=(None, state_axes, *axes))(params, state, *values)
-            return jnp.mean(losses), (losses, state, aux)
-
-        grad_mean = jax.value_and_grad(mean_loss, has_aux=True)
-        if microbatch and microbatch < size:
-            (_, (losses, state, aux)), grads = _accumulated(grad_mean, params, model.state(), state_axes, values,
-                                                            axes, size, microbatch)
+    with batch_state_only(model, function.__name__.removesuffix("_pure")):
+        if per_example:
+            grad_one = jax.value_and_grad(one, has_aux=True)
+            (losses, (state, aux)), grads = jax.vmap(grad_one, in_axes=(None, state_axes, *axes))(
+                params, model.state(), *values)
         else:
-            (_, (losses, state, aux)), grads = grad_mean(params, model.state(), *values)
+            def mean_loss(params, state, *values):
+                losses, (state, aux) = jax.vmap(one, in_axes=(None, state_axes, *axes))(params, state, *values)
+                return jnp.mean(losses), (losses, state, aux)
+
+            grad_mean = jax.value_and_grad(mean_loss, has_aux=True)
+            if microbatch and microbatch < size:
+                (_, (losses, state, aux)), grads = _accumulated(grad_mean, params, model.state(), state_axes,
+                                                                values, axes, size, microbatch)
+            else:
+                (_, (losses, state, aux)), grads = grad_mean(params, model.state(), *values)
     model.set_state(model.reduced(state))
     if train_vars is not None:
         grads = keyed_like(model, grads, train_vars)

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import brainpy.math as bm
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -173,3 +174,59 @@ def test_helpers() -> None:
     assert runtime.class_label(jnp.asarray([3])).shape == ()
     with pytest.raises(ValueError, match="integer class indices"):
         runtime.class_label(jnp.asarray([0.5]))
+
+
+IMPORTED = textwrap.dedent('''
+    import brainpy as bp
+    import brainpy.math as bm
+
+
+    class Imported(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.v = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            self.v.value = 0.9 * self.v + x
+            return self.v.value
+''')
+
+HOLDER = textwrap.dedent('''
+    import brainpy as bp
+    import brainpy.math as bm
+    from stray_neurons import Imported
+
+
+    class Holder(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.lif = Imported(n)
+            self.out = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            self.out.value = self.lif(x) * 2.0
+            return self.out.value
+''')
+
+
+@pytest.mark.parametrize("driver", ["eager", "for_loop"])
+def test_a_write_to_state_batchify_does_not_batch_fails_naming_it(tmp_path, monkeypatch, driver) -> None:
+    """A model imported from another file is called as it is, for the whole batch (batchify reads
+    one file). On main its Variable was left holding a dead BatchTracer and the next read failed far
+    from the cause (verify: 'the model's own code raised UnexpectedTracerError'); now the call
+    fails naming the Variable, and its value is put back."""
+    (tmp_path / "stray_neurons.py").write_text(IMPORTED)
+    (tmp_path / "holder.py").write_text(HOLDER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "holder_batched.py").write_text(transform(HOLDER.encode(), "holder.py", command="batchify").text)
+    module = load_generated(tmp_path / "holder_batched.py", f"holder_batched_{driver}")
+    import holder
+    batched = module.HolderBatched.from_model(holder.Holder(3), 2)
+    xs = np.ones((4, 2, 3), np.float32)
+    with pytest.raises(RuntimeError, match=r"HolderBatched\.update wrote lif\.v, which is not part of the batch's state"):
+        if driver == "eager":
+            batched.update(xs[0])
+        else:
+            bm.for_loop(batched.update, xs)
+    assert isinstance(batched.lif.v.value, jax.Array) and not isinstance(batched.lif.v.value, jax.core.Tracer)
+    np.testing.assert_array_equal(np.asarray(batched.lif.v.value), np.zeros(3, np.float32))
