@@ -311,8 +311,10 @@ class Normaliser:
                     and self.returns_variable(self.helpers.get(f"self.{path[0]}"))):
                 self.report(node, "BFY213", f"'{name}' is the Variable self.{path[0]}() returns, changed in place "
                             "here; batchify cannot follow it: write that Variable itself (self.NAME.value = ...)")
+        local = set(bound_names(func, self.nodes))  # a module-level name is not an alias (BFY214 covers it)
         for name, node in strong.items():
-            if name in aliases or name in params or name == self.me or name in self.items_loops:
+            if (name in aliases or name in params or name == self.me or name in self.items_loops
+                    or name not in local):
                 continue
             self.report(node, "BFY213", f"'{name}' is written as a Variable ({name}.value or an in-place "
                         "method), but batchify cannot tell which Variable it is; bind it once at the top "

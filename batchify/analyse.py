@@ -141,6 +141,53 @@ def calls_own(func: cst.FunctionDef, method: str) -> bool:
     return False
 
 
+def resets_at_init(init: cst.FunctionDef | None, calls_reset: bool, base: ModelClass | None) -> bool:
+    """Whether constructing the class runs ``reset_state`` (this class's, the most derived one): its own
+    ``__init__`` calls ``self.reset_state(...)``, or runs a base's ``__init__`` that does
+    (``super().__init__(n)``); a class without an ``__init__`` of its own runs its base's."""
+    if init is None:
+        return base.init_resets if base is not None else True
+    return calls_reset or (base is not None and base.init_resets and calls_super_init(init))
+
+
+def calls_super_init(init: cst.FunctionDef) -> bool:
+    """``super().__init__(...)``, ``super(Cls, self).__init__(...)`` or ``Base.__init__(self, ...)`` in ``init``."""
+    return any(type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value == "__init__"
+               and (is_super_call(n.func) or type(n.func.value) is cst.Name) for n in walk(init.body))
+
+
+def explicit_base_calls(func: cst.FunctionDef, me: str, below: dict[str, str | None],
+                        inherit: Callable[[cst.CSTNode, cst.CSTNode], None]) -> cst.FunctionDef:
+    """``Base.update(self, x)``, a base's method called through its class, as ``super().update(x)``
+    (``super(Mid, self).update(x)`` for a base further up, Mid the class just below it), the form
+    the rules know. ``below``: each model base of the class -> the class below it, None for its own."""
+    if not below:
+        return func
+
+    class Rewrite(cst.CSTTransformer):
+        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+            func_, args = updated.func, updated.args
+            if not (type(func_) is cst.Attribute and type(func_.value) is cst.Name and func_.value.value in below
+                    and args and args[0].keyword is None and not args[0].star
+                    and type(args[0].value) is cst.Name and args[0].value.value == me):
+                return updated
+            named = below[func_.value.value]
+            zuper = cst.Call(cst.Name("super"), [] if named is None else [cst.Arg(cst.Name(named)),
+                                                                          cst.Arg(cst.Name(me))])
+            new = updated.with_changes(func=func_.with_changes(value=zuper),
+                                       args=[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args[1:]])
+            inherit(new, original)
+            inherit(new.func, original.func)
+            return new
+
+    if not any(type(n) is cst.Call and type(n.func) is cst.Attribute and type(n.func.value) is cst.Name
+               and n.func.value.value in below for n in walk(func.body)):
+        return func  # the usual case: no base method called through its class
+    new = func.visit(Rewrite())
+    inherit(new, func)
+    return new
+
+
 def self_name_of(func: cst.FunctionDef) -> str | None:
     params = func.params.params or func.params.posonly_params
     return params[0].name.value if params else None
@@ -281,7 +328,12 @@ class _ClassScan:
         direct: set[int] = set()  # ids of Variable constructor calls assigned to self.NAME in __init__
         self.reset_fields: list[str] = []
         self.init_resets = True
-        if init is not None:
+        if init is None:  # the inherited __init__ may call this class's reset_state: what it creates
+            reset = next((f for f in self.functions() if f.name.value == "reset_state"), None)
+            if reset is not None:
+                self.scan_assignments(reset, direct, variables_only=True)
+                self.reset_fields = [f.name for f in self.fields]
+        else:
             self.scan_assignments(init, direct)
             self.check_stored_functions(init)
             reset = next((f for f in self.functions() if f.name.value == "reset_state"), None)
@@ -618,9 +670,13 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         scan = scans[name]
         fields_ = tuple(f._replace(shared=modes[f.name]) if f.kind == "state" and modes.get(f.name) in ("mean", "sum")
                         else f for f in scan.fields)
+        base = classes.get(model_base(a, node, models) or "")
+        if base is not None:  # a Variable a base creates too (reset_state overridden) is the base's field
+            inherited = {f.name for f in ir.all_fields(base)}
+            fields_ = tuple(f for f in fields_ if f.name not in inherited)
         cls = ModelClass(name, node, model_base(a, node, models), fields_, tuple(scan.children), {},
                          libraries=tuple(scan.libraries), reset_fields=tuple(scan.reset_fields),
-                         init_resets=scan.init_resets,
+                         init_resets=resets_at_init(scan.init, scan.init_resets, base),
                          noisy_integrators=tuple(scan.noisy_integrators),
                          library_fields=tuple(scan.library_fields), losses=driver_losses.get(name, {}))
         classes[name] = cls
@@ -633,6 +689,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                    **{f"self.{f.name.value}": f for f in scan.functions()}}
         # Once per class, not per method: a class with thousands of methods made these quadratic.
         method_names = set(inherited) | own_names
+        chain = [c.name for c in ir.chain(cls)]  # `Base.update(self, x)` names a base's method (explicit_base_calls)
+        below = {base: (chain[i + 1] if chain[i + 1] != name else None) for i, base in enumerate(chain[:-1])}
         libraries = set(ir.all_libraries(cls))
         noisy = {n for c in ir.chain(cls) for n in c.noisy_integrators}
         for func in scan.functions():
@@ -643,6 +701,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             kind = method_kind(a, func)
             me = self_name_of(func) if kind in ("method", "property") else None
             if me is not None:  # Variables reached by another name: into the plain self.V forms (aliases.py)
+                func = explicit_base_calls(func, me, below, a.inherit)
                 func = Normaliser(me, known, helpers, a.report, a.inherit).normalise(func)
             cls.methods[func.name.value] = scan_method(a, func, fields, children, method_names, kind, libraries,
                                                        noisy)
@@ -922,7 +981,10 @@ def mark_stateful(ir: ModuleIR, cls: ModelClass) -> None:
                 changed = True
     cls.readers = readers
     # Library code may draw from BrainPy's global stream: a class holding some gets per-example keys.
-    cls.random = any(m.draws and m.name in stateful for m in ir.all_methods(cls).values()) or any(
+    # A subclass of a random base is random too: an override of the drawing method may still run it
+    # through super() (on main it got no key: BFY900, or 'SubState' has no attribute 'rng_key').
+    cls.random = (cls.model_base is not None and ir.classes[cls.model_base].random) or any(
+        m.draws and m.name in stateful for m in ir.all_methods(cls).values()) or any(
         c.random for c in children.values()) or bool(ir.all_libraries(cls))
 
 

@@ -673,7 +673,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
         cls = ir.classes.get(name)
         if cls is None:
             return bool(ir.library_late.get(name))
-        return (any(c.reset_fields and not c.init_resets for c in ir.chain(cls))
+        return ((ir.reset_created(cls) and not cls.init_resets)
                 or any(resets_late(ch.class_name) for ch in ir.all_children(cls)))
 
     for plan in plans:

@@ -51,9 +51,11 @@ class HarnessOptions(NamedTuple):
 
 
 def harness_classes(ir: ModuleIR) -> list[str]:
-    """The classes a harness is emitted for: the targets no other target uses as a child or base."""
-    used = {ch.class_name for c in ir.classes.values() for ch in c.children}
-    used |= {c.model_base for c in ir.classes.values() if c.model_base}
+    """The classes a harness is emitted for: the targets no other target uses as a child or base (a
+    class of the file that is not a target does not count: ``--class Layer`` in a file whose ``Net``
+    holds a Layer got no harness at all)."""
+    targets = [ir.classes[name] for name in ir.targets]
+    used = {ch.class_name for c in targets for ch in c.children} | {c.model_base for c in targets if c.model_base}
     return [name for name in ir.targets if name not in used]
 
 

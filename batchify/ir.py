@@ -132,6 +132,11 @@ class ModuleIR:
     def all_children(self, cls: ModelClass) -> tuple[Child, ...]:
         return tuple(ch for c in self.chain(cls) for ch in c.children)
 
+    def reset_created(self, cls: ModelClass) -> tuple[str, ...]:
+        """The state fields ``reset_state`` creates, its bases' included (an override calling
+        ``super().reset_state()``, or a base's ``__init__`` running the override)."""
+        return tuple(dict.fromkeys(f for c in self.chain(cls) for f in c.reset_fields))
+
     def all_libraries(self, cls: ModelClass) -> tuple[str, ...]:
         return tuple(dict.fromkeys(lib for c in self.chain(cls) for lib in c.libraries))
 

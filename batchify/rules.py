@@ -435,8 +435,11 @@ RULES: tuple[Rule, ...] = (
         'super call',
         f"{EXPR}.own_call",
         "a same-file base's method",
-        '`y = super().update(x)` in `class Sub(M)`',
-        '`state, update_out = super().update_pure(params, state, x)`',
+        ('`y = super().update(x)` in `class Sub(M)`; `super(Mid, self).update(x)`; `M.update(self, x)`, '
+         'a base\'s method through its class'),
+        ('`state, update_out = super().update_pure(params, state, x)`; `super(MidBatched, self)` keeps '
+         'reaching past `Mid`; `M.update(self, x)` is `super().update_pure(...)` (`super(C, self)` for a '
+         'base further up, C the class below it)'),
         Case(before='return self.V',
              after=('state, y = super().update_pure(params, state, x)\n'
                     'state = state._replace(S=y)\n'

@@ -531,7 +531,8 @@ def _sweep_reset(node):
         if owner is None:
             return method(*args, **kwargs)
         if not skipped:  # every example as the node resets (the sweep's arguments are the batch's size)
-            owner._reset_batch(lambda params, state: owner.library.call(params, state, method)[0])
+            with _root_stream(owner):
+                owner._reset_batch(lambda params, state: owner.library.call(params, state, method)[0])
 
     reset_state.batch_owners = []
     return reset_state
@@ -551,6 +552,36 @@ def _sweeping_owner(owners, caller):
 
 
 _SWEEP = getattr(bp.reset_state, "__wrapped__", bp.reset_state)
+
+
+def _sweep_target():
+    """The model a ``bp.reset_state`` sweep running now (a few frames up) was called on, else None."""
+    frame = sys._getframe(2)
+    for _ in range(8):  # the sweep, past a reset-level wrapper or two
+        if frame is None:
+            return None
+        if frame.f_code is _SWEEP.__code__:
+            return frame.f_locals.get("target")
+        frame = frame.f_back
+    return None
+
+
+@contextlib.contextmanager
+def _root_stream(model):
+    """In a ``bp.reset_state`` sweep over a batched model holding ``model``, ``model`` draws from that
+    model's random stream and hands it back: the original's nodes draw from BrainPy's one global
+    stream, in the sweep's order. (Each child keeps a key of its own between steps; two layers
+    with random initial potentials, reset from their own keys, drew alike.)"""
+    root = _sweep_target()
+    shared = (root is not model and isinstance(root, (Batched, BuiltinBatched)) and "rng_key" in vars(root)
+              and "rng_key" in vars(model))
+    if shared:
+        model.rng_key.value = root.rng_key.value
+    try:
+        yield
+    finally:
+        if shared:
+            root.rng_key.value = model.rng_key.value
 
 
 class _Variables(bp.BrainPyObject):
@@ -877,7 +908,8 @@ class Batched:
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
         if hasattr(self, "reset_state_pure") or self._resets_tree():
-            self._reset_batch(self.reset_example)
+            with _root_stream(self):
+                self._reset_batch(self.reset_example)
 
     def reset(self, batch_size=None):
         """Reset every example as ``bp.reset_state`` resets the model: its own, its children's and
@@ -918,8 +950,16 @@ class Batched:
         if hasattr(self, "reset_state_pure") and _reset_level(self) == level:
             state = self.reset_state_pure(params, state, *required_reset_args(self.reset_state_pure, 2))[0]
         for f in spec_of(type(self)).children:
-            child = getattr(self, f.name)
-            state = state._replace(**{f.name: child._reset_at(getattr(params, f.name), getattr(state, f.name), level)})
+            child, child_state = getattr(self, f.name), getattr(state, f.name)
+            # One random stream through the tree, as in a step: a child resetting from its own (stale)
+            # key drew what its sibling drew (two layers with random initial potentials reset alike).
+            threaded = "rng_key" in state._fields and "rng_key" in type(child_state)._fields
+            if threaded:
+                child_state = child_state._replace(rng_key=state.rng_key)
+            child_state = child._reset_at(getattr(params, f.name), child_state, level)
+            state = state._replace(**{f.name: child_state})
+            if threaded:
+                state = state._replace(rng_key=child_state.rng_key)
         if level is None and spec_of(type(self)).has_library:
             state = self.library.reset(params, state)
         return state
@@ -935,6 +975,8 @@ class Batched:
             return spec.state(**{f.name: None if f.name in spec.created_by_reset else _read(self, f)
                                  for f in spec.state_fields})
 
+        if spec.random and "rng_key" not in vars(self):  # a subclass drawing where its base's __init__ does not
+            self.rng_key = key_variable(None, self.batch_size)  # (the batch's keys come from its seed)
         if _CONSTRUCTING.get():
             self._creates_state = (args, kwargs)
             with self._example_library():
@@ -1340,7 +1382,8 @@ class BuiltinBatched(bp.DynamicalSystem):
         """Reset every example as the model's ``reset_state`` does; a new ``batch_size`` resizes first."""
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
-        self._reset_batch(self.reset_example)
+        with _root_stream(self):
+            self._reset_batch(self.reset_example)
 
     def reset(self, batch_size=None):
         """Reset every example as ``bp.reset_state`` resets the model: every node of it (the

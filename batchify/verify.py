@@ -27,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 
 from batchify.drive import Drive, DriveError, Input, Plan, resolve_init, stepping_parameters
+from batchify.names import SHARED_DICT_PARAMS
 
 X64_ENV = "BATCHIFY_X64"
 if os.environ.get(X64_ENV):  # the float64 rerun: before jax is imported anywhere
@@ -437,6 +438,10 @@ class Verifier:
         batched = batch_of(self.batched_cls, model, d.batch, d.seed)
         start_batch(batched, model, starts)
         pure = getattr(batched, f"{self.method}_pure")
+        # The old ``update(self, tdi, x)``: the caller leaves ``tdi`` out and BrainPy fills it from
+        # bp.share, as it does for the original; the pure method takes it explicitly.
+        after_state = list(inspect.signature(pure).parameters)[2:3]  # after params, state
+        takes_shared = self.method == "update" and bool(after_state) and after_state[0] in SHARED_DICT_PARAMS
         params, state0 = batched.params(), batched.state()
         order = params_paths(params)
         per_example_inputs = [a.per_example for a in self.args if a.per_example is not None]
@@ -452,7 +457,8 @@ class Verifier:
                 for path, values in ports:
                     state = set_in_state(state, path, values[t])
                 call_args = [x[t] if x is not None else a.shared(t) for a, x in zip(self.args, picked)]
-                state, out = call(functools.partial(pure, p, state), self.args, call_args)
+                shared = (bp.share.get_shargs(),) if takes_shared else ()
+                state, out = call(functools.partial(pure, p, state, *shared), self.args, call_args)
                 outs.append(out)
             return loss_of(outs)
 

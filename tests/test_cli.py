@@ -423,3 +423,14 @@ def test_one_sources_target_is_the_one_the_whole_listing_has(tmp_path) -> None:
     # The link is a source as the glob finds it, and it is the file it points to.
     assert every[0] in config.targets(among=link)
     assert any(t.source == link for t in config.targets(among=link))
+
+
+def test_the_harness_is_for_the_class_asked_for_even_when_another_holds_it(tmp_path: Path) -> None:
+    """``--class DenseLif --harness`` in a file whose Stack holds DenseLif layers: on main no harness
+    at all was written (exit 0), since a class of the file that is no target counted as DenseLif's user."""
+    out = tmp_path / "out.py"
+    result = batchify(str(ROOT / "tests" / "models" / "builtin_children.py"), "-o", str(out), "--class", "DenseLif",
+                      "--harness", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert "\nclass DenseLifHarness(" in text and "StackBatched" not in text

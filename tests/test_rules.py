@@ -174,19 +174,35 @@ def test_brainpys_global_key_used_directly_is_refused(draw: str) -> None:
     assert rewritten(case) == "BFY206 brainpy.math.random." + ("split_key" if "split" in draw else "DEFAULT")
 
 
+BUMP_AND_NOISE = """    def bump(self, x):
+        self.V.value = self.V + x
+        return x
+
+    def noise(self):
+        return bm.random.normal(0.0, 0.1, (3,))
+"""
+
+
 @pytest.mark.parametrize("body,refused", [
-    ("return self.V + self.helper(x)", True),  # Python reads V, then helper changes the state
-    ("self.V.value += self.helper(x)\nreturn self.V.value", True),  # += reads its target first
+    ("return self.S + self.helper(x)", True),  # Python reads S, then helper changes it
+    ("return self.V + self.bump(x)", True),
+    ("self.S.value += self.helper(x)\nreturn self.S.value", True),  # += reads its target first
     ("return self.child.u + self.child(x)", True),
-    ("return self.helper(x) + self.V", False),  # the call first: the read sees its writes, as in Python
-    ("return self.helper(self.V)", False),  # an argument: read before the call in both
+    ("return self.helper(x) + self.S", False),  # the call first: the read sees its writes, as in Python
+    ("return self.helper(self.S)", False),  # an argument: read before the call in both
     ("return self.V + self.child(x)", False),  # the child changes only its own state
     ("return self.V + self.scale(x)", False),  # a stateless method
+    ("return self.V + self.helper(x)", False),  # helper writes S only: V reads the same before or after
+    ("self.V.value += self.helper(x)\nreturn self.V.value", False),
+    ("self.V.value = self.V * 0.9 + self.noise()\nreturn self.V.value", False),  # noise only draws
+    ("self.V += self.noise()\nreturn self.V.value", False),
 ])
 def test_a_read_before_a_stateful_call_in_one_statement_is_refused(body: str, refused: bool) -> None:
     """The call moves in front of the statement: a read Python makes first saw the new state
-    (verify: forward mismatch 0.82, and 18 for +=; the transform said nothing; adversarial review)."""
-    got = rewritten(Case(before=body, after=""))
+    (verify: forward mismatch 0.82, and 18 for +=; the transform said nothing; adversarial review).
+    Only a read of what the call may write is refused: on main ``self.V + self.noise()``, a helper
+    that only draws, was refused too (BFY215), as was every read before any writing call."""
+    got = rewritten(Case(before=body, after="", extra=BUMP_AND_NOISE))
     assert got.startswith("BFY215") == refused, got
 
 
@@ -228,3 +244,36 @@ def test_a_decorator_that_may_change_a_stateful_method_is_refused(decorator: str
     assert got.startswith("BFY216") == refused, got
     if not refused:
         assert got == "", got  # dropped, not copied onto the pure method
+
+
+SUB = "\n\nclass Sub(M):\n    def update(self, x):\n        {body}\n"
+LEAF = SUB.format(body="return super().update(2.0 * x)") + "\n\nclass Leaf(Sub):\n    def update(self, x):\n        {body}\n"
+
+
+@pytest.mark.parametrize("cls,extra,expected", [
+    ("Sub", SUB.format(body="return M.update(self, x)"),
+     "state, update_out = super().update_pure(params, state, x)"),
+    ("Leaf", LEAF.format(body="return M.update(self, x)"),  # past Sub, its direct base
+     "state, update_out = super(SubBatched, self).update_pure(params, state, x)"),
+    ("Leaf", LEAF.format(body="return super(Sub, self).update(x)"),
+     "state, update_out = super(SubBatched, self).update_pure(params, state, x)"),
+])
+def test_a_bases_method_reached_by_name_runs_that_bases_pure_method(cls: str, extra: str, expected: str) -> None:
+    """``M.update(self, x)`` is ``super().update(x)``; ``super(Sub, self)`` keeps its arguments. On main
+    the first was BFY213 ('M' is written as a Variable) and ``super(Sub, self).update(x)`` became
+    ``super().update_pure``, Sub's own update, not its base's: a silent wrong result (verify: FAIL)."""
+    got = rewritten(Case(before="return self.V", after="", extra=extra, cls=cls))
+    assert got.splitlines()[0] == expected, got
+
+
+@pytest.mark.parametrize("body,refused", [
+    ("return self.N.V + self.run(x)", True),  # run() steps N: Python read V first
+    ("return self.N.V + self.helper(x)", False),  # helper writes S only
+    ("return self.run(x) + self.N.V", False),
+])
+def test_a_builtins_read_before_a_call_that_runs_it_is_refused(body: str, refused: bool) -> None:
+    """A built-in's Variable read in a statement whose call runs that built-in: the call moves in
+    front, the read would see the new value. On main this was not caught at all."""
+    extra = "    def run(self, x):\n        return self.N(x)\n"
+    got = rewritten(Case(before=body, after="", init="self.N = bp.dyn.Lif(3)", extra=extra))
+    assert got.startswith("BFY215") == refused, got

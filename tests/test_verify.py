@@ -240,3 +240,19 @@ def test_projection_networks_and_respelled_names_verify(cls: str, flags: list[st
     assert code == 0, payload
     (result,) = payload["classes"]
     assert result["verdict"] == "PASS" and not result["weak_reasons"], result
+
+
+def test_old_update_with_tdi_checks_its_gradient(tmp_path: Path) -> None:
+    """``update(self, tdi, x)`` of a model with a weight: the gradient check calls the pure method
+    with BrainPy's shared arguments as ``tdi``, as BrainPy fills it for the original. On main it
+    ended in BFY900 (TypeError: update_pure() missing 1 required positional argument: 'x')."""
+    src = ROOT / "tests" / "models" / "old_style_and_modes.py"
+    out = tmp_path / "old_batched.py"
+    subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out)], check=True, capture_output=True)
+    # (not verify_json: BrainPy warns on stderr that update() no longer needs tdi)
+    result = verify(str(src), str(out), "--class", "OldLeaky", "--init", "4", "--input-shape", "x=4", "--dt", "0.1",
+                    "--steps", "10", "--batch", "3", "--strict", "--no-speed", "--format", "json", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    payload = json.loads(result.stdout)
+    sections_ = sections(payload)
+    assert sections_["grad/example"]["ok"] and sections_["grad/mean"]["ok"], payload

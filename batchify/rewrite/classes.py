@@ -129,8 +129,9 @@ class ClassRewriter:
                 out.append(f"builtin_fields={tuple_literal(given)}")
         if self.plain_renamed:
             out.append("renamed=" + dict_literal(self.plain_renamed))
-        if cls.reset_fields:
-            out.append(f"created_by_reset={tuple_literal(list(cls.reset_fields))}")
+        created = ir.reset_created(cls)
+        if created:
+            out.append(f"created_by_reset={tuple_literal(list(created))}")
             if not cls.init_resets:  # reset_state() creates them and __init__ does not call it
                 out.append("late=True")
         return out
@@ -163,6 +164,11 @@ class ClassRewriter:
         init = self.init_node
         if init is None:  # the class relies on its base's constructor
             if self.cls.model_base:
+                if self.cls.random and not self.ir.classes[self.cls.model_base].random:
+                    # It draws where its base does not: bfy.Batched gives each example a key from seed.
+                    return ("def __init__(self, *args, batch_size, seed=None, **kwargs):\n"
+                            "    # seed: each example's key, which bfy.Batched draws from it; the base takes none\n"
+                            "    super().__init__(*args, batch_size=batch_size, **kwargs)")
                 return ("def __init__(self, *args, batch_size, **kwargs):\n"
                         "    super().__init__(*args, batch_size=batch_size, **kwargs)")
             return ("def __init__(self, *args, batch_size, **kwargs):\n"
@@ -307,7 +313,7 @@ class ConstructorRewriter(Transformer):
 
     def is_reset_call(self, stmt: cst.CSTNode) -> bool:
         """``self.reset_state(...)``, which creates this class's Variables."""
-        if not self.cls.reset_fields or type(stmt) is not cst.SimpleStatementLine or len(stmt.body) != 1:
+        if not self.ir.reset_created(self.cls) or type(stmt) is not cst.SimpleStatementLine or len(stmt.body) != 1:
             return False
         small = stmt.body[0]
         return (type(small) is cst.Expr and type(small.value) is cst.Call
@@ -370,7 +376,7 @@ class ConstructorRewriter(Transformer):
 
     def late_state(self, body: list) -> list:
         """State that ``reset_state`` creates and ``__init__`` never calls it: created at the end."""
-        if not (self.cls.reset_fields and not self.cls.init_resets):
+        if not (self.ir.reset_created(self.cls) and not self.cls.init_resets):
             return body
         return [*body, cst.parse_statement(
             f"# {self.cls.name} leaves its state to reset_state(), which its users call before running.\n"

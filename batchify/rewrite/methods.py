@@ -179,7 +179,11 @@ class Context:
         return cst.Call(attr(name(self.self_name), "library", method), [cst.Arg(a) for a in args])
 
     def library_read(self, ref: LibraryRef) -> cst.BaseExpression:
-        return self.library("read", name(self.params), name(self.state), cst.SimpleString(f'"{ref.dotted}"'))
+        """``self.library.read(params, state, "N.spike")``; a child's built-in (``self.l1.N.spike``) is
+        read through the child's library, from the child's params and state."""
+        return cst.Call(attr(name(self.self_name), *ref.children, "library", "read"),
+                        [cst.Arg(attr(name(self.params), *ref.children)), cst.Arg(attr(name(self.state), *ref.children)),
+                         cst.Arg(cst.SimpleString(f'"{ref.dotted}"'))])
 
     def library_write(self, ref: LibraryRef, value: cst.BaseExpression) -> cst.SimpleStatementLine:
         return assign([self.state], self.library("write", name(self.state), cst.SimpleString(f'"{ref.dotted}"'),
@@ -222,8 +226,9 @@ class ExprRewriter(Transformer):
         # State read so far (node, the children it lies under) and the calls moved out that change
         # state (node, the child they run on): a read Python makes before such a call must not see
         # what the call wrote (``read_before_call``).
-        self.state_reads: list[tuple[cst.CSTNode, tuple[str, ...]]] = []
-        self.writers: list[tuple[cst.CSTNode, tuple[str, ...]]] = []
+        self.state_reads: list[tuple[cst.CSTNode, tuple[str, ...], str]] = []  # (node, children, field)
+        # Calls that change state: (node, children, the fields they may write or None for any).
+        self.writers: list[tuple[cst.CSTNode, tuple[str, ...], frozenset[str] | None]] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if type(node) in self.NO_HOIST:
@@ -288,12 +293,15 @@ class ExprRewriter(Transformer):
         if not isinstance(ref, FieldRef):
             return None
         if ref.kind == "state":
-            self.state_reads.append((original_node, tuple(ref.children)))
+            self.state_reads.append((original_node, tuple(ref.children), ref.name))
         return self.ctx.field_expr(ref)
 
     def builtin_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
-        """``self.N.spike`` of a built-in -> ``self.library.read(params, state, "N.spike")``."""
-        if isinstance(ref, LibraryRef) and self.library_ok(ref, original_node) and ref.rest:
+        """``self.N.spike`` of a built-in -> ``self.library.read(params, state, "N.spike")``; a child's
+        built-in read as a monitor (``self.l1.lif.spike``) -> the child's ``library.read``."""
+        if isinstance(ref, LibraryRef) and ref.rest:
+            # A call in the same statement that runs these built-ins moves in front of the read (BFY215).
+            self.state_reads.append((original_node, tuple(ref.children), "library"))
             return self.ctx.library_read(ref)
         return None
 
@@ -435,20 +443,44 @@ class ExprRewriter(Transformer):
         if self.blocked:
             return self.reader_in_place(updated_node, children, method_name, via_super)
         if method_name not in owner_cls.readers:
-            self.read_before_call(original_node, tuple(children))
-            self.writers.append((original_node, tuple(children)))
+            written = self.written_by(owner_cls, method_name)
+            self.read_before_call(original_node, tuple(children), written)
+            self.writers.append((original_node, tuple(children), written))
         return (self.child_call if children else self.own_call)(updated_node, children, method_name, via_super)
 
-    def read_before_call(self, call_node: cst.Call, children: tuple[str, ...]) -> None:
+    def written_by(self, cls: ModelClass, method: str) -> frozenset[str] | None:
+        """The fields of ``cls`` a call of ``method`` may write, through the methods it calls (each name
+        as every class of the chain defines it, for ``super()``); None where it calls a child or a
+        built-in, which may change anything under them."""
+        methods = [c.methods for c in self.ctx.ir.chain(cls)]
+        libraries = set(self.ctx.ir.all_libraries(cls))
+        written, seen, todo = set(), set(), [method]
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for found in (m[name] for m in methods if name in m):
+                if found.child_calls or found.reads & libraries:
+                    return None
+                written |= found.writes
+                todo.extend(found.self_calls)
+        return frozenset(written)
+
+    def read_before_call(self, call_node: cst.Call, children: tuple[str, ...],
+                         written: frozenset[str] | None = None) -> None:
         """``self.V + self.step(x)``: Python reads V before ``step`` changes it, but the call moves in
         front of the statement, so the read would see the new V: BFY215 (a read inside the call's
-        own arguments moves with it and is fine)."""
+        own arguments moves with it and is fine; so is a read of what the call never writes, such as
+        ``self.V + self.noise()`` where ``noise`` only draws). ``written``: what the call may write."""
         positions = self.ctx.ir.positions
         span = positions.get(call_node)
-        for read, under in self.state_reads:
+        for read, under, field_name in self.state_reads:
             where = positions.get(read)
             if span is None or where is None or under[:len(children)] != children:
                 continue
+            if written is not None and (under[len(children):] or field_name not in written):
+                continue  # the call changes no field this reads (it draws, or writes others)
             if (span.start.line, span.start.column) <= (where.start.line, where.start.column) and \
                     (where.end.line, where.end.column) <= (span.end.line, span.end.column):
                 continue  # an argument of the call
@@ -461,7 +493,7 @@ class ExprRewriter(Transformer):
         """A method that changes nothing, where a call cannot be moved (a lambda): ``self.m_pure(params, state, x)[1]``."""
         ctx = self.ctx
         params_in, state_in = attr(name(ctx.params), *children), attr(name(ctx.state), *children)
-        owner = cst.Call(name("super")) if via_super else attr(name(ctx.self_name), *children)
+        owner = via_super if via_super is not None else attr(name(ctx.self_name), *children)
         pure = call(attr(owner, pure_name(method_name)), [cst.Arg(params_in), cst.Arg(state_in), *updated_node.args])
         return cst.Subscript(pure, [cst.SubscriptElement(cst.Index(cst.Integer("1")))])
 
@@ -472,7 +504,7 @@ class ExprRewriter(Transformer):
         args = list(updated_node.args)
 
         def build(out: str) -> list[cst.SimpleStatementLine]:
-            owner = cst.Call(name("super")) if via_super else name(ctx.self_name)
+            owner = via_super if via_super is not None else name(ctx.self_name)
             value = call(attr(owner, pure_name(method_name)), [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), *args])
             return [assign([ctx.state, out], value)]
 
@@ -680,18 +712,23 @@ class ExprRewriter(Transformer):
             cls = self.ctx.ir.child_map(cls)[child]
         return cls
 
-    def stateful_target(self, func: cst.BaseExpression) -> tuple[tuple[str, ...], str, bool] | None:
+    def stateful_target(self, func: cst.BaseExpression) -> tuple[tuple[str, ...], str, cst.Call | None] | None:
+        """``(children, method, super_call)`` of a call of a stateful method, else None; ``super_call`` is
+        the ``super(...)`` a call through it names, kept with its arguments (``super(Mid, self).update``
+        skips Mid's own update: a bare ``super()`` would run it)."""
         ctx = self.ctx
         if is_super_call(func):
-            base = ctx.cls.model_base
+            named = func.value.args[0].value if func.value.args else None
+            start = named.value if type(named) is cst.Name and named.value in ctx.ir.classes else ctx.cls.name
+            base = ctx.ir.classes[start].model_base
             if base and func.attr.value in ctx.ir.classes[base].stateful:
-                return (), func.attr.value, True
+                return (), func.attr.value, func.value
             return None
         path = self_path(func, ctx.self_name)
         if path is None:
             return None
         if len(path) == 1 and path[0] in ctx.cls.stateful:
-            return (), path[0], False
+            return (), path[0], None
         ref = ctx.resolve(path)
         if isinstance(ref, tuple):
             children, child_cls, rest = ref
@@ -699,7 +736,7 @@ class ExprRewriter(Transformer):
             called = "__call__" if "__call__" in ctx.ir.all_methods(child_cls) else "update"
             method_name = rest[0] if len(rest) == 1 else (called if not rest else None)
             if method_name is not None and method_name in child_cls.stateful:
-                return children, method_name, False
+                return children, method_name, None
         return None
 
 
@@ -1192,7 +1229,9 @@ class MethodRewriter:
                 return [*pre, *p, line(small.with_changes(target=target, value=value))]
             return pre
         ref, index = found
-        if ref.kind == "state" and any(tuple(ref.children)[:len(under)] == under for _, under in rw.writers):
+        if ref.kind == "state" and any(tuple(ref.children)[:len(under)] == under and (
+                written is None or (tuple(ref.children) == under and ref.name in written))
+                for _, under, written in rw.writers):
             self.ctx.report(small.target, "BFY215", "this reads state before a call in the same statement changes "
                             "it (`+=` reads its target first); batchify moves the call in front of the statement, so "
                             "the read would see the new value: assign the call's result to a variable first")

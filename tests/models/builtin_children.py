@@ -1,5 +1,6 @@
 """BrainPy built-in children held as library code: layers, neurons, a projection, a delay,
-Poisson input, BrainPy's `>>` call, a built-in's Variable read and written from outside."""
+Poisson input, BrainPy's `>>` call, a built-in's Variable read and written from outside, a child's built-ins
+read by its parent."""
 
 import brainpy as bp
 import brainpy.math as bm
@@ -56,3 +57,21 @@ class GroupNet(bp.DynSysGroup):
                                               comm=bp.dnn.Linear(ne, ni, bp.init.Constant(2.0)),
                                               syn=bp.dyn.Expon.desc(ni, tau=5.0), out=bp.dyn.CUBA.desc(),
                                               post=self.I)
+
+
+class Stack(bp.DynamicalSystem):
+    """Layers of the file holding built-ins, and a parent reading them as monitors
+    (``self.l1.lif.V``, a child's built-in), read before and after the layers step."""
+
+    def __init__(self, n_in, n):
+        super().__init__()
+        self.l1 = DenseLif(n_in, n)
+        self.l2 = DenseLif(n, n)
+        self.rate = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        before = self.l1.lif.V.value
+        v1, _ = self.l1(x)
+        self.l2(self.l1.lif.spike.value)
+        self.rate.value = 0.9 * self.rate + 0.1 * self.l2.lif.spike
+        return self.l1.lif.V - before, self.rate.value

@@ -1,7 +1,7 @@
 """Older and mode-aware BrainPy styles: update(self, tdi) reading the shared clock from its
 argument, an input port cleared each step, a Variable named `state`, a stochastic integrator,
-a branch on self.mode, a Variable created only when configured, and a read-only step called
-inside a jax.lax.scan closure."""
+a branch on self.mode, a Variable created only when configured, a read-only step called
+inside a jax.lax.scan closure, and the old update(self, tdi, x) of a model with a weight."""
 
 import brainpy as bp
 import brainpy.math as bm
@@ -88,3 +88,16 @@ class OldClock(bp.DynamicalSystem):
     def update(self, _t, _dt, inp):
         self.x.value = self.x + _dt * (inp - self.x) / self.tau + 0.01 * _t
         return self.x.value
+
+
+class OldLeaky(bp.DynamicalSystem):
+    """The old update(self, tdi, x) with a weight: its gradient is checked through tdi too."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.W = bm.TrainVar(bm.ones((n, n)) * 0.1)
+        self.V = bm.Variable(bm.zeros(n))
+
+    def update(self, tdi, x):
+        self.V.value = self.V + (-self.V + x @ self.W) * tdi.dt
+        return self.V.value
