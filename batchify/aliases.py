@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from batchify.cstwalk import Transformer, assigned, self_path, walk
+from batchify.cstwalk import Transformer, assigned, is_node, self_path, walk
 
 # In-place methods of a BrainPy Array (its value is replaced): rewritten, or refused by name.
 FILL_METHODS = {"fill": "full_like", "fill_": "full_like"}
@@ -463,7 +463,7 @@ class _Inline(Transformer):
 
     def on_leave(self, original_node, updated_node):
         result = super().on_leave(original_node, updated_node)
-        if isinstance(result, cst.CSTNode) and result is not original_node:
+        if result is not original_node and is_node(result):
             self.owner.inherit(result, original_node)
         return result
 

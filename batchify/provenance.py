@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import os
 import re
 from pathlib import Path
 
@@ -34,16 +35,33 @@ def template_dir() -> Path:
 def generator_fingerprint() -> str:
     """A hash of everything that decides the generated text besides the source and the options."""
     digest = hashlib.sha256()
-    package = Path(__file__).resolve().parent
+    package = os.path.dirname(os.path.realpath(__file__))
     # The runtime decides nothing in the text (its contract number, in names.py, does).
-    sources = [p for p in sorted(package.rglob("*.py")) if p.name != "runtime.py" and "__pycache__" not in p.parts]
-    for path in sources:
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    for path in sorted(template_dir().glob("*.jinja")):  # where they are differs: a wheel or a checkout
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for name in _files(package, ".py", skip={"runtime.py"}):
+        digest.update(name.encode() + b"\0" + _read(os.path.join(package, name)) + b"\0")
+    templates = str(template_dir())  # where they are differs: a wheel or a checkout
+    for name in _files(templates, ".jinja", recurse=False):
+        digest.update(name.encode() + b"\0" + _read(os.path.join(templates, name)) + b"\0")
     for dependency in ("libcst", "jinja2"):
         digest.update(f"{dependency}=={installed_version(dependency)}\0".encode())
     return digest.hexdigest()[:16]
+
+
+def _files(root: str, suffix: str, *, skip: set[str] = frozenset(), recurse: bool = True) -> list[str]:
+    """The files named ``*suffix`` under ``root``, as sorted relative POSIX paths (``rewrite/methods.py``),
+    ``__pycache__`` left out. os.walk rather than pathlib's glob: a tenth of the cost, on every run."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != "__pycache__"] if recurse else []
+        prefix = os.path.relpath(folder, root).replace(os.sep, "/")
+        found.extend(name if prefix == "." else f"{prefix}/{name}"
+                     for name in files if name.endswith(suffix) and name not in skip)
+    return sorted(found)
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as file:
+        return file.read()
 
 
 def installed_version(distribution: str) -> str:

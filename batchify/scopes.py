@@ -26,7 +26,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import QualifiedName, QualifiedNameSource
 
-from batchify.cstwalk import child_fields
+from batchify.cstwalk import child_fields, is_node
 
 BUILTINS = frozenset(dir(builtins))
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
@@ -273,10 +273,10 @@ class Names:
             else:
                 for field in child_fields(kind):
                     value = getattr(node, field)
-                    if isinstance(value, cst.CSTNode):
+                    if is_node(value):
                         later.append((value, scope, False))
-                    elif isinstance(value, (list, tuple)):
-                        later.extend((v, scope, False) for v in value if isinstance(v, cst.CSTNode))
+                    elif type(value) is tuple or type(value) is list:
+                        later.extend((v, scope, False) for v in value if is_node(v))
             stack.extend(reversed(later))
 
     # -- questions ---------------------------------------------------------------------------

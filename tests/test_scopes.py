@@ -7,13 +7,14 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import textwrap
+import typing
 from pathlib import Path
 
 import libcst as cst
 import pytest
 from libcst.metadata import GlobalScope, MetadataWrapper, PositionProvider, QualifiedNameProvider, ScopeProvider
 
-from batchify.cstwalk import FORMATTING, walk
+from batchify.cstwalk import FORMATTING, _node_types, child_fields, walk
 from batchify.positions import Positions
 from batchify.scopes import Names
 
@@ -140,6 +141,27 @@ def reference_walk(node: cst.CSTNode):
 def test_the_walk_is_every_node_but_formatting_in_order(path: Path) -> None:
     module = cst.parse_module(path.read_text(encoding="utf-8"))
     assert list(walk(module)) == [n for n in reference_walk(module) if not isinstance(n, FORMATTING)]
+
+
+NODE_CLASSES = sorted((c for c in vars(cst).values() if isinstance(c, type) and issubclass(c, cst.CSTNode)
+                       and dataclasses.is_dataclass(c) and not c.__abstractmethods__), key=lambda c: c.__name__)
+
+
+@pytest.mark.parametrize("node_type", NODE_CLASSES, ids=lambda c: c.__name__)
+def test_child_fields_read_every_annotation_as_typing_resolves_it(node_type: type) -> None:
+    """child_fields reads annotations as objects, and resolves them only where one names a class by a
+    string: on main a shortcut reading them all as objects missed ``Sequence["MatchCase"]``, and a
+    method holding a ``match`` statement was not rewritten."""
+    hints = typing.get_type_hints(node_type)
+    expected = tuple(f.name for f in dataclasses.fields(node_type)
+                     if not all(issubclass(t, FORMATTING) for t in _node_types(hints[f.name])))
+    assert child_fields(node_type) == expected
+
+
+def test_the_walk_reaches_into_match_statements() -> None:
+    module = cst.parse_module("match x:\n    case 1:\n        y = f(a)\n    case _:\n        pass\n")
+    names = [n.value for n in walk(module) if type(n) is cst.Name]
+    assert names == ["x", "y", "f", "a"]
 
 
 DECORATED_HELPER = '''

@@ -354,8 +354,9 @@ class ConstructorRewriter(Transformer):
         """``self.reset_state(...)`` creating Variables -> ``self._create_state(...)``, every example as it
         resets, with the same arguments;
         a model drawing random numbers gets its per-example keys first (after the weights are drawn)."""
-        make_key = cst.parse_statement(
-            f"{self.self_name}.rng_key = {RUNTIME}.key_variable({self.seed_name}, batch_size)\n")
+        if self.creates_key:
+            make_key = cst.parse_statement(
+                f"{self.self_name}.rng_key = {RUNTIME}.key_variable({self.seed_name}, batch_size)\n")
         creates = [i for i, stmt in enumerate(body) if self.is_reset_call(stmt)]
         body = list(body)
         if creates:
