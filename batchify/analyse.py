@@ -6,7 +6,6 @@ Import aliases and module-level dependencies are resolved by one pass over the m
 
 from __future__ import annotations
 
-import difflib
 import functools
 from collections.abc import Callable, Iterable, Mapping
 
@@ -820,6 +819,8 @@ def check_shared_names(a: Analysis, ir: ModuleIR, shared: Iterable[str]) -> None
         name, _, mode = item.partition("=")
         if name in (variables if mode else known):
             continue
+        import difflib  # only for a mistyped --shared name
+
         close = difflib.get_close_matches(name, sorted(known), n=1)
         hint = f"; did you mean --shared {close[0]}{'=' + mode if mode else ''}?" if close else ""
         what = "state Variable" if mode else "argument of a stepping method or state Variable"

@@ -17,7 +17,6 @@ Discovery walks up from the working directory to the first ``pyproject.toml`` wi
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import tomllib
@@ -182,6 +181,8 @@ def find_config(start: Path) -> Config | None:
 def _unknown(keys, known: set[str], what: str, where: Path) -> None:
     """A key that names nothing: an error, with the closest known key."""
     for key in sorted(set(keys) - known):
+        import difflib  # only for a mistyped key: every run without one reads the configuration
+
         close = difflib.get_close_matches(key, sorted(known), n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(sorted(known))})"
         raise ConfigError(f"{where}: {what}: unknown key '{key}'{hint}", where, key)
