@@ -15,7 +15,7 @@ from libcst.metadata import QualifiedName
 from batchify import names
 from batchify.aliases import Known, Normaliser, side_effects
 from batchify.drivers import driver_methods, returns_aux
-from batchify.cstwalk import assigned, self_path, walk
+from batchify.cstwalk import Transformer, assigned, self_path, walk
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.ir import Child, Field, Method, ModelClass, ModuleIR
 from batchify.positions import Positions
@@ -160,31 +160,35 @@ def explicit_base_calls(func: cst.FunctionDef, me: str, below: dict[str, str | N
     """``Base.update(self, x)``, a base's method called through its class, as ``super().update(x)``
     (``super(Mid, self).update(x)`` for a base further up, Mid the class just below it), the form
     the rules know. ``below``: each model base of the class -> the class below it, None for its own."""
-    if not below:
-        return func
-
-    class Rewrite(cst.CSTTransformer):
-        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-            func_, args = updated.func, updated.args
-            if not (type(func_) is cst.Attribute and type(func_.value) is cst.Name and func_.value.value in below
-                    and args and args[0].keyword is None and not args[0].star
-                    and type(args[0].value) is cst.Name and args[0].value.value == me):
-                return updated
-            named = below[func_.value.value]
-            zuper = cst.Call(cst.Name("super"), [] if named is None else [cst.Arg(cst.Name(named)),
-                                                                          cst.Arg(cst.Name(me))])
-            new = updated.with_changes(func=func_.with_changes(value=zuper),
-                                       args=[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args[1:]])
-            inherit(new, original)
-            inherit(new.func, original.func)
-            return new
-
-    if not any(type(n) is cst.Call and type(n.func) is cst.Attribute and type(n.func.value) is cst.Name
-               and n.func.value.value in below for n in walk(func.body)):
+    if not below or not any(type(n) is cst.Call and type(n.func) is cst.Attribute and type(n.func.value) is cst.Name
+                            and n.func.value.value in below for n in walk(func.body)):
         return func  # the usual case: no base method called through its class
-    new = func.visit(Rewrite())
+    new = func.visit(_BaseCallsAsSuper(me, below, inherit))
     inherit(new, func)
     return new
+
+
+class _BaseCallsAsSuper(Transformer):
+    """explicit_base_calls' rewrite."""
+
+    def __init__(self, me: str, below: dict[str, str | None], inherit: Callable[[cst.CSTNode, cst.CSTNode], None]):
+        super().__init__()
+        self.me, self.below, self.inherit = me, below, inherit
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        func, args = updated.func, updated.args
+        if not (type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value in self.below
+                and args and args[0].keyword is None and not args[0].star
+                and type(args[0].value) is cst.Name and args[0].value.value == self.me):
+            return updated
+        named = self.below[func.value.value]
+        zuper = cst.Call(cst.Name("super"),
+                         [] if named is None else [cst.Arg(cst.Name(named)), cst.Arg(cst.Name(self.me))])
+        new = updated.with_changes(func=func.with_changes(value=zuper),
+                                   args=[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args[1:]])
+        self.inherit(new, original)
+        self.inherit(new.func, original.func)
+        return new
 
 
 def self_name_of(func: cst.FunctionDef) -> str | None:
@@ -327,22 +331,19 @@ class _ClassScan:
         direct: set[int] = set()  # ids of Variable constructor calls assigned to self.NAME in __init__
         self.reset_fields: list[str] = []
         self.init_resets = True
-        if init is None:  # the inherited __init__ may call this class's reset_state: what it creates
-            reset = next((f for f in self.functions() if f.name.value == "reset_state"), None)
-            if reset is not None:
-                self.scan_assignments(reset, direct, variables_only=True)
-                self.reset_fields = [f.name for f in self.fields]
-        else:
+        reset = next((f for f in self.functions() if f.name.value == "reset_state"), None)
+        if init is not None:
             self.scan_assignments(init, direct)
             self.check_stored_functions(init)
-            reset = next((f for f in self.functions() if f.name.value == "reset_state"), None)
             self.init_resets = calls_own(init, "reset_state")
-            if reset is not None:
-                # The Variables reset_state creates are fields too, whether __init__ calls it
-                # (`self.reset_state(self.mode)`) or the user does before running the model.
-                before = {f.name for f in self.fields}
-                self.scan_assignments(reset, direct, variables_only=True)
-                self.reset_fields = [f.name for f in self.fields if f.name not in before]
+        if reset is not None:
+            # The Variables reset_state creates are fields too, whether __init__ calls it
+            # (`self.reset_state(self.mode)`), an inherited __init__ does (a class with no __init__
+            # of its own), or the user does before running the model.
+            before = {f.name for f in self.fields}
+            self.scan_assignments(reset, direct, variables_only=True)
+            self.reset_fields = [f.name for f in self.fields if f.name not in before]
+        if init is not None:
             self.fields = [f._replace(optional=f.name not in self.certain) for f in self.fields]
             for name in sorted({f.name for f in self.fields} & ({c.name for c in self.children} | set(self.libraries))):
                 target = self.targets[name][0]
