@@ -46,6 +46,8 @@ class Known:
     children: dict[str, Known] = field(default_factory=dict)
     libraries: set[str] = field(default_factory=set)
     lists: set[str] = field(default_factory=set)  # fields holding a bm.VarList
+    # What each method hands out as the Variable object (``return self.h``), for a parent's calls.
+    returns: dict[str, list[list[str]]] = field(default_factory=dict)
 
     def variable(self, path: list[str]) -> bool:
         if not path:
@@ -207,6 +209,27 @@ class Normaliser:
         path = self_path(value, self.me)
         return path if path is not None and (self.known.variable(path) or self.known.library(path)) else None
 
+    def candidates(self, value: cst.BaseExpression, aliases: dict | None = None) -> list[list[str]]:
+        """The Variables an expression may be, as the object: ``self.V``, either branch of a conditional
+        expression (``self.V if c else self.U``) or side of ``and``/``or``, an alias, or what a method of
+        the class returns (``self._pick()``)."""
+        if type(value) is cst.IfExp:
+            return self.candidates(value.body, aliases) + self.candidates(value.orelse, aliases)
+        if type(value) is cst.BooleanOperation:
+            return self.candidates(value.left, aliases) + self.candidates(value.right, aliases)
+        if type(value) is cst.Name and aliases and value.value in aliases:
+            return [aliases[value.value][0]]
+        if type(value) is cst.Call:
+            path = self_path(value.func, self.me)
+            if path and len(path) == 1 and f"self.{path[0]}" in self.helpers:
+                return self.returned_variables(self.helpers[f"self.{path[0]}"])
+            if path and path[0] in self.known.children and len(path) <= 2:  # `self.cell(x)`, `self.cell.step(x)`
+                child = self.known.children[path[0]]
+                return [[path[0], *p] for p in child.returns.get(path[1] if len(path) == 2 else "update", [])]
+            return []
+        path = self.variable_path(value)
+        return [path] if path is not None and self.known.variable(path) else []
+
     def find_aliases(self, func: cst.FunctionDef, counts: dict[str, int]):
         """Locals bound once, at the top level of the body, to a Variable: ``name -> (path, binding)``."""
         aliases: dict[str, tuple[list[str], cst.CSTNode]] = {}
@@ -271,6 +294,9 @@ class Normaliser:
                     continue
                 path = self.variable_path(node.value)
                 if path is None:
+                    if type(node.value) in (cst.IfExp, cst.BooleanOperation):
+                        self.check_maybe_variable(node, target.value, self.candidates(node.value, aliases),
+                                                  "chosen by a conditional expression", written_names)
                     continue
                 dotted = ".".join(path)
                 if target.value in written_names:
@@ -307,10 +333,15 @@ class Normaliser:
                 continue
             name = node.targets[0].target.value
             path = self_path(node.value.func, self.me)
-            if (path and len(path) == 1 and name in written and name not in aliases
-                    and self.returns_variable(self.helpers.get(f"self.{path[0]}"))):
-                self.report(node, "BFY213", f"'{name}' is the Variable self.{path[0]}() returns, changed in place "
+            if not path or name in aliases:
+                continue
+            returned = self.candidates(node.value)
+            callee = f"self.{'.'.join(path)}()"
+            if returned and name in written:
+                self.report(node, "BFY213", f"'{name}' is the Variable {callee} returns, changed in place "
                             "here; batchify cannot follow it: write that Variable itself (self.NAME.value = ...)")
+            elif returned:
+                self.check_maybe_variable(node, name, returned, f"returned by {callee}", written)
         local = set(bound_names(func, self.nodes))  # a module-level name is not an alias (BFY214 covers it)
         for name, node in strong.items():
             if (name in aliases or name in params or name == self.me or name in self.items_loops
@@ -320,16 +351,94 @@ class Normaliser:
                         "method), but batchify cannot tell which Variable it is; bind it once at the top "
                         "of the method (name = self.V) or write self.V itself")
 
-    def returns_variable(self, method: cst.FunctionDef | None) -> bool:
-        """``return self.V``: the method hands out a Variable object (looked at only when needed)."""
-        if method is None:
-            return False
+    def returned_variables(self, method: cst.FunctionDef, seen: frozenset[str] = frozenset()) -> list[list[str]]:
+        """The Variables a method may hand out as the object (``return self.V``, ``return self.V if c
+        else self.U``, ``return self._pick()``): looked at only when needed."""
+        if method.name.value in seen:
+            return []
+        out: list[list[str]] = []
+        inner = Normaliser(self.me, self.known, self.helpers, self.report, self.inherit)
         for n in walk(method.body):
             if type(n) is cst.Return and n.value is not None:
-                path = self_path(n.value, self.me)
-                if path is not None and self.known.variable(path):
-                    return True
+                if type(n.value) is cst.Call:
+                    path = self_path(n.value.func, self.me)
+                    helper = self.helpers.get(f"self.{path[0]}") if path and len(path) == 1 else None
+                    if helper is not None:
+                        out += self.returned_variables(helper, seen | {method.name.value})
+                        continue
+                out += inner.candidates(n.value)
+        return out
+
+    def check_maybe_variable(self, binding: cst.Assign, name: str, paths: list[list[str]], how: str,
+                             written: set[str]) -> None:
+        """``name`` is bound by ``binding`` to what may be one of the Variables ``paths`` (the object,
+        not its value). Written through, batchify cannot tell which Variable it writes; read after a
+        later write of one of them, the original's name sees the new value, the batched code the old."""
+        if not paths:
+            return
+        which = " or ".join(dict.fromkeys(f"self.{'.'.join(p)}" for p in paths))
+        if name in written:
+            self.report(binding, "BFY213", f"'{name}' is {which}, {how}, and is written through: batchify cannot "
+                        "tell which Variable it writes; write each Variable itself (if ...: self.V.value = ... "
+                        "else: self.U.value = ...)")
+            return
+        position = {id(n): i for i, n in enumerate(self.nodes)}
+        inside = {id(n) for n in walk(binding)}
+        start = position.get(id(binding), -1)
+        targets = {tuple(p) for p in paths}
+        first_write = next((i for i, n in enumerate(self.nodes) if i > start and id(n) not in inside
+                            and self.writes_any(n, targets)), None)
+        if first_write is None:
+            return
+        # What the writing statement itself reads is read before its write.
+        before = {id(n) for n in walk(self.nodes[first_write])}
+        rebound = {id(t) for n in self.nodes for t in assigned(n)}
+        if any(type(n) is cst.Name and n.value == name and id(n) not in rebound | before
+               for n in self.nodes[first_write + 1:]):
+            then = ("return its .value from that method" if how.startswith("returned")
+                    else "bind its .value (self.V.value if ... else self.U.value)")
+            self.report(binding, "BFY213", f"'{name}' is {which} ({how}), the Variable object, and is read after "
+                        f"that Variable is written again in {self.current.name.value}(): the original's '{name}' "
+                        f"would see the new value; if you mean the value then, {then}; if you mean the current "
+                        "value, read the Variable itself there")
+
+    def writes_any(self, node: cst.CSTNode, targets: set[tuple[str, ...]]) -> bool:
+        """Whether ``node`` writes one of the Variables ``targets``: an assignment to it, or a call of a
+        method of the class that writes it."""
+        for el in assigned(node):
+            if type(el) is cst.Subscript:
+                el = el.value
+            if type(el) is cst.Attribute and el.attr.value == "value":
+                el = el.value
+            path = self_path(el, self.me)
+            if path and tuple(path) in targets:
+                return True
+        if type(node) is cst.Call:
+            path = self_path(node.func, self.me)
+            if path and path[0] in self.known.children and len(path) <= 2:  # a child's step may write any of its own
+                return any(t[0] == path[0] for t in targets)
+            helper = self.helpers.get(f"self.{path[0]}") if path and len(path) == 1 else None
+            return helper is not None and bool(self.method_writes(helper) & targets)
         return False
+
+    def method_writes(self, method: cst.FunctionDef, seen: frozenset[str] = frozenset()) -> set[tuple[str, ...]]:
+        """The Variables a method of the class writes, itself or through the methods it calls."""
+        out: set[tuple[str, ...]] = set()
+        for n in walk(method.body):
+            for el in assigned(n):
+                if type(el) is cst.Subscript:
+                    el = el.value
+                if type(el) is cst.Attribute and el.attr.value == "value":
+                    el = el.value
+                path = self_path(el, self.me)
+                if path:
+                    out.add(tuple(path))
+            if type(n) is cst.Call and method.name.value not in seen:
+                path = self_path(n.func, self.me)
+                helper = self.helpers.get(f"self.{path[0]}") if path and len(path) == 1 else None
+                if helper is not None and helper.name.value not in seen:
+                    out |= self.method_writes(helper, seen | {method.name.value})
+        return out
 
     def paths_written(self, func: cst.FunctionDef) -> set[tuple[str, ...]]:
         out: set[tuple[str, ...]] = set()

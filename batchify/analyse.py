@@ -335,6 +335,7 @@ class _ClassScan:
         if init is not None:
             self.scan_assignments(init, direct)
             self.check_stored_functions(init)
+            self.check_second_names(init)
             self.init_resets = calls_own(init, "reset_state")
         if reset is not None:
             # The Variables reset_state creates are fields too, whether __init__ calls it
@@ -388,6 +389,38 @@ class _ClassScan:
                 self.a.report(node.value, "BFY212", f"self.{path[0]} is a function that reads self.{read[0]}, a "
                               "Variable: called in a stepping method it would read the Variable itself, not one "
                               "example's value or the traced weights; make it a method of the class")
+
+    def check_second_names(self, init: cst.FunctionDef) -> None:
+        """A Variable stored under a second name (``self.dec = self.enc``) or handed to a child of this
+        file (``Decoder(self.enc)``): a stepping method would read it from the object, the whole
+        batch's state or a weight outside the gradient, not one example's value (BFY213)."""
+        me = self_name_of(init) or "self"
+        kinds = {f.name: f.kind for f in self.fields}
+
+        def variable(node: cst.BaseExpression) -> str | None:
+            path = self_path(node, me) if type(node) is cst.Attribute else None
+            return path[0] if path and len(path) == 1 and path[0] in kinds else None
+
+        def what(name: str) -> str:
+            return "weight" if kinds[name] == "param" else "Variable"
+
+        for node in walk(init.body):
+            if type(node) is cst.Assign and len(node.targets) == 1:
+                target = self_path(node.targets[0].target, me)
+                source = variable(node.value)
+                if target and len(target) == 1 and source and target[0] != source:
+                    self.a.report(node, "BFY213", f"self.{target[0]} is the {what(source)} self.{source} under a "
+                                  "second name: batchify follows each Variable by one name, and a step would read "
+                                  f"self.{target[0]} from the object (not one example's state, nor the weights "
+                                  f"being differentiated); use self.{source} wherever you use self.{target[0]}")
+            elif type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in self.models:
+                for arg in node.args:
+                    source = variable(arg.value)
+                    if source:
+                        self.a.report(arg.value, "BFY213", f"{node.func.value}(...) is given the {what(source)} "
+                                      f"self.{source} itself: the child would read it from the object in its step "
+                                      "(not one example's state, nor the weights being differentiated); give it "
+                                      f"self.{source}.value, or let the child create its own Variable")
 
     def scan_assignments(self, func: cst.FunctionDef, direct: set[int], variables_only: bool = False) -> None:
         me = self_name_of(func)
@@ -710,6 +743,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             a.report(cls.methods["call"].node.name, "BFY010", "the generated class names the pure twin of "
                      "__call__ call_pure, which is also call's; rename this method")
         check_escaping_methods(a, cls, scan)
+        check_collectors(a, ir, cls)
+        check_stateful_overrides(a, ir, cls)
         plain = plain_attribute_test(ir, cls)
         for method in cls.methods.values():
             if method.name in cls.stateful and method.kind == "method":
@@ -830,10 +865,19 @@ def check_shared_names(a: Analysis, ir: ModuleIR, shared: Iterable[str]) -> None
 
 
 def known_variables(ir: ModuleIR, cls: ModelClass) -> Known:
-    """The Variables ``cls``'s methods reach by ``self`` paths: its fields, its children's, built-ins."""
-    return Known({f.name for f in ir.all_fields(cls)},
-                 {ch: known_variables(ir, c) for ch, c in ir.child_map(cls).items()},
-                 set(ir.all_libraries(cls)), {f.name for f in ir.all_fields(cls) if f.container == "list"})
+    """The Variables ``cls``'s methods reach by ``self`` paths: its fields, its children's, built-ins;
+    and, of a child, what its methods hand out as the Variable object (``return self.h``)."""
+    known = Known({f.name for f in ir.all_fields(cls)},
+                  {ch: known_variables(ir, c) for ch, c in ir.child_map(cls).items()},
+                  set(ir.all_libraries(cls)), {f.name for f in ir.all_fields(cls) if f.container == "list"})
+    for name, method in ir.all_methods(cls).items():
+        me = self_name_of(method.node) if method.kind == "method" else None
+        inner = Normaliser(me or "self", known, {}, lambda *_: None, lambda *_: None)
+        returned = [p for n in walk(method.node.body) if me and type(n) is cst.Return and n.value is not None
+                    for p in inner.candidates(n.value)]
+        if returned:
+            known.returns[name] = returned
+    return known
 
 
 def plain_attribute_test(ir: ModuleIR, cls: ModelClass) -> Callable[[str], bool]:
@@ -941,6 +985,78 @@ def check_escaping_methods(a: Analysis, cls: ModelClass, scan) -> None:
                          "Variable in the stepping method and pass its value as an argument")
     cls.context_methods, cls.context_properties, cls.holders = frozenset(methods), frozenset(properties), frozenset(holders)
     cls.holder_values = values
+
+
+# BrainPy's collectors of a model's Variables and nodes: they hand out the objects themselves.
+COLLECTORS = frozenset({"vars", "train_vars", "nodes", "state_dict"})
+
+
+def check_collectors(a: Analysis, ir: ModuleIR, cls: ModelClass) -> None:
+    """``self.vars()`` / ``self.train_vars()`` / ``self.nodes()`` in a stepping method, or in a plain
+    method one calls: the Variable objects, which the batched step does not read per example (it
+    would see the whole batch's state, and the weights outside the gradient). Refused (BFY213)."""
+    methods = ir.all_methods(cls)
+
+    def collectors(method: Method) -> list[cst.Call]:
+        me = self_name_of(method.node)
+        if me is None or method.kind != "method":
+            return []
+        out = []
+        for node in walk(method.node.body):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute:
+                path = self_path(node.func, me)
+                if path and path[-1] in COLLECTORS and not (len(path) == 1 and path[0] in methods):
+                    out.append(node)
+        return out
+
+    def plain_reaches(name: str, seen: frozenset[str]) -> cst.Call | None:
+        """A collector call in the plain method ``name`` or a plain method it calls."""
+        method = methods.get(name)
+        if method is None or name in cls.stateful or name in seen:
+            return None
+        found = collectors(method)
+        if found:
+            return found[0]
+        return next((c for callee in sorted(method.self_calls) for c in [plain_reaches(callee, seen | {name})] if c),
+                    None)
+
+    for method in cls.methods.values():
+        if method.name not in cls.stateful:
+            continue
+        for call in collectors(method):
+            a.report(call, "BFY213", f"self.{call.func.attr.value}() in {method.name}(), a stepping method: it hands "
+                     "out the Variable objects, which the batched step does not read per example (it would see "
+                     "the whole batch's state, and weights outside the gradient); name the Variables instead "
+                     "(self.V, self.w)")
+        me = self_name_of(method.node)
+        for node in walk(method.node.body):
+            path = self_path(node.func, me) if type(node) is cst.Call and me else None
+            if path and len(path) == 1 and (found := plain_reaches(path[0], frozenset())) is not None:
+                a.report(node, "BFY213", f"self.{path[0]}() is called in {method.name}(), a stepping method, and "
+                         f"reaches self.{found.func.attr.value}() (line {a.positions[found].start.line}), which "
+                         "hands out the Variable objects: the batched step would not read them per example (the "
+                         "whole batch's state, and weights outside the gradient); name the Variables instead")
+
+
+def check_stateful_overrides(a: Analysis, ir: ModuleIR, cls: ModelClass) -> None:
+    """An override that touches state, of a base method that touches none, which a stepping method
+    of the base calls: the base's pure method calls it as plain code, so the subclass's batched step
+    would run the override on the whole batch (verify: BFY303). Refused (BFY217) unless the subclass
+    overrides those callers too (they are then rewritten knowing the override is stateful)."""
+    if cls.model_base is None:
+        return
+    base = ir.classes[cls.model_base]
+    inherited = ir.all_methods(base)
+    for name, method in cls.methods.items():
+        if name not in cls.stateful or name not in inherited or name in base.stateful:
+            continue
+        callers = sorted(m for m, meth in inherited.items()
+                         if m in base.stateful and name in meth.self_calls and m not in cls.methods)
+        if callers:
+            a.report(method.node.name, "BFY217", f"{cls.name}.{name}() touches state, but the {base.name}.{name}() "
+                     f"it overrides does not, and {base.name}.{callers[0]}() calls it as plain code: the batched "
+                     f"{callers[0]}() would run this override on the whole batch; override {callers[0]}() in "
+                     f"{cls.name} too, or keep the state change in a method {base.name} knows to be stateful")
 
 
 def mark_stateful(ir: ModuleIR, cls: ModelClass) -> None:

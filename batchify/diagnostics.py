@@ -72,6 +72,8 @@ CODES: dict[str, Code] = {
     "BFY215": Code("a statement reads state before a call in it changes that state (`self.V + self.step(x)`, "
                    "`self.V.value += self.step(x)`)"),
     "BFY216": Code("a stateful method has a decorator that may change what it computes"),
+    "BFY217": Code("a subclass's override touches state where the base's method did not, and a stepping method "
+                   "of the base calls it"),
     # Verification.
     "BFY301": Code("verification lacks driving information (constructor arguments, method, inputs)", EXIT_USAGE),
     "BFY303": Code("verification FAIL: the generated module raised when run (a transformation bug)"),

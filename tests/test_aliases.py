@@ -56,6 +56,16 @@ class {name}(bp.DynamicalSystem):
     def _pick(self):
         return self.V
 
+    def _choose(self):
+        return self.V if self.flag else self.U
+
+    def _step(self, x):
+        self.U.value = 0.5 * self.U + x
+        return self.U
+
+    def _l2(self):
+        return sum((w ** 2).sum() for w in self.train_vars().values())
+
     def update(self, x):
 {body}
 '''
@@ -87,6 +97,10 @@ FOLLOWED = {
     "GlobalOnlyRead": "global TOTAL\nself.V.value = bm.tanh(x @ self.W) + TOTAL\nreturn self.V.value",
     "NonlocalInAClosure": "gain = 0.5\n\ndef damp(v):\n    nonlocal gain\n    gain = gain * 2.0\n    return v * gain\n\n"
                           "self.V.value = damp(self.V) + x @ self.W\nreturn self.V.value",
+    # read before any write of the Variable it may be: the value then, in the original too
+    "ConditionalAliasReadFirst": "v = self.V if self.flag else self.U\nself.U.value = v * 0.5 + x @ self.W\n"
+                                 "return self.U.value",
+    "ReturnedVariableReadFirst": "v = self._pick()\nout = v * 2.0\nself.V.value = x @ self.W + out\nreturn self.V.value",
 }
 
 # Patterns batchify cannot follow: refused at the marked line with the code.
@@ -111,6 +125,22 @@ REFUSED = {
     "UnknownVariableWritten": ("v = [self.V][0] if self.flag else None\nv.value = x  # <-\nreturn x", "BFY213"),
     "AliasBoundInBlock": ("if self.flag:\n    v = self.V  # <-\nelse:\n    v = self.U\nv += x @ self.W\n"
                           "return self.V.value", "BFY213"),
+    # A name that may be one Variable or another (a conditional expression, `or`, a method returning
+    # either), written through: batchify cannot tell which one it writes (main dropped the write).
+    "ConditionalAliasWritten": ("v = self.V if self.flag else self.U  # <-\nv += x @ self.W\nreturn self.V.value",
+                                "BFY213"),
+    "EitherAliasWritten": ("v = self.flag and self.V or self.U  # <-\nv += x @ self.W\nreturn self.V.value", "BFY213"),
+    "ConditionalVariableFromAMethod": ("v = self._choose()  # <-\nv += x @ self.W\nreturn self.V.value", "BFY213"),
+    # ... or read after a write of a Variable it may be: the original's name sees the new value.
+    "ConditionalAliasOutlivesWrite": ("v = self.V if self.flag else self.U  # <-\nself.V.value = x @ self.W\n"
+                                      "return v * 1.0", "BFY213"),
+    "ReturnedVariableOutlivesWrite": ("v = self._pick()  # <-\nself.V.value = x @ self.W\nreturn v * 1.0", "BFY213"),
+    "ReturnedVariableOutlivesACall": ("a = self._step(x)  # <-\nb = self._step(x @ self.W)\nreturn a + b", "BFY213"),
+    # BrainPy's collectors hand out the Variable objects: the step would read the whole batch's
+    # state, and the weights outside the gradient (main passed it through unchanged).
+    "CollectorInStep": ("self.V.value = x @ self.W\n"
+                        "return sum((v ** 2).sum() for v in self.vars().values())  # <-", "BFY213"),
+    "CollectorInACalledHelper": ("self.V.value = x @ self.W\nreturn self.V + self._l2()  # <-", "BFY213"),
 }
 
 
@@ -157,3 +187,156 @@ def test_patterns_that_cannot_be_followed_are_refused_at_their_line(tmp_path: Pa
     assert result.returncode == 1, result.stderr
     assert re.search(rf"refused\.py:{line}:\d+: {code} ", result.stderr), result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "out.py").exists()
+
+
+# A Variable that __init__ stores under a second name, or hands to a child of the file: the step
+# would read that name from the object (the whole batch's state; weights outside the gradient).
+# Main transformed these with exit 0: tied weights gave a wrong gradient through the pure path, and
+# verify crashed (BFY900, KeyError: 'dec').
+INIT_PRELUDE = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Decoder(bp.DynamicalSystem):
+    def __init__(self, w):
+        super().__init__()
+        self.w = w
+
+    def update(self, h):
+        return h @ self.w.T
+
+
+class {name}(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.enc = bm.TrainVar(bm.random.normal(0.0, 0.5, (n, n)))
+        self.h = bm.Variable(bm.zeros(n))
+{init}
+
+    def update(self, x):
+        self.h.value = bm.tanh(x @ self.enc)
+{body}
+'''
+INIT_ALIASES = {
+    "TiedWeight": ("self.dec = self.enc  # <-", "return self.h @ self.dec.T"),
+    "StateAlias": ("self.trace = self.h  # <-", "return self.trace * 2.0"),
+    "WeightToAChild": ("self.decoder = Decoder(self.enc)  # <-", "return self.decoder(self.h)"),
+    "StateToAChild": ("self.decoder = Decoder(self.h)  # <-", "return self.decoder(x)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INIT_ALIASES))
+def test_a_variable_under_a_second_name_from_init_is_refused(tmp_path: Path, name: str) -> None:
+    init, body = INIT_ALIASES[name]
+    text = INIT_PRELUDE.format(name=name, init=" " * 8 + init, body=" " * 8 + body)
+    src = tmp_path / "init_alias.py"
+    src.write_text(text)
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if t.endswith("# <-"))
+    result = batchify(str(src), "-o", str(tmp_path / "out.py"), "--class", name, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert re.search(rf"init_alias\.py:{line}:\d+: BFY213 ", result.stderr), result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "out.py").exists()
+
+
+OVERRIDE = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Rate(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.r = bm.Variable(bm.zeros(n))
+
+    def act(self, u):
+        return bm.tanh(u)
+
+    def update(self, x):
+        self.r.value = 0.5 * self.r + self.act(x)
+        return self.r.value
+
+
+class Adaptive(Rate):
+    def __init__(self, n):
+        super().__init__(n)
+        self.a = bm.Variable(bm.zeros(n))
+
+    def act(self, u):  # <-
+        self.a.value = 0.9 * self.a + 0.1 * u
+        return bm.tanh(u - self.a)
+{also}
+'''
+
+
+@pytest.mark.parametrize("caller_overridden", [False, True])
+def test_an_override_that_touches_state_where_the_base_did_not(tmp_path: Path, caller_overridden: bool) -> None:
+    """Main wrote Rate.update_pure calling self.act() as plain code: Adaptive's batched step ran the
+    stateful override on the whole batch (verify: BFY303, "a transformation bug"). Refused at the
+    override, unless Adaptive overrides update too, which then verifies."""
+    also = ("\n    def update(self, x):\n        self.r.value = 0.5 * self.r + self.act(x)\n        return self.r.value\n"
+            if caller_overridden else "")
+    text = OVERRIDE.format(also=also)
+    src = tmp_path / "override.py"
+    src.write_text(text)
+    out = tmp_path / "out.py"
+    result = batchify(str(src), "-o", str(out), cwd=tmp_path)
+    if not caller_overridden:
+        line = next(n for n, t in enumerate(text.splitlines(), 1) if t.endswith("# <-"))
+        assert result.returncode == 1, result.stderr
+        assert re.search(rf"override\.py:{line}:\d+: BFY217 ", result.stderr), result.stderr
+        assert "Traceback" not in result.stderr and not out.exists()
+        return
+    assert result.returncode == 0, result.stderr
+    checked = batchify("verify", str(src), str(out), "--class", "Adaptive", "--init", "3", "--input-shape", "x=3",
+                       "--steps", "4", "--no-speed", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert next(r for r in checked.stdout.splitlines() if r.startswith("Adaptive ")).rstrip().endswith("PASS")
+
+
+CELL_TWICE = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Cell(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.h = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.h.value = 0.5 * self.h + x
+        return self.h
+
+
+class Twice(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.cell = Cell(n)
+
+    def update(self, x):
+{body}
+'''
+
+
+@pytest.mark.parametrize("body, refused", [
+    ("h1 = self.cell(x)  # <-\nh2 = self.cell(x)\nreturn h1 + h2", True),
+    ("h1 = self.cell(x)\nout = h1 * 2.0\nh2 = self.cell(out)\nreturn h2 * 1.0", False),
+])
+def test_a_childs_returned_variable_held_across_its_next_step(tmp_path: Path, body: str, refused: bool) -> None:
+    """The child's update returns its Variable object: the original's h1 is h2 after the second step
+    (main's batched code kept the first step's value: verify MISMATCH, max abs error 0.49)."""
+    text = CELL_TWICE.format(body=textwrap.indent(body, " " * 8))
+    src = tmp_path / "twice.py"
+    src.write_text(text)
+    out = tmp_path / "out.py"
+    result = batchify(str(src), "-o", str(out), "--class", "Twice", cwd=tmp_path)
+    if refused:
+        line = next(n for n, t in enumerate(text.splitlines(), 1) if t.endswith("# <-"))
+        assert result.returncode == 1, result.stderr
+        assert re.search(rf"twice\.py:{line}:\d+: BFY213 ", result.stderr), result.stderr
+        return
+    assert result.returncode == 0, result.stderr
+    checked = batchify("verify", str(src), str(out), "--class", "Twice", "--init", "3", "--input-shape", "x=3",
+                       "--steps", "4", "--no-speed", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
