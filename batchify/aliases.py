@@ -86,6 +86,20 @@ def constant_name(call: cst.Call, me: str, function: str, arity: tuple[int, ...]
 
 
 
+def written_paths(node: cst.CSTNode, me: str) -> set[tuple[str, ...]]:
+    """The ``self`` paths an assignment writes: ``self.V = e``, ``self.V.value = e``, ``self.V[i] += e``."""
+    out = set()
+    for el in assigned(node):
+        if type(el) is cst.Subscript:
+            el = el.value
+        if type(el) is cst.Attribute and el.attr.value == "value":
+            el = el.value
+        path = self_path(el, me)
+        if path:
+            out.add(tuple(path))
+    return out
+
+
 def bound_names(func: cst.FunctionDef, nodes: list[cst.CSTNode] | None = None) -> dict[str, int]:
     """How many times each local name is bound in ``func`` (parameters, assignments, loops, ...);
     ``nodes``: the nodes of its body, if already walked."""
@@ -209,20 +223,21 @@ class Normaliser:
         path = self_path(value, self.me)
         return path if path is not None and (self.known.variable(path) or self.known.library(path)) else None
 
-    def candidates(self, value: cst.BaseExpression, aliases: dict | None = None) -> list[list[str]]:
+    def candidates(self, value: cst.BaseExpression, aliases: dict | None = None,
+                   seen: frozenset[str] = frozenset()) -> list[list[str]]:
         """The Variables an expression may be, as the object: ``self.V``, either branch of a conditional
         expression (``self.V if c else self.U``) or side of ``and``/``or``, an alias, or what a method of
-        the class returns (``self._pick()``)."""
+        the class returns (``self._pick()``; ``seen``: the methods already being followed)."""
         if type(value) is cst.IfExp:
-            return self.candidates(value.body, aliases) + self.candidates(value.orelse, aliases)
+            return self.candidates(value.body, aliases, seen) + self.candidates(value.orelse, aliases, seen)
         if type(value) is cst.BooleanOperation:
-            return self.candidates(value.left, aliases) + self.candidates(value.right, aliases)
+            return self.candidates(value.left, aliases, seen) + self.candidates(value.right, aliases, seen)
         if type(value) is cst.Name and aliases and value.value in aliases:
             return [aliases[value.value][0]]
         if type(value) is cst.Call:
             path = self_path(value.func, self.me)
             if path and len(path) == 1 and f"self.{path[0]}" in self.helpers:
-                return self.returned_variables(self.helpers[f"self.{path[0]}"])
+                return self.returned_variables(self.helpers[f"self.{path[0]}"], seen)
             if path and path[0] in self.known.children and len(path) <= 2:  # `self.cell(x)`, `self.cell.step(x)`
                 child = self.known.children[path[0]]
                 return [[path[0], *p] for p in child.returns.get(path[1] if len(path) == 2 else "update", [])]
@@ -354,20 +369,11 @@ class Normaliser:
     def returned_variables(self, method: cst.FunctionDef, seen: frozenset[str] = frozenset()) -> list[list[str]]:
         """The Variables a method may hand out as the object (``return self.V``, ``return self.V if c
         else self.U``, ``return self._pick()``): looked at only when needed."""
-        if method.name.value in seen:
+        if method.name.value in seen:  # a method returning what it returns itself (recursion)
             return []
-        out: list[list[str]] = []
-        inner = Normaliser(self.me, self.known, self.helpers, self.report, self.inherit)
-        for n in walk(method.body):
-            if type(n) is cst.Return and n.value is not None:
-                if type(n.value) is cst.Call:
-                    path = self_path(n.value.func, self.me)
-                    helper = self.helpers.get(f"self.{path[0]}") if path and len(path) == 1 else None
-                    if helper is not None:
-                        out += self.returned_variables(helper, seen | {method.name.value})
-                        continue
-                out += inner.candidates(n.value)
-        return out
+        seen = seen | {method.name.value}
+        return [p for n in walk(method.body) if type(n) is cst.Return and n.value is not None
+                for p in self.candidates(n.value, seen=seen)]
 
     def check_maybe_variable(self, binding: cst.Assign, name: str, paths: list[list[str]], how: str,
                              written: set[str]) -> None:
@@ -405,14 +411,8 @@ class Normaliser:
     def writes_any(self, node: cst.CSTNode, targets: set[tuple[str, ...]]) -> bool:
         """Whether ``node`` writes one of the Variables ``targets``: an assignment to it, or a call of a
         method of the class that writes it."""
-        for el in assigned(node):
-            if type(el) is cst.Subscript:
-                el = el.value
-            if type(el) is cst.Attribute and el.attr.value == "value":
-                el = el.value
-            path = self_path(el, self.me)
-            if path and tuple(path) in targets:
-                return True
+        if written_paths(node, self.me) & targets:
+            return True
         if type(node) is cst.Call:
             path = self_path(node.func, self.me)
             if path and path[0] in self.known.children and len(path) <= 2:  # a child's step may write any of its own
@@ -423,35 +423,21 @@ class Normaliser:
 
     def method_writes(self, method: cst.FunctionDef, seen: frozenset[str] = frozenset()) -> set[tuple[str, ...]]:
         """The Variables a method of the class writes, itself or through the methods it calls."""
+        if method.name.value in seen:
+            return set()
+        seen = seen | {method.name.value}
         out: set[tuple[str, ...]] = set()
         for n in walk(method.body):
-            for el in assigned(n):
-                if type(el) is cst.Subscript:
-                    el = el.value
-                if type(el) is cst.Attribute and el.attr.value == "value":
-                    el = el.value
-                path = self_path(el, self.me)
-                if path:
-                    out.add(tuple(path))
-            if type(n) is cst.Call and method.name.value not in seen:
+            out |= written_paths(n, self.me)
+            if type(n) is cst.Call:
                 path = self_path(n.func, self.me)
                 helper = self.helpers.get(f"self.{path[0]}") if path and len(path) == 1 else None
-                if helper is not None and helper.name.value not in seen:
-                    out |= self.method_writes(helper, seen | {method.name.value})
+                if helper is not None:
+                    out |= self.method_writes(helper, seen)
         return out
 
     def paths_written(self, func: cst.FunctionDef) -> set[tuple[str, ...]]:
-        out: set[tuple[str, ...]] = set()
-        for node in self.nodes:
-            for el in assigned(node):
-                if type(el) is cst.Subscript:
-                    el = el.value
-                if type(el) is cst.Attribute and el.attr.value == "value":
-                    el = el.value
-                path = self_path(el, self.me)
-                if path:
-                    out.add(tuple(path))
-        return out
+        return {p for node in self.nodes for p in written_paths(node, self.me)}
 
     def check_containers(self, func: cst.FunctionDef, aliases: dict) -> None:
         """``items = [self.V, ...]``: the container holds the Variable object, whose later writes the

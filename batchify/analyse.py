@@ -872,9 +872,10 @@ def known_variables(ir: ModuleIR, cls: ModelClass) -> Known:
                   set(ir.all_libraries(cls)), {f.name for f in ir.all_fields(cls) if f.container == "list"})
     for name, method in ir.all_methods(cls).items():
         me = self_name_of(method.node) if method.kind == "method" else None
-        inner = Normaliser(me or "self", known, {}, lambda *_: None, lambda *_: None)
-        returned = [p for n in walk(method.node.body) if me and type(n) is cst.Return and n.value is not None
-                    for p in inner.candidates(n.value)]
+        if me is None:
+            continue
+        follower = Normaliser(me, known, {}, lambda *_: None, lambda *_: None)  # reports nothing: reads only
+        returned = follower.returned_variables(method.node)
         if returned:
             known.returns[name] = returned
     return known

@@ -16,7 +16,9 @@ asks why two parts are not twice as fast as one, on ``bench/side_by_side.py``'s 
    its own (``os.sched_setaffinity`` before JAX starts, where the OS has it). Processes share no XLA thread pool: their
    ratio to the one alone is what the cores, caches and memory cost, with XLA's runtime left out.
 
-Ratios are medians over rounds of that round's ratio. Usage:
+Part 1 calls the harness's own part and optimizer-step functions (``_part_means``, ``_mean_step``)
+on purpose: it takes ``train_step`` apart to time its pieces. Ratios are medians over rounds of that
+round's ratio. Usage:
 python bench/parts_bench.py [--batch 64] [--steps 50] [--rounds 15] [--calls 300]
 """
 

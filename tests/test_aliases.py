@@ -153,6 +153,28 @@ def batchify(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           timeout=900)
 
 
+def transform(tmp_path: Path, filename: str, text: str, *args: str) -> tuple[Path, Path, subprocess.CompletedProcess]:
+    """``text`` written to ``filename`` and transformed: ``(source, output, result)``."""
+    src, out = tmp_path / filename, tmp_path / "out.py"
+    src.write_text(text)
+    return src, out, batchify(str(src), "-o", str(out), *args, cwd=tmp_path)
+
+
+def assert_refused_at_mark(text: str, filename: str, code: str, result: subprocess.CompletedProcess, out: Path) -> None:
+    """Refused with ``code`` at the line of ``text`` marked ``# <-``, no traceback, nothing written."""
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if t.endswith("# <-"))
+    assert result.returncode == 1, result.stderr
+    assert re.search(rf"{re.escape(filename)}:{line}:\d+: {code} ", result.stderr), result.stderr
+    assert "Traceback" not in result.stderr and not out.exists()
+
+
+def assert_verifies(tmp_path: Path, src: Path, out: Path, cls: str) -> None:
+    checked = batchify("verify", str(src), str(out), "--class", cls, "--init", "3", "--input-shape", "x=3",
+                       "--steps", "4", "--no-speed", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert next(r for r in checked.stdout.splitlines() if r.startswith(cls + " ")).rstrip().endswith("PASS")
+
+
 def test_followed_patterns_verify_and_read_no_variable_through_self(tmp_path: Path) -> None:
     """Every followed pattern, one class each in one file, verified in one run."""
     text = PRELUDE + "".join(CLASS.format(name=n, body=textwrap.indent(b, " " * 8)) for n, b in FOLLOWED.items())
@@ -180,13 +202,8 @@ def test_followed_patterns_verify_and_read_no_variable_through_self(tmp_path: Pa
 def test_patterns_that_cannot_be_followed_are_refused_at_their_line(tmp_path: Path, name: str) -> None:
     body, code = REFUSED[name]
     text = source(name, body)
-    src = tmp_path / "refused.py"
-    src.write_text(text)
-    line = next(n for n, t in enumerate(text.splitlines(), 1) if t.endswith("# <-"))
-    result = batchify(str(src), "-o", str(tmp_path / "out.py"), cwd=tmp_path)
-    assert result.returncode == 1, result.stderr
-    assert re.search(rf"refused\.py:{line}:\d+: {code} ", result.stderr), result.stderr
-    assert "Traceback" not in result.stderr and not (tmp_path / "out.py").exists()
+    _, out, result = transform(tmp_path, "refused.py", text)
+    assert_refused_at_mark(text, "refused.py", code, result, out)
 
 
 # A Variable that __init__ stores under a second name, or hands to a child of the file: the step
@@ -230,13 +247,8 @@ INIT_ALIASES = {
 def test_a_variable_under_a_second_name_from_init_is_refused(tmp_path: Path, name: str) -> None:
     init, body = INIT_ALIASES[name]
     text = INIT_PRELUDE.format(name=name, init=" " * 8 + init, body=" " * 8 + body)
-    src = tmp_path / "init_alias.py"
-    src.write_text(text)
-    line = next(n for n, t in enumerate(text.splitlines(), 1) if t.endswith("# <-"))
-    result = batchify(str(src), "-o", str(tmp_path / "out.py"), "--class", name, cwd=tmp_path)
-    assert result.returncode == 1, result.stderr
-    assert re.search(rf"init_alias\.py:{line}:\d+: BFY213 ", result.stderr), result.stderr
-    assert "Traceback" not in result.stderr and not (tmp_path / "out.py").exists()
+    _, out, result = transform(tmp_path, "init_alias.py", text, "--class", name)
+    assert_refused_at_mark(text, "init_alias.py", "BFY213", result, out)
 
 
 OVERRIDE = '''
@@ -277,21 +289,12 @@ def test_an_override_that_touches_state_where_the_base_did_not(tmp_path: Path, c
     also = ("\n    def update(self, x):\n        self.r.value = 0.5 * self.r + self.act(x)\n        return self.r.value\n"
             if caller_overridden else "")
     text = OVERRIDE.format(also=also)
-    src = tmp_path / "override.py"
-    src.write_text(text)
-    out = tmp_path / "out.py"
-    result = batchify(str(src), "-o", str(out), cwd=tmp_path)
+    src, out, result = transform(tmp_path, "override.py", text)
     if not caller_overridden:
-        line = next(n for n, t in enumerate(text.splitlines(), 1) if t.endswith("# <-"))
-        assert result.returncode == 1, result.stderr
-        assert re.search(rf"override\.py:{line}:\d+: BFY217 ", result.stderr), result.stderr
-        assert "Traceback" not in result.stderr and not out.exists()
+        assert_refused_at_mark(text, "override.py", "BFY217", result, out)
         return
     assert result.returncode == 0, result.stderr
-    checked = batchify("verify", str(src), str(out), "--class", "Adaptive", "--init", "3", "--input-shape", "x=3",
-                       "--steps", "4", "--no-speed", cwd=tmp_path)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert next(r for r in checked.stdout.splitlines() if r.startswith("Adaptive ")).rstrip().endswith("PASS")
+    assert_verifies(tmp_path, src, out, "Adaptive")
 
 
 CELL_TWICE = '''
@@ -327,16 +330,37 @@ def test_a_childs_returned_variable_held_across_its_next_step(tmp_path: Path, bo
     """The child's update returns its Variable object: the original's h1 is h2 after the second step
     (main's batched code kept the first step's value: verify MISMATCH, max abs error 0.49)."""
     text = CELL_TWICE.format(body=textwrap.indent(body, " " * 8))
-    src = tmp_path / "twice.py"
-    src.write_text(text)
-    out = tmp_path / "out.py"
-    result = batchify(str(src), "-o", str(out), "--class", "Twice", cwd=tmp_path)
+    src, out, result = transform(tmp_path, "twice.py", text, "--class", "Twice")
     if refused:
-        line = next(n for n, t in enumerate(text.splitlines(), 1) if t.endswith("# <-"))
-        assert result.returncode == 1, result.stderr
-        assert re.search(rf"twice\.py:{line}:\d+: BFY213 ", result.stderr), result.stderr
+        assert_refused_at_mark(text, "twice.py", "BFY213", result, out)
         return
     assert result.returncode == 0, result.stderr
-    checked = batchify("verify", str(src), str(out), "--class", "Twice", "--init", "3", "--input-shape", "x=3",
-                       "--steps", "4", "--no-speed", cwd=tmp_path)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert_verifies(tmp_path, src, out, "Twice")
+
+
+RECURSIVE_PICK = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Rec(bp.DynamicalSystem):
+    def __init__(self, n, depth=1):
+        super().__init__()
+        self.depth = depth
+        self.V = bm.Variable(bm.zeros(n))
+
+    def pick(self, k):
+        return self.pick(k - 1) if k > 0 else self.V
+
+    def update(self, x):
+        v = self.pick(self.depth)  # <-
+        v += x
+        return self.V.value
+'''
+
+
+def test_a_method_returning_its_own_call_is_followed_once(tmp_path: Path) -> None:
+    """A method that returns what it returns itself (recursion on a configuration value): following
+    its returns recursed without end (BFY009, "nests too deeply") before the cycle was cut."""
+    _, out, result = transform(tmp_path, "rec.py", RECURSIVE_PICK)
+    assert_refused_at_mark(RECURSIVE_PICK, "rec.py", "BFY213", result, out)
