@@ -672,6 +672,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             a.report(node.name, "BFY010", f"the class name {name} starts with two underscores, so Python "
                      f"mangles it inside class bodies, where the generated code names {name}Params and "
                      f"{name}State; rename the class")
+    check_super_names(a, class_defs, models)
     # Scan fields and children, then order classes so that bases and children come first.
     scans = {}
     for name, node in models.items():
@@ -753,9 +754,16 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         if declarations_needed:  # loading the original for verification needs no batching decision
             check_learned_online(a, ir, cls, modes, scan)
 
-    # Targets: what --class names, plus the bases and children those need.
+    # Targets: what --class names, plus the bases and children those need, and the model classes
+    # their code names (`isinstance(x, Foo)` reads FooBatched, which only a target defines) unless a
+    # parent runs that class as library code (then the reference stays Foo, copied as written).
     wanted = only or list(models)
     targets: list[str] = []
+    statement_of = {id(s): i for i, s in enumerate(a.module.body)}
+    named: dict[int, set[str]] = {}  # a class statement's index -> the model classes it names
+    for _, used, binding, statement in a.names.global_references():
+        if used in models and binding.statement == statement_of.get(id(class_defs[used])):
+            named.setdefault(statement, set()).add(used)
 
     def need(name: str) -> None:
         cls = classes[name]
@@ -764,10 +772,30 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         if name not in targets:
             targets.append(name)
 
+    def run_as_library() -> set[str]:
+        """The models of this file a target runs as library code, with their bases."""
+        found: set[str] = set()
+        todo = [c for name in targets for c in scans[name].library_models]
+        while todo:
+            name = todo.pop()
+            if name not in found:
+                found.add(name)
+                todo += [base for base in [model_base(a, models[name], models)] if base]
+        return found
+
     for name in order:
         if name in wanted:
             need(name)
+    while True:  # a class a target names may name others in turn
+        library_models = run_as_library()
+        more = sorted({n for t in targets for n in named.get(statement_of[id(class_defs[t])], ())}
+                      - set(targets) - library_models)
+        if not more:
+            break
+        for name in more:
+            need(name)
     ir.targets = [n for n in order if n in targets]
+    ir.library_models = frozenset(library_models)
     ir.library_targets = {n: derived[n] for n in library_targets}
     ir.library_late = {n: tuple(late_state(a, n, class_defs, derived)) for n in library_targets}
     # The source's class statements (a class grown with driver methods is a new node, not one of them).
@@ -788,15 +816,6 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     # Module-level settings the model's numbers depend on (`bm.set_dt(0.5)`) travel with it.
     settings = [s for s in a.module.body if environment_setting(a, s)]
     roots += settings
-    # A model of this file that a parent runs as library code is copied as written, with its bases.
-    library_models = set()
-    todo = [c for name in ir.targets for c in scans[name].library_models]
-    while todo:
-        name = todo.pop()
-        if name not in library_models:
-            library_models.add(name)
-            todo += [base for base in [model_base(a, models[name], models)] if base]
-    ir.library_models = frozenset(library_models)
     needed = support_statements(a, roots, set(models) - library_models, skipped)
     for stmt in settings:
         needed.setdefault(id(stmt), set())
@@ -1037,6 +1056,33 @@ def check_collectors(a: Analysis, ir: ModuleIR, cls: ModelClass) -> None:
                          f"reaches self.{found.func.attr.value}() (line {a.positions[found].start.line}), which "
                          "hands out the Variable objects: the batched step would not read them per example (the "
                          "whole batch's state, and weights outside the gradient); name the Variables instead")
+
+
+def check_super_names(a: Analysis, class_defs: dict[str, cst.ClassDef], models: dict[str, cst.ClassDef]) -> None:
+    """``super(Other, self)`` in a model class that neither is nor derives from ``Other``, a class of
+    this file, where no class of the file derives from both (cooperative multiple inheritance):
+    Python raises TypeError there (BFY218). Copied, the batched code would raise it too; and under
+    --class the reference named a class that was not generated (BFY900 'a batchify bug')."""
+    def ancestors(name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        found = {name}
+        for base in class_defs[name].bases if name not in seen else ():
+            if type(base.value) is cst.Name and base.value.value in class_defs:
+                found |= ancestors(base.value.value, seen | {name})
+        return found
+
+    lines = {name: ancestors(name) for name in class_defs}
+    for name, node in models.items():
+        for call in walk(node.body):
+            if not (type(call) is cst.Call and type(call.func) is cst.Name and call.func.value == "super"
+                    and len(call.args) == 2 and type(call.args[0].value) is cst.Name):
+                continue
+            other = call.args[0].value.value
+            if (other not in class_defs or other in lines[name]
+                    or any({name, other} <= line for line in lines.values())):
+                continue
+            a.report(call.args[0].value, "BFY218", f"super({other}, ...) in {name}, which does not derive from "
+                     f"{other}: Python raises TypeError here (super(type, obj): obj must be an instance or "
+                     f"subtype of type); did you mean super({name}, self), or super()?")
 
 
 def check_stateful_overrides(a: Analysis, ir: ModuleIR, cls: ModelClass) -> None:

@@ -8,7 +8,7 @@ the state ``reset()`` and ``reset_state()`` leave after the steps, the batch bui
 the outputs with respect to every weight, per example and
 their mean, computed through the original with ``bm.grad`` and through the generated pure
 functions with ``jax.grad``. A check that could not have failed (no state moved, every example
-alike, no spike, every gradient zero) is WEAK, not PASS. A mismatch is
+alike, no spike, every gradient zero, a weight the step reads without a gradient) is WEAK, not PASS. A mismatch is
 rerun in float64 (a fresh process with ``jax_enable_x64``) to tell round-off from a
 transformation bug. This module imports jax and brainpy; the transform path never does.
 """
@@ -204,6 +204,35 @@ def structural(report: Report, quantity: str) -> None:
     """A mismatch no tolerance excuses (a shape, an attribute): its error is infinite."""
     report.mismatches.append(Mismatch(quantity, None, None, float("inf"), float("inf")))
     report.max_abs = report.of_tolerance = float("inf")
+
+
+def read_leaves(function, tree) -> list[bool]:
+    """For each leaf of ``tree``: whether ``function(tree)`` reads it, from its jaxpr (an equation
+    counts when something it computes reaches the result; a nested jit is followed, anything else
+    that reads a value counts as reading all of it). On any trouble tracing, every leaf counts."""
+    try:
+        closed = jax.make_jaxpr(function)(tree)
+    except Exception:  # noqa: BLE001 - a conservative answer: every weight read
+        return [True] * len(jax.tree.leaves(tree))
+    return _live_inputs(closed.jaxpr, [True] * len(closed.jaxpr.outvars))
+
+
+def _live_inputs(jaxpr, used_outputs: list[bool]) -> list[bool]:
+    from jax.extend.core import Var
+
+    live = {v for v, used in zip(jaxpr.outvars, used_outputs) if used and isinstance(v, Var)}
+    for eqn in reversed(jaxpr.eqns):
+        outputs = [v in live for v in eqn.outvars]
+        if not any(outputs) and not eqn.effects:
+            continue
+        inner = eqn.params.get("jaxpr") if eqn.primitive.name in ("jit", "pjit", "closed_call") else None
+        inner = getattr(inner, "jaxpr", inner)  # a ClosedJaxpr's, or the Jaxpr itself
+        if inner is not None and not eqn.effects and len(inner.invars) == len(eqn.invars):
+            reads = _live_inputs(inner, outputs)
+        else:
+            reads = [True] * len(eqn.invars)
+        live |= {v for v, used in zip(eqn.invars, reads) if used and isinstance(v, Var)}
+    return [v in live for v in jaxpr.invars]
 
 
 def section_from(report: Report, name: str, predicate) -> Section:
@@ -463,6 +492,12 @@ class Verifier:
             return loss_of(outs)
 
         in_axes = (None, 0, *([0] * len(per_example_inputs)))
+        zero = [p for p in paths if not any(np.any(g[p] != 0) for g in per_example)]
+        if zero:  # read through a branch the inputs never took, or not read by the step at all?
+            read = dict(zip(order, read_leaves(lambda p: jnp.sum(jax.vmap(example_loss, in_axes=in_axes)(
+                p, state0, *per_example_inputs)), params)))
+            strength.weights_without_gradient = [p for p in zero if read.get(p, True)]
+            strength.weights_unread = [p for p in zero if not read.get(p, True)]
         got_each = jax.vmap(jax.grad(example_loss), in_axes=in_axes)(params, state0, *per_example_inputs)
         got_mean = jax.grad(lambda p: jnp.mean(jax.vmap(example_loss, in_axes=in_axes)(
             p, state0, *per_example_inputs)))(params)

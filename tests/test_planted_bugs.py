@@ -166,3 +166,71 @@ def test_a_free_running_model_catches_mixed_examples_only_from_perturbed_starts(
     assert alike["verdict"] == "WEAK" and any("same" in r for r in alike["weak_reasons"]), alike
     assert main(flags) == 1
     assert json.loads(capsys.readouterr().out)["classes"][0]["verdict"].startswith("FAIL")
+
+
+GATED = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Gated(bp.DynamicalSystem):
+    """w_burst matters only where an input exceeds 2; w_read is read by readout(), not by update."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.w = bm.TrainVar(bm.ones(n) * 0.5)
+        self.w_burst = bm.TrainVar(bm.ones(n) * 0.3)
+        self.w_read = bm.TrainVar(bm.ones(n))
+        self.h = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        burst = bm.where(x > 2.0, self.w_burst * x, 0.0)
+        self.h.value = 0.9 * self.h + self.w * x + burst
+        return self.h.value
+
+    def readout(self):
+        return self.w_read * self.h
+'''
+
+
+def test_a_weight_the_step_reads_but_no_gradient_reaches_is_weak(tmp_path, capsys, monkeypatch) -> None:
+    """Inputs in [0, 1) never take the branch that uses w_burst, so its gradient is zero in every
+    example, original and batched alike: a dropped burst term would pass. main called this a full
+    PASS (2 of 3 weights with a gradient, the third not read by update). Now WEAK, naming w_burst and
+    not w_read; inputs scaled past the threshold make it a PASS."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gated.py").write_text(GATED)
+    assert main(["gated.py", "-o", "gated_batched.py"]) == 0
+    flags = ["verify", "gated.py", "gated_batched.py", "--init", "4", "--steps", "6", "--no-speed", "--no-triage",
+             "--format", "json", "--strict"]
+    capsys.readouterr()
+    assert main([*flags, "--input-shape", "x=4"]) == 1
+    weak = json.loads(capsys.readouterr().out)["classes"][0]
+    assert weak["verdict"] == "WEAK", weak
+    (reason,) = weak["weak_reasons"]
+    assert "w_burst" in reason and "w_read" not in reason, reason
+    assert weak["strength"]["weights_without_gradient"] == ["w_burst"], weak["strength"]
+    assert weak["strength"]["weights_unread"] == ["w_read"], weak["strength"]
+    assert main([*flags, "--input-shape", "x=4:float32:4.0"]) == 0
+    driven = json.loads(capsys.readouterr().out)["classes"][0]
+    assert driven["verdict"] == "PASS" and driven["strength"]["weights_without_gradient"] == [], driven
+
+
+def test_read_leaves_follows_what_reaches_the_result() -> None:
+    """What the WEAK rule above calls 'read': a leaf whose value reaches the result, through a
+    nested jit too; a value computed and thrown away is not read; inside a loop, a read counts."""
+    import jax
+    import jax.numpy as jnp
+
+    from batchify.verify import read_leaves
+
+    tree = {"used": jnp.ones(3), "dropped": jnp.ones(3), "jitted": jnp.ones(3), "looped": jnp.ones(3),
+            "unused": jnp.ones(3)}
+
+    def function(p):
+        _ = p["dropped"] * 2.0  # computed, never reaching the result
+        inner = jax.jit(lambda a, b: a.sum())(p["jitted"], p["unused"])  # b passed in, never read
+        looped = jax.lax.fori_loop(0, 3, lambda i, c: c + p["looped"], jnp.zeros(3)).sum()
+        return p["used"].sum() + inner + looped
+
+    read = dict(zip(sorted(tree), read_leaves(function, tree)))
+    assert read == {"used": True, "dropped": False, "jitted": True, "looped": True, "unused": False}, read

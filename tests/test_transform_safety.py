@@ -283,3 +283,93 @@ def test_a_plain_attribute_named_like_a_batched_member_is_renamed(tmp_path: Path
     assert "self.params_ = params" in out.read_text() and "self.params_.tau" in out.read_text()
     checked = verify(src, out, 3)
     assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
+
+
+REFERENCED_MODEL = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Slow(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.h = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.h.value = 0.9 * self.h + x
+        return self.h.value
+
+
+class Fast(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.h = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        rate = 0.9 if isinstance(self, Slow) else 0.5
+        self.h.value = rate * self.h + x
+        return self.h.value
+'''
+
+
+def test_a_model_class_the_selected_class_names_is_generated_with_it(tmp_path: Path) -> None:
+    """`--class Fast` where Fast's update names the model class Slow (`isinstance(self, Slow)`): the
+    reference becomes SlowBatched, which main never generated (BFY900 'a batchify bug', exit 123)."""
+    src = tmp_path / "net.py"
+    src.write_text(REFERENCED_MODEL)
+    out = tmp_path / "net_batched.py"
+    result = batchify(str(src), "--class", "Fast", "-o", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "class SlowBatched(" in out.read_text() and "isinstance(self, SlowBatched)" in out.read_text()
+    checked = batchify("verify", str(src), str(out), "--class", "Fast", "--init", "3", "--input-shape", "x=3",
+                       "--steps", "4", "--no-speed", cwd=tmp_path)
+    assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
+
+
+def test_super_naming_a_class_that_is_not_a_base_is_refused_at_its_line(tmp_path: Path) -> None:
+    """A copy-paste `super(Slow, self)` in Fast, which does not derive from Slow: Python raises
+    TypeError when Fast is built (the corpus's CANN_noise). main: exit 0 without --class (the bug
+    copied), BFY900 'a batchify bug' with it."""
+    text = REFERENCED_MODEL.replace("class Fast(bp.DynamicalSystem):\n    def __init__(self, n):\n"
+                                    "        super().__init__()",
+                                    "class Fast(bp.DynamicalSystem):\n    def __init__(self, n):\n"
+                                    "        super(Slow, self).__init__()")
+    src = tmp_path / "net.py"
+    src.write_text(text)
+    line = text.splitlines().index("        super(Slow, self).__init__()") + 1
+    for extra in ([], ["--class", "Fast"]):
+        result = batchify(str(src), *extra, "-o", str(tmp_path / "out.py"), cwd=tmp_path)
+        assert result.returncode == 1, result.stderr
+        assert f"net.py:{line}:15: BFY218 " in result.stderr and "TypeError" in result.stderr, result.stderr
+        assert not (tmp_path / "out.py").exists()
+
+
+def test_super_naming_a_base_further_up_or_a_diamond_is_kept(tmp_path: Path) -> None:
+    """`super(Mid, self)` in a subclass of Mid, and `super(Left, self)` in Left where a class of the
+    file derives from both Left and Right (cooperative multiple inheritance): valid Python, kept."""
+    text = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Base(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.h = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.h.value = 0.9 * self.h + x
+        return self.h.value
+
+
+class Mid(Base):
+    pass
+
+
+class Top(Mid):
+    def __init__(self, n):
+        super(Mid, self).__init__(n)
+'''
+    src = tmp_path / "net.py"
+    src.write_text(text)
+    result = batchify(str(src), "-o", str(tmp_path / "out.py"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "super(MidBatched, self).__init__(n" in (tmp_path / "out.py").read_text()
