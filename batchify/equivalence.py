@@ -324,16 +324,29 @@ def batch_of(batched_cls, model, batch: int, seed: int):
 def perturbed_starts(model, initial: dict, batch: int, seed: int, eps: float) -> list[dict]:
     """Where each example starts: example 0 from ``initial``, examples 1.. from ``initial`` with every
     float state Variable moved by ``eps * max(mean |value|, 0.1) * U(-1, 1)`` per element, drawn from
-    ``numpy.random.default_rng(seed + 2)``. Weights, integer and boolean state stay as they are."""
-    rng = np.random.default_rng(seed + 2)
-    names = sorted(k for k, v in state_vars(model).items() if np.issubdtype(np.asarray(v.value).dtype, np.floating))
+    ``numpy.random.default_rng(seed + 2)``; with ``eps`` > 0, integer state also moved up by 0, 1 or 2
+    and boolean state with a quarter of its flags flipped, per element (``default_rng(seed + 3)``, so
+    the float starts do not depend on them): a counter or flag every example moves alike would
+    otherwise start and stay equal in every example, and sharing it across the batch could not show.
+    Weights and BrainPy's random states stay as they are."""
+    rng, discrete = np.random.default_rng(seed + 2), np.random.default_rng(seed + 3)
+    dtypes = {k: np.asarray(v.value).dtype for k, v in state_vars(model).items()
+              if not isinstance(v, bm.random.RandomState)}
+    floats = sorted(k for k, d in dtypes.items() if np.issubdtype(d, np.floating))
+    others = sorted(k for k, d in dtypes.items() if np.issubdtype(d, np.integer) or d == np.bool_)
     starts = [initial]
     for _ in range(1, batch):
         start = dict(initial)
-        for name in names if eps else ():
+        for name in floats if eps else ():
             value = np.asarray(initial[name])
             scale = eps * max(float(np.abs(value).mean()) if value.size else 0.0, 0.1)
             start[name] = (value + scale * rng.uniform(-1.0, 1.0, value.shape)).astype(value.dtype)
+        for name in others if eps else ():
+            value = np.asarray(initial[name])
+            if value.dtype == np.bool_:
+                start[name] = value ^ (discrete.random(value.shape) < 0.25)
+            else:
+                start[name] = (value + discrete.integers(0, 3, value.shape)).astype(value.dtype)
         starts.append(start)
     return starts
 

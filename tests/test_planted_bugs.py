@@ -234,3 +234,54 @@ def test_read_leaves_follows_what_reaches_the_result() -> None:
 
     read = dict(zip(sorted(tree), read_leaves(function, tree)))
     assert read == {"used": True, "dropped": False, "jitted": True, "looped": True, "unused": False}, read
+
+
+PHASED = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Phased(bp.DynamicalSystem):
+    """A gain that cycles with an integer phase counter, and a boolean refractory flag."""
+
+    def __init__(self, n, period=3):
+        super().__init__()
+        self.period = period
+        self.phase = bm.Variable(bm.zeros(n, dtype=bm.int32))
+        self.refractory = bm.Variable(bm.zeros(n, dtype=bool))
+        self.V = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        gain = bm.where(self.phase == 0, 2.0, 1.0)
+        V = bm.where(self.refractory, 0.0, 0.9 * self.V + gain * x)
+        spike = V > 1.0
+        self.refractory.value = spike
+        self.V.value = bm.where(spike, 0.0, V)
+        self.phase.value = (self.phase + 1) % self.period
+        return self.V.value
+'''
+
+
+def test_integer_and_boolean_state_start_apart_so_sharing_them_shows(tmp_path, capsys, monkeypatch) -> None:
+    """An integer phase counter moves the same way in every example, so if every example starts at
+    the same phase, a batched model that keeps one phase for the whole batch cannot show: main
+    perturbed float state only and called the planted copy below a PASS. Integer state now starts
+    up to 2 apart, boolean state with some flags flipped; the correct copy still passes. (The planted
+    copy shares the integer state only: the refractory flags differ between examples anyway.)"""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "phased.py").write_text(PHASED)
+    assert main(["phased.py", "-o", "phased_batched.py"]) == 0
+    flags = ["verify", "phased.py", "phased_batched.py", "--init", "5", "--input-shape", "x=5:float32:1.5",
+             "--steps", "8", "--no-speed", "--no-triage", "--format", "json", "--strict"]
+    capsys.readouterr()
+    assert main(flags) == 0
+    assert json.loads(capsys.readouterr().out)["classes"][0]["verdict"] == "PASS"
+    planted = tmp_path / "phased_batched.py"
+    planted.write_text(planted.read_text() + '''
+import jax.numpy as jnp
+_correct = PhasedBatched.set_state
+PhasedBatched.set_state = lambda self, state: _correct(self, jax.tree.map(
+    lambda v: jnp.broadcast_to(v[:1], v.shape) if jnp.issubdtype(v.dtype, jnp.integer) else v, state))
+''')
+    assert main(flags) == 1
+    result = json.loads(capsys.readouterr().out)["classes"][0]
+    assert result["verdict"].startswith("FAIL"), result
