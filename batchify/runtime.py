@@ -288,6 +288,7 @@ def for_loop(body, state, operands, reverse=False, unroll=1):
     """``bm.for_loop(body, operands)`` carrying the state: ``body(state, *x) -> (state, y)`` runs on
     each slice of ``operands`` along axis 0; returns ``(state, ys)`` with the ``y``s stacked."""
     several = isinstance(operands, (tuple, list))
+    operands = unwrap(operands)  # jax arrays, as bm.for_loop hands its body (a BrainPy Array cannot index)
 
     def step(state, x):
         state, y = body(state, *x) if several else body(state, x)
@@ -299,7 +300,7 @@ def for_loop(body, state, operands, reverse=False, unroll=1):
 def cond(pred, true_body, false_body, state, operands=()):
     """``bm.cond(pred, true_fun, false_fun, operands)`` carrying the state: each body is
     ``f(state, *x) -> (state, y)``; returns ``(state, y)`` of the branch taken."""
-    args = tuple(operands) if isinstance(operands, (tuple, list)) else (operands,)
+    args = unwrap(tuple(operands) if isinstance(operands, (tuple, list)) else (operands,))
     return jax.lax.cond(pred, lambda s, *a: unwrap(true_body(s, *a)), lambda s, *a: unwrap(false_body(s, *a)),
                         state, *args)
 
@@ -322,7 +323,7 @@ def while_loop(body, cond, state, operands):
         return unwrap(state), tuple(x) if several else unwrap(x)
 
     return jax.lax.while_loop(lambda carry: call(cond, *carry)[1], step,
-                              (state, tuple(operands) if several else operands))
+                              (state, unwrap(tuple(operands) if several else operands)))
 
 
 def ifelse(conditions, branches, state, operands=()):
@@ -330,7 +331,7 @@ def ifelse(conditions, branches, state, operands=()):
     condition holds (else the last) runs as ``f(state, *x) -> (state, y)``; returns ``(state, y)``."""
     conditions = list(conditions) if isinstance(conditions, (tuple, list)) else [conditions]
     index = jnp.argmax(jnp.stack([*map(jnp.asarray, conditions), jnp.asarray(True)]))
-    args = tuple(operands) if isinstance(operands, (tuple, list)) else (operands,)
+    args = unwrap(tuple(operands) if isinstance(operands, (tuple, list)) else (operands,))
     return jax.lax.switch(index, [lambda s, *a, f=f: unwrap(f(s, *a)) for f in branches], state, *args)
 
 
@@ -703,8 +704,9 @@ def spec_of(cls):
 
 def _read(model, f):
     """The batched model's value of field ``f``: a Variable's array, a container's, a child's pytree."""
-    if f.kind == "child":
-        return getattr(model, f.name).state()
+    if f.kind == "child":  # a child built on some paths only is None on the others: no state
+        child = getattr(model, f.name)
+        return None if child is None else child.state()
     if f.kind == "library":
         return model.library.state()
     if f.optional and not hasattr(model, f.attr):
@@ -719,7 +721,8 @@ def _read(model, f):
 
 def _write(model, f, value):
     if f.kind == "child":
-        getattr(model, f.name).set_state(value)
+        if getattr(model, f.name) is not None:
+            getattr(model, f.name).set_state(value)
     elif f.kind == "library":
         model.library.set_state(value)
     elif f.optional and value is None:
@@ -770,8 +773,8 @@ class Batched:
     def _create_pending_state(self):
         """State that ``reset_state()`` created while one example was built: created again for every
         example (each drawing from its own key), children first, as their constructors ran first."""
-        for f in spec_of(type(self)).children:
-            getattr(self, f.name)._create_pending_state()
+        for _, child in self._present_children():
+            child._create_pending_state()
         pending = vars(self).pop("_creates_state", None)
         if pending is not None:
             self._create_state(*pending[0], **pending[1])
@@ -803,8 +806,9 @@ class Batched:
         for f in spec.own_batched:
             if hasattr(model, where(f)) or not (f.optional or spec.late and f.name in spec.created_by_reset):
                 setattr(batched_model, f.attr, batched(getattr(model, where(f)), batch_size))
-        for f in spec.children:
-            setattr(batched_model, f.name, f.child.from_model(getattr(model, f.name), batch_size))
+        for f in spec.children:  # one built on some paths only (`self.readout = None` on the others) may be None
+            child = getattr(model, f.name, None)
+            setattr(batched_model, f.name, None if child is None else f.child.from_model(child, batch_size))
         if spec.random:
             batched_model.rng_key = key_variable(seed, batch_size)
         if spec.has_library:
@@ -826,13 +830,19 @@ class Batched:
             return vars(self).get("_mode") or bm.get_mode()
         return bm.BatchingMode(self.batch_size)
 
+    def _present_children(self):
+        """``(field, child)`` for each child model held: one built on some paths only
+        (``self.readout = None`` on the others) is None there, with no params or state."""
+        return [(f, child) for f in spec_of(type(self)).children if (child := getattr(self, f.name, None)) is not None]
+
     def params(self):
         """The weights, as the class's ``Params``."""
         spec = spec_of(type(self))
         values = {}
         for f in spec.param_fields:
             if f.kind == "child":
-                values[f.name] = getattr(self, f.name).params()
+                child = getattr(self, f.name)
+                values[f.name] = None if child is None else child.params()
             elif f.kind == "library":
                 values[f.name] = self.library.params()
             else:
@@ -843,7 +853,8 @@ class Batched:
         """Write a ``Params`` back into the weights."""
         for f in spec_of(type(self)).param_fields:
             if f.kind == "child":
-                getattr(self, f.name).set_params(getattr(params, f.name))
+                if getattr(self, f.name) is not None:
+                    getattr(self, f.name).set_params(getattr(params, f.name))
             elif f.kind == "library":
                 self.library.set_params(params.library)
             else:
@@ -865,7 +876,8 @@ class Batched:
         if not spec.shares_state:
             return 0
         return spec.state(**{f.name: None if f.name in spec.shared else
-                             getattr(self, f.name).state_axes() if f.kind == "child" else 0
+                             getattr(self, f.name).state_axes() if f.kind == "child"
+                             and getattr(self, f.name) is not None else 0
                              for f in spec.state_fields})
 
     def reduced(self, state):
@@ -876,9 +888,9 @@ class Batched:
             current = getattr(self, attribute_name(name)).value
             updates[name] = getattr(state, name).mean(0) if how == "mean" else current + (
                 getattr(state, name) - current).sum(0)
-        for f in spec.children:
+        for f, child in self._present_children():
             if spec_of(f.child).shares_state:
-                updates[f.name] = getattr(self, f.name).reduced(getattr(state, f.name))
+                updates[f.name] = child.reduced(getattr(state, f.name))
         return state._replace(**updates) if updates else state
 
     def set_batch_size(self, batch_size):
@@ -891,8 +903,8 @@ class Batched:
             variable = getattr(self, f.attr)
             for v in (variable.values() if f.kind == "dict" else variable if f.kind == "list" else [variable]):
                 v.value = stack(v.value[0], batch_size)
-        for f in spec.children:
-            getattr(self, f.name).set_batch_size(batch_size)
+        for _, child in self._present_children():
+            child.set_batch_size(batch_size)
         if spec.random:
             self.rng_key.value = example_keys(None, batch_size)
         if spec.has_library:
@@ -943,14 +955,14 @@ class Batched:
 
     def _reset_levels(self):
         own = {_reset_level(self)} - {None}
-        return own.union(*(getattr(self, f.name)._reset_levels() for f in spec_of(type(self)).children))
+        return own.union(*(child._reset_levels() for _, child in self._present_children()))
 
     def _reset_at(self, params, state, level):
         """``state`` with the nodes of this tree at reset ``level`` (None: those without one) reset."""
         if hasattr(self, "reset_state_pure") and _reset_level(self) == level:
             state = self.reset_state_pure(params, state, *required_reset_args(self.reset_state_pure, 2))[0]
-        for f in spec_of(type(self)).children:
-            child, child_state = getattr(self, f.name), getattr(state, f.name)
+        for f, child in self._present_children():
+            child_state = getattr(state, f.name)
             # One random stream through the tree, as in a step: a child resetting from its own (stale)
             # key drew what its sibling drew (two layers with random initial potentials reset alike).
             threaded = "rng_key" in state._fields and "rng_key" in type(child_state)._fields
@@ -1431,18 +1443,20 @@ class BuiltinBatched(bp.DynamicalSystem):
 
 def param_items(params, prefix=""):
     """``("hidden.w", array)`` for every weight of a nested Params pytree; a built-in's weights
-    (``library``) by their own paths (``fc.W``)."""
+    (``library``) by their own paths (``fc.W``). A field holding no weight (``None``: a bias the
+    constructor was told to leave out) has no item, as it has no leaf."""
     for name, value in params._asdict().items():
         if hasattr(value, "_asdict"):
             yield from param_items(value, f"{prefix}{name}.")
         elif isinstance(value, dict):
             yield from ((f"{prefix}{path}", array) for path, array in sorted(value.items()))
-        else:
+        elif value is not None:
             yield f"{prefix}{name}", value
 
 
 def params_from(params_cls, arrays, prefix=""):
-    """Rebuild a nested Params pytree from ``{"hidden.w": array, ...}``."""
+    """Rebuild a nested Params pytree from ``{"hidden.w": array, ...}``; a weight with no array is
+    ``None`` (``param_items`` gives a field left out by the constructor none)."""
     fields = {}
     own = set(params_cls.__annotations__)
     for name, annotation in params_cls.__annotations__.items():
@@ -1452,7 +1466,8 @@ def params_from(params_cls, arrays, prefix=""):
             fields[name] = {k[len(prefix):]: jnp.asarray(v) for k, v in arrays.items() if k.startswith(prefix)
                             and k[len(prefix):].split(".")[0] not in own}
         else:
-            fields[name] = jnp.asarray(arrays[f"{prefix}{name}"])
+            key = f"{prefix}{name}"
+            fields[name] = jnp.asarray(arrays[key]) if key in arrays else None
     return params_cls(**fields)
 
 

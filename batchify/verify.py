@@ -240,15 +240,19 @@ def section_from(report: Report, name: str, predicate) -> Section:
     return Section(name, not bad, report.max_abs, [asdict(m) for m in bad], of_tolerance=report.of_tolerance)
 
 
-def params_paths(params, prefix: str = "") -> list[str]:
-    """``FooParams`` field paths in leaf order: ``w_in``, ``hidden.w``."""
+def params_paths(params) -> list[str]:
+    """``FooParams`` field paths in leaf order: ``w_in``, ``hidden.w``; the built-ins' weights (a dict
+    field) by their paths under the model. A field that holds no weight (``None``: a bias the
+    constructor was told to leave out) has no leaf, so it has no path either."""
     out = []
-    for name, value in params._asdict().items():
-        path = f"{prefix}{name}"
-        if isinstance(value, dict):  # the built-ins' weights, by their paths under the model (jax sorts keys)
-            out.extend(f"{prefix}{key}" for key in sorted(value))
-        else:
-            out.extend(params_paths(value, path + ".") if hasattr(value, "_asdict") else [path])
+    for keys, _ in jax.tree_util.tree_flatten_with_path(params)[0]:
+        parts: list[str] = []
+        for key in keys:
+            if isinstance(key, jax.tree_util.DictKey):  # the dict's field name is not part of the path
+                parts[-1:] = [str(key.key)]
+            else:
+                parts.append(str(getattr(key, "name", getattr(key, "idx", key))))
+        out.append(".".join(parts))
     return out
 
 

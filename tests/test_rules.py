@@ -277,3 +277,18 @@ def test_a_builtins_read_before_a_call_that_runs_it_is_refused(body: str, refuse
     extra = "    def run(self, x):\n        return self.N(x)\n"
     got = rewritten(Case(before=body, after="", init="self.N = bp.dyn.Lif(3)", extra=extra))
     assert got.startswith("BFY215") == refused, got
+
+
+@pytest.mark.parametrize("body,expected", [
+    ("return self.N.spike.value.astype(bm.float32)",
+     'return bfy.unwrap(state), self.library.read(params, state, "N.spike").astype(bm.float32)'),
+    ("return self.N.V.value.sum()", 'return bfy.unwrap(state), self.library.read(params, state, "N.V").sum()'),
+    # A method of the Variable object reads its value when called: through the library, bound.
+    ("return self.N.V.mean()", "state, N_out = self.library.call(params, state, self.N.V.mean)"),
+])
+def test_a_method_of_a_builtins_value_is_called_on_the_examples_value(body: str, expected: str) -> None:
+    """`self.N.spike.value.astype(...)` (a synapse reading its presynaptic spikes): main made it
+    `self.library.call(params, state, self.N.spike.value.astype, ...)`, where `.value` was read before
+    the example's values were bound, so every example read the unbatched built-in's (verify: FAIL)."""
+    got = rewritten(Case(before=body, after="", init="self.N = bp.dyn.Lif(3)"))
+    assert got.splitlines()[0] == expected, got

@@ -230,3 +230,20 @@ def test_a_write_to_state_batchify_does_not_batch_fails_naming_it(tmp_path, monk
             bm.for_loop(batched.update, xs)
     assert isinstance(batched.lif.v.value, jax.Array) and not isinstance(batched.lif.v.value, jax.core.Tracer)
     np.testing.assert_array_equal(np.asarray(batched.lif.v.value), np.zeros(3, np.float32))
+
+
+def test_control_flow_hands_its_bodies_jax_arrays_as_brainpys_does() -> None:
+    """`bm.for_loop(body, bm.arange(n))` whose body writes `self.hist[k] = ...`: the body got k as a
+    BrainPy Array, and `state.hist.at[k]` raised 'Triggering __jax_array__() during abstractification
+    is no longer supported' (verify: BFY303 'a transformation bug'). BrainPy's own loops unwrap it."""
+    hist = jnp.zeros((3, 2))
+    state, _ = runtime.for_loop(lambda s, k: (s.at[k].set(k + 1.0), None), hist, bm.arange(3))
+    np.testing.assert_array_equal(np.asarray(state), [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
+    state, _ = runtime.for_loop(lambda s, k, w: (s.at[k].add(w), None), hist, (bm.arange(3), bm.ones((3, 2))))
+    np.testing.assert_array_equal(np.asarray(state), np.ones((3, 2)))
+    state, _ = runtime.cond(True, lambda s, k: (s.at[k].set(5.0), None), lambda s, k: (s, None), hist,
+                            bm.asarray(1))
+    assert float(state[1, 0]) == 5.0
+    state, (k,) = runtime.while_loop(lambda s, k: (s.at[k].set(7.0), (k + 1,)), lambda s, k: (s, k < 3), hist,
+                                     (bm.asarray(0),))
+    assert int(k) == 3 and float(state.sum()) == 42.0

@@ -415,6 +415,10 @@ class ExprRewriter(Transformer):
             return None
         if not self.library_ok(ref, original_node):
             return updated_node
+        if "value" in ref.rest:  # `self.N.spike.value.astype(t)`: a method of the example's value
+            at = ref.rest.index("value")
+            value = self.ctx.library_read(LibraryRef(ref.children, ref.name, ref.rest[:at]))
+            return updated_node.with_changes(func=attr(value, *ref.rest[at + 1:]))
         return self.library_call(original_node, original_node.func, list(updated_node.args), ref)
 
     def noisy_integrator_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
