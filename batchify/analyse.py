@@ -106,12 +106,22 @@ def deterministic_initializer(call: cst.Call, qualified_names: Callable[[cst.CST
     return init is not None and bool(qualified_names(init) & names.DETERMINISTIC_INITIALIZERS)
 
 
+def may_be_none(value: cst.BaseExpression | None) -> bool:
+    """``None``, or ``A(n) if c else None``: an attribute that may hold nothing."""
+    if type(value) is cst.IfExp:
+        return may_be_none(value.body) or may_be_none(value.orelse)
+    return type(value) is cst.Name and value.value == "None"
+
+
 def definitely_assigned(body, me: str) -> set[str]:
-    """``self.NAME`` attributes assigned on every path through ``body`` (both arms of an if/else)."""
+    """``self.NAME`` attributes assigned on every path through ``body`` (both arms of an if/else),
+    other than with ``None`` (``self.b = None``, ``A(n) if c else None``: nothing there on that path)."""
     out: set[str] = set()
     for stmt in body:
         if type(stmt) is cst.SimpleStatementLine:
             for small in stmt.body:
+                if type(small) in (cst.Assign, cst.AnnAssign) and may_be_none(small.value):
+                    continue
                 targets = [t.target for t in small.targets] if type(small) is cst.Assign else (
                     [small.target] if type(small) is cst.AnnAssign else [])
                 for target in targets:
@@ -438,6 +448,11 @@ class _ClassScan:
                     self.classify(path[0], node.value, targets[0], direct)
 
     def classify(self, name: str, value: cst.BaseExpression, target: cst.CSTNode, direct: set[int]) -> None:
+        if type(value) is cst.IfExp:  # `A(n) if c else None`: each branch is a path of its own
+            for branch in (value.body, value.orelse):
+                if not (type(branch) is cst.Name and branch.value == "None"):
+                    self.classify(name, branch, target, direct)
+            return
         if type(value) is not cst.Call:
             self.check_container(name, value)
             return
@@ -463,6 +478,13 @@ class _ClassScan:
             self.a.report(value, "BFY103", f"self.{name} is a {sorted(qn & names.UNSUPPORTED_VARIABLES)[0]}, "
                           "which batchify does not batch yet")
         elif type(value.func) is cst.Name and value.func.value in self.models:
+            other = next((c.class_name for c in self.children if c.name == name and c.class_name != value.func.value),
+                         None)
+            if other is not None:  # the batched class's State holds one class's state per attribute
+                self.a.report(value, "BFY107", f"self.{name} is a {other} on one path and a {value.func.value} on "
+                              f"another; the batched class holds one model class per attribute: give each its "
+                              f"own attribute (None where it is not built: self.{name}_a = {other}(...) if c "
+                              "else None)")
             self.children.append(Child(name, value.func.value))
         elif qn & names.SDE_INTEGRATORS:
             self.noisy_integrators.append(name)

@@ -53,7 +53,7 @@ CODES: dict[str, Code] = {
                    "or a weight of this file"),
     "BFY105": Code("child models are held in a container (list, dict, Sequential)"),
     "BFY106": Code("a model holds an instance of a class of this file that creates Variables but is not a model"),
-    "BFY107": Code("one attribute holds a Variable on one path and a model on another"),
+    "BFY107": Code("one attribute holds a Variable on one path and a model on another, or models of two classes"),
     # Method bodies.
     "BFY201": Code("a weight (TrainVar / Parameter) is written in a stepping method"),
     "BFY202": Code("a plain attribute is assigned in a stepping method"),

@@ -709,7 +709,7 @@ def _read(model, f):
         return None if child is None else child.state()
     if f.kind == "library":
         return model.library.state()
-    if f.optional and not hasattr(model, f.attr):
+    if f.optional and getattr(model, f.attr, None) is None:  # not built on this path (absent or None)
         return None
     variable = getattr(model, f.attr)
     if f.kind == "list":
@@ -804,7 +804,9 @@ class Batched:
         batched_model._name = batched_model.unique_name(type_=cls.__name__)
         batched_model.batch_size = batch_size
         for f in spec.own_batched:
-            if hasattr(model, where(f)) or not (f.optional or spec.late and f.name in spec.created_by_reset):
+            if f.optional and hasattr(model, where(f)) and getattr(model, where(f)) is None:
+                setattr(batched_model, f.attr, None)  # `self.tr = None` on this path: nothing to batch
+            elif hasattr(model, where(f)) or not (f.optional or spec.late and f.name in spec.created_by_reset):
                 setattr(batched_model, f.attr, batched(getattr(model, where(f)), batch_size))
         for f in spec.children:  # one built on some paths only (`self.readout = None` on the others) may be None
             child = getattr(model, f.name, None)
@@ -898,7 +900,7 @@ class Batched:
         spec = spec_of(type(self))
         self.batch_size = batch_size
         for f in spec.own_batched:
-            if f.optional and not hasattr(self, f.attr):
+            if f.optional and getattr(self, f.attr, None) is None:
                 continue
             variable = getattr(self, f.attr)
             for v in (variable.values() if f.kind == "dict" else variable if f.kind == "list" else [variable]):

@@ -452,3 +452,118 @@ def test_a_child_left_out_by_the_constructor_is_none_in_the_batch(tmp_path: Path
     ran = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     expected = "(3, 6) True" if init.endswith(",0") else "(3, 2) False"
     assert ran.returncode == 0 and ran.stdout.strip() == expected, ran.stdout + ran.stderr
+
+
+CONDITIONAL_CHILD = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Leaky(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.v = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.v.value = 0.9 * self.v + x
+        return self.v.value
+
+
+class Adaptive(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.v = bm.Variable(bm.zeros(n))
+        self.a = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.v.value = 0.9 * self.v + x - self.a
+        v = self.v.value
+        self.a.value = 0.95 * self.a + 0.1 * v
+        return v
+
+
+class Block(bp.DynamicalSystem):
+    def __init__(self, n, adaptive=True):
+        super().__init__()
+{choice}
+
+    def update(self, x):
+        return self.neu(x)
+'''
+
+
+@pytest.mark.parametrize("choice,mark", [
+    ("        if adaptive:\n            self.neu = Adaptive(n)\n        else:\n            self.neu = Leaky(n)",
+     "            self.neu = Leaky(n)"),
+    ("        self.neu = Adaptive(n) if adaptive else Leaky(n)", "        self.neu = Adaptive(n) if adaptive else Leaky(n)"),
+])
+def test_one_attribute_holding_children_of_two_classes_is_refused(tmp_path: Path, choice: str, mark: str) -> None:
+    """`self.neu = Adaptive(n)` on one path and `Leaky(n)` on another: main generated LeakyBatched on
+    both paths (BlockState.neu a LeakyState), exit 0, and Block(3) verified FAIL (the adaptation lost)."""
+    text = CONDITIONAL_CHILD.format(choice=choice)
+    src = tmp_path / "block.py"
+    src.write_text(text)
+    line = text.splitlines().index(mark) + 1
+    result = batchify(str(src), "-o", str(tmp_path / "out.py"), cwd=tmp_path)
+    assert result.returncode == 1 and f"block.py:{line}:" in result.stderr and "BFY107" in result.stderr, result.stderr
+    assert "Adaptive" in result.stderr and "Leaky" in result.stderr
+    assert not (tmp_path / "out.py").exists()
+
+
+def test_one_child_class_or_none_on_two_paths_verifies(tmp_path: Path) -> None:
+    """The way out the refusal above suggests: one attribute per class, None where it is not built."""
+    choice = ("        self.adaptive = Adaptive(n) if adaptive else None\n"
+              "        self.leaky = None if adaptive else Leaky(n)")
+    text = CONDITIONAL_CHILD.format(choice=choice).replace(
+        "        return self.neu(x)",
+        "        if self.adaptive is not None:\n            return self.adaptive(x)\n        return self.leaky(x)")
+    src = tmp_path / "block.py"
+    src.write_text(text)
+    out = tmp_path / "block_batched.py"
+    result = batchify(str(src), "-o", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    for init in ("3", "3,False"):
+        checked = batchify("verify", str(src), str(out), "--class", "Block", "--init", init, "--input-shape", "x=3",
+                           "--steps", "6", "--no-speed", "--strict", cwd=tmp_path)
+        assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
+
+
+OPTIONAL_FIELDS = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class RNN(bp.DynamicalSystem):
+    def __init__(self, n_in, n, use_bias=True, trace=False):
+        super().__init__()
+        self.W_in = bm.TrainVar(bm.random.normal(0., 1., (n_in, n)))
+        if use_bias:
+            self.b = bm.TrainVar(bm.zeros(n))
+        else:
+            self.b = None
+        self.tr = bm.Variable(bm.zeros(n)) if trace else None
+        self.h = bm.Variable(bm.zeros(n)) if n > 2 else bm.Variable(bm.ones(n))
+
+    def update(self, x):
+        h = x @ self.W_in + self.h
+        if self.b is not None:
+            h = h + self.b
+        if self.tr is not None:
+            self.tr.value = 0.9 * self.tr + h
+        self.h.value = bm.tanh(h)
+        return self.h.value
+'''
+
+
+@pytest.mark.parametrize("init", ["3,4", "3,4,False,True", "3,2,True,True", "3,4,False,False"])
+def test_weights_and_state_set_to_none_on_a_path_verify(tmp_path: Path, init: str) -> None:
+    """`self.b = None` in an else, `bm.Variable(...) if trace else None`, and `if self.b is not None`
+    in the step. main: BFY210 on `if self.b is not None` (a presence test is the same for every
+    example), and with it allowed, the batched class crashed on the None (verify BFY900)."""
+    src = tmp_path / "rnn.py"
+    src.write_text(OPTIONAL_FIELDS)
+    out = tmp_path / "rnn_batched.py"
+    result = batchify(str(src), "-o", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "if params.b is not None:" in out.read_text() and "if state.tr is not None:" in out.read_text()
+    checked = batchify("verify", str(src), str(out), "--init", init, "--input-shape", "x=3", "--steps", "5",
+                       "--no-speed", "--strict", cwd=tmp_path)
+    assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr

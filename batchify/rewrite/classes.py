@@ -401,6 +401,9 @@ class ConstructorRewriter(Transformer):
         """The value assigned to ``self.NAME`` in the batched constructor: a state Variable batched,
         a child built with ``batch_size``; anything else unchanged."""
         path = self_path(target, self.self_name)
+        if path is not None and len(path) == 1 and type(value) is cst.IfExp:  # `Child(n) if c else None`
+            return updated.with_changes(body=self.batched_value(target, value.body, updated.body),
+                                        orelse=self.batched_value(target, value.orelse, updated.orelse))
         if path is None or len(path) != 1 or type(value) is not cst.Call:
             return updated
         return self.batched_variable(path[0], value, updated) or self.batched_child(path[0], value, updated) or updated

@@ -744,6 +744,14 @@ class ExprRewriter(Transformer):
         return None
 
 
+def presence_tested(expr: cst.CSTNode) -> set[int]:
+    """Ids of the nodes ``X is None`` / ``X is not None`` tests in ``expr`` (``X`` and all under it):
+    whether the constructor built ``self.b`` is the same for every example, whatever ``b`` holds."""
+    return {id(n) for c in walk(expr) if type(c) is cst.Comparison and all(
+        type(t.operator) in (cst.Is, cst.IsNot) and type(t.comparator) is cst.Name and t.comparator.value == "None"
+        for t in c.comparisons) for n in walk(c.left)}
+
+
 class MethodRewriter:
     STATIC = frozenset({"shape", "ndim", "dtype", "size", "batch_axis"})  # the same for every example
 
@@ -756,7 +764,10 @@ class MethodRewriter:
     def from_state(self, expr: cst.CSTNode) -> bool:
         """Whether ``expr`` reads the state: a Variable's value, a stateful call, a traced local."""
         calls = ExprRewriter(self.ctx)
+        presence = presence_tested(expr)
         for node in walk(expr):
+            if id(node) in presence:
+                continue
             if type(node) is cst.Name and node.value in self.traced:
                 return True
             if type(node) is cst.Call and (calls.stateful_target(node.func) is not None or {
@@ -910,7 +921,7 @@ class MethodRewriter:
         """A Python ``if``/``while`` may test configuration, not state: under vmap state is traced."""
         static = {"shape", "ndim", "dtype", "size", "batch_axis"}  # the same for every example
         sized = {id(a.value) for n in walk(test) if type(n) is cst.Call and type(n.func) is cst.Name
-                 and n.func.value in ("len", "isinstance") for a in n.args}
+                 and n.func.value in ("len", "isinstance") for a in n.args} | presence_tested(test)
         for node in walk(test):
             path = self_path(node, self.ctx.self_name) if type(node) is cst.Attribute else None
             ref = self.ctx.resolve(path) if path and id(node) not in sized else None
