@@ -116,11 +116,12 @@ class Strength:
     outputs_vary: bool = False  # some float output differs between two steps or two examples
     weights: int = 0
     weights_with_gradient: int | None = None  # weights whose gradient is not exactly zero; None: not run
-    # Of the weights whose gradient is exactly zero in every example: those the step reads (through a
+    # Of the weights whose gradient is exactly zero in every example: those the loss reads (through a
     # branch the inputs never take, a spike that never comes: compared as zeros, a check that could
-    # not fail) and those it never reads (a readout's weights: nothing to check here).
+    # not fail) and those it never reads (a readout's weights, or weights reaching only boolean
+    # outputs: the loss is built from the float ones; nothing to check here).
     weights_without_gradient: list[str] = field(default_factory=list)
-    weights_unread: list[str] = field(default_factory=list)
+    weights_outside_loss: list[str] = field(default_factory=list)
     functions_alike: list[str] = field(default_factory=list)  # --function losses equal for every example
     functions_without_gradient: list[str] = field(default_factory=list)  # --function gradients all zero
 
@@ -136,12 +137,14 @@ class Strength:
         if self.spikes == 0:
             reasons.append(f"no spike: boolean state never true in {steps} steps (scale the inputs up)")
         if self.weights and self.weights_with_gradient == 0:
-            reasons.append("every weight's gradient is exactly zero")
+            reasons.append("every weight's gradient is exactly zero" + (
+                "; the step has no float output for the loss to depend on (return a float, such as the membrane "
+                "potential, to check gradients)" if not self.outputs else ""))
         elif self.weights_without_gradient:
             count, names = len(self.weights_without_gradient), ", ".join(self.weights_without_gradient)
             one = count == 1
             reasons.append(f"no gradient reached {names} ({count} of the {self.weights} weights) in any example, "
-                           f"though the step reads {'it' if one else 'them'}: {'its gradient was' if one else 'their gradients were'} "
+                           f"though the loss reads {'it' if one else 'them'}: {'its gradient was' if one else 'their gradients were'} "
                            "compared as zeros (drive the inputs into what uses them, e.g. --input-shape x=SHAPE:float32:SCALE)")
         for name in self.functions_alike:
             reasons.append(f"{name}() gave every example the same loss: mixing examples could not show")
@@ -156,7 +159,8 @@ class Strength:
             parts.append(f"{self.spikes} spikes")
         if self.weights and self.weights_with_gradient is not None:
             parts.append(f"gradient non-zero {self.weights_with_gradient}/{self.weights}"
-                         + (f" ({len(self.weights_unread)} not read by the step)" if self.weights_unread else ""))
+                         + (f" ({len(self.weights_outside_loss)} not reaching the float outputs)"
+                            if self.weights_outside_loss else ""))
         return ", ".join(parts)
 
 

@@ -497,11 +497,11 @@ class Verifier:
 
         in_axes = (None, 0, *([0] * len(per_example_inputs)))
         zero = [p for p in paths if not any(np.any(g[p] != 0) for g in per_example)]
-        if zero:  # read through a branch the inputs never took, or not read by the step at all?
+        if zero:  # read through a branch the inputs never took, or not reaching the loss at all?
             read = dict(zip(order, read_leaves(lambda p: jnp.sum(jax.vmap(example_loss, in_axes=in_axes)(
                 p, state0, *per_example_inputs)), params)))
             strength.weights_without_gradient = [p for p in zero if read.get(p, True)]
-            strength.weights_unread = [p for p in zero if not read.get(p, True)]
+            strength.weights_outside_loss = [p for p in zero if not read.get(p, True)]
         got_each = jax.vmap(jax.grad(example_loss), in_axes=in_axes)(params, state0, *per_example_inputs)
         got_mean = jax.grad(lambda p: jnp.mean(jax.vmap(example_loss, in_axes=in_axes)(
             p, state0, *per_example_inputs)))(params)

@@ -209,7 +209,7 @@ def test_a_weight_the_step_reads_but_no_gradient_reaches_is_weak(tmp_path, capsy
     (reason,) = weak["weak_reasons"]
     assert "w_burst" in reason and "w_read" not in reason, reason
     assert weak["strength"]["weights_without_gradient"] == ["w_burst"], weak["strength"]
-    assert weak["strength"]["weights_unread"] == ["w_read"], weak["strength"]
+    assert weak["strength"]["weights_outside_loss"] == ["w_read"], weak["strength"]
     assert main([*flags, "--input-shape", "x=4:float32:4.0"]) == 0
     driven = json.loads(capsys.readouterr().out)["classes"][0]
     assert driven["verdict"] == "PASS" and driven["strength"]["weights_without_gradient"] == [], driven
