@@ -408,6 +408,8 @@ class _ClassScan:
         kinds = {f.name: f.kind for f in self.fields}
 
         def variable(node: cst.BaseExpression) -> str | None:
+            if type(node) is cst.IfExp:  # `self.enc if tied else bm.TrainVar(...)`: either branch
+                return variable(node.body) or variable(node.orelse)
             path = self_path(node, me) if type(node) is cst.Attribute else None
             return path[0] if path and len(path) == 1 and path[0] in kinds else None
 

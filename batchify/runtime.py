@@ -374,6 +374,8 @@ class Library(bp.BrainPyObject):
         self.fields = {name: getattr(owner, name) for name in fields}
         given = {id(v) for v in self.fields.values()}
         found = {}
+        # A built-in left None on this path (`bp.dnn.Linear(n, 2) if readout else None`) holds nothing.
+        names = [name for name in names if getattr(owner, name, None) is not None]
         for name in names:
             module = getattr(owner, name)
             if isinstance(module, brainstate.State):  # a RandomState held directly

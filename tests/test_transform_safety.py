@@ -567,3 +567,60 @@ def test_weights_and_state_set_to_none_on_a_path_verify(tmp_path: Path, init: st
     checked = batchify("verify", str(src), str(out), "--init", init, "--input-shape", "x=3", "--steps", "5",
                        "--no-speed", "--strict", cwd=tmp_path)
     assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
+
+
+def test_a_conditional_second_name_for_a_weight_is_refused(tmp_path: Path) -> None:
+    """`self.dec = self.enc if tied else bm.TrainVar(...)`: tied weights on one path. Once a
+    conditional expression counted as two paths this generated (exit 0) a second weight for the tied
+    one; it is BFY213 at the assignment, as `self.dec = self.enc` is."""
+    text = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class AE(bp.DynamicalSystem):
+    def __init__(self, n, tied=True):
+        super().__init__()
+        self.enc = bm.TrainVar(bm.random.normal(0., 0.5, (n, n)))
+        self.dec = self.enc if tied else bm.TrainVar(bm.random.normal(0., 0.5, (n, n)))
+        self.h = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.h.value = bm.tanh(x @ self.enc + 0.5 * self.h)
+        return self.h @ self.dec
+'''
+    src = tmp_path / "ae.py"
+    src.write_text(text)
+    result = batchify(str(src), "-o", str(tmp_path / "out.py"), cwd=tmp_path)
+    assert result.returncode == 1 and "ae.py:9:9: BFY213 " in result.stderr, result.stderr
+    assert not (tmp_path / "out.py").exists()
+
+
+@pytest.mark.parametrize("init", ["3", "3,False"])
+def test_a_builtin_left_none_on_a_path_verifies(tmp_path: Path, init: str) -> None:
+    """`self.fc = bp.dnn.Linear(n, 2) if readout else None`: main's batched class built its library
+    from the None (BFY900 'NoneType' object has no attribute 'vars')."""
+    text = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Net(bp.DynamicalSystem):
+    def __init__(self, n, readout=True):
+        super().__init__()
+        self.N = bp.dyn.Lif(n, V_rest=0., V_th=1., V_reset=0., tau=5.)
+        self.fc = bp.dnn.Linear(n, 2) if readout else None
+        self.v = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        s = self.N(x)
+        self.v.value = 0.9 * self.v + s
+        if self.fc is not None:
+            return self.fc(self.v.value)
+        return self.v.value
+'''
+    src = tmp_path / "net.py"
+    src.write_text(text)
+    out = tmp_path / "net_batched.py"
+    assert batchify(str(src), "-o", str(out), cwd=tmp_path).returncode == 0
+    checked = batchify("verify", str(src), str(out), "--init", init, "--input-shape", "x=3:float32:10.0", "--dt",
+                       "0.5", "--steps", "5", "--no-speed", "--strict", cwd=tmp_path)
+    assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
