@@ -50,6 +50,16 @@ class HarnessOptions(NamedTuple):
         return out
 
 
+def returns_a_value(func) -> bool:
+    """Whether ``func`` has a ``return <value>`` of its own (not one of a function nested in it)."""
+    import libcst as cst
+
+    from batchify.cstwalk import walk
+
+    nested = {id(n) for f in walk(func.body) if type(f) in (cst.FunctionDef, cst.Lambda) for n in walk(f)}
+    return any(type(n) is cst.Return and n.value is not None and id(n) not in nested for n in walk(func.body))
+
+
 def harness_classes(ir: ModuleIR) -> list[str]:
     """The classes a harness is emitted for: the targets no other target uses as a child or base (a
     class of the file that is not a target does not count: ``--class Layer`` in a file whose ``Net``
@@ -75,6 +85,13 @@ def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics:
              f"(one of {', '.join(stepping) or 'none'})")
         return None
     func = methods[method].node
+    if not options.readout.startswith(FUNCTION) and not returns_a_value(func):
+        pos = ir.positions.get(func)
+        diagnostics.append(Diagnostic(ir.path, pos.start.line if pos else 1, pos.start.column + 1 if pos else 1,
+                                      "BFY013", f"harness for {cls.name}: {method}() returns nothing, so the "
+                                      f"{options.readout} readout has no output to read: return the output, or read "
+                                      "the state with --readout function:NAME"))
+        return None
     args, per_example = [], 0
     for param in func.params.params[1:]:
         name = param.name.value
@@ -93,16 +110,16 @@ def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics:
     input_expr = {"sequence": "x", "constant": "x"}.get(options.input) or f"{options.input[len(FUNCTION):]}(t, x)"
     args = [input_expr if a == "STEP_INPUT" else a for a in args]
     classifies = options.loss in ("cross_entropy", "nll_rate")
-    first = "jax.tree.leaves(outputs)[0]"
+    first = "bfy.first_output(outputs)"
     readout_expr = {
         "sum": f"jnp.sum({first}, axis=0)",
         "mean": f"jnp.mean({first}, axis=0)",
         "last": f"{first}[-1]",
     }.get(options.readout) or f"{options.readout[len(FUNCTION):]}(outputs)"
     loss_expr = {
-        "cross_entropy": "optax.softmax_cross_entropy_with_integer_labels(pred, bfy.class_label(y))",
+        "cross_entropy": "optax.softmax_cross_entropy_with_integer_labels(bfy.class_scores(pred), bfy.class_label(y))",
         "mse": "jnp.mean((pred - y) ** 2)",
-        "nll_rate": "bfy.nll_of_rates(pred, bfy.class_label(y))",
+        "nll_rate": "bfy.nll_of_rates(bfy.class_scores(pred), bfy.class_label(y))",
     }.get(options.loss) or f"{options.loss[len(FUNCTION):]}(pred, y)"
     docs = {
         "sequence": "``x``, step ``t``'s slice of a sequence ``[T, ...]`` per example (T steps)",

@@ -322,3 +322,133 @@ def test_a_weight_the_constructor_leaves_out_trains_saves_and_verifies(tmp_path:
     assert loaded.b is None and np.array_equal(np.asarray(loaded.W_rec), np.asarray(params.W_rec))
     harness.assign_params(model, loaded)
     assert np.array_equal(np.asarray(model.W_rec.value), np.asarray(params.W_rec))
+
+
+DICT_OUT = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class RNN(bp.DynamicalSystem):
+    def __init__(self, n_in, n_h, n_out):
+        super().__init__()
+        self.W_in = bm.TrainVar(bm.random.normal(0., 0.5, (n_in, n_h)))
+        self.W_out = bm.TrainVar(bm.random.normal(0., 0.5, (n_h, n_out)))
+        self.h = bm.Variable(bm.zeros(n_h))
+
+    def reset_state(self, batch_size=None):
+        self.h.value = bm.zeros_like(self.h)
+
+    def update(self, x):
+        self.h.value = bm.tanh(x @ self.W_in + 0.5 * self.h)
+        return {"out": self.h @ self.W_out, "hidden": self.h.value}
+'''
+
+
+def test_a_step_returning_a_dict_of_outputs_is_not_read_by_key_order(tmp_path: Path) -> None:
+    """`return {"out": ..., "hidden": ...}`: the readout took the first leaf, and JAX orders dict keys,
+    so main trained the 6 hidden units against 2 classes (predict shape (6,), no error). Which entry
+    is the output is now asked for (--readout function:NAME); a tuple's first stays the output."""
+    src = tmp_path / "d.py"
+    src.write_text(DICT_OUT)
+    out = tmp_path / "d_batched.py"
+    flags = ["--harness", "--input-mode", "constant", "--harness-steps", "4", "--readout", "mean", "--loss",
+             "cross_entropy"]
+    assert batchify(str(src), "-o", str(out), *flags, cwd=tmp_path).returncode == 0
+    generated = load_generated(out, "d_batched")
+    original = load_models(src, "d_original")
+    bm.random.seed(0)
+    harness = generated.RNNHarness(generated.RNNBatched.from_model(original.RNN(3, 6, 2), 2))
+    with pytest.raises(ValueError, match=r"dict with keys \['hidden', 'out'\].*--readout function:NAME"):
+        harness.predict(harness.model.params(), jnp.ones(3))
+    (tmp_path / "t.py").write_text(DICT_OUT.replace('return {"out": self.h @ self.W_out, "hidden": self.h.value}',
+                                                    "return self.h @ self.W_out, self.h.value"))
+    assert batchify(str(tmp_path / "t.py"), "-o", str(tmp_path / "t_batched.py"), *flags, cwd=tmp_path).returncode == 0
+    tupled = load_generated(tmp_path / "t_batched.py", "t_batched")
+    t_original = load_models(tmp_path / "t.py", "t_original")
+    harness = tupled.RNNHarness(tupled.RNNBatched.from_model(t_original.RNN(3, 6, 2), 2))
+    assert harness.predict(harness.model.params(), jnp.ones(3)).shape == (2,)
+
+
+TRAINING_MODE = '''import brainpy as bp
+import brainpy.math as bm
+
+bm.set_environment(bm.training_mode)
+
+
+class Net(bp.DynSysGroup):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.fc = bp.dnn.Linear(n_in, n_out)
+        self.r = bp.dyn.Lif(n_out, spk_fun=bm.surrogate.Sigmoid())
+
+    def update(self, x):
+        return self.r(self.fc(x))
+'''
+
+
+@pytest.mark.parametrize("loss", ["nll_rate", "cross_entropy"])
+def test_class_scores_of_a_training_mode_model_keep_their_axis_of_one(tmp_path: Path, loss: str) -> None:
+    """A model built in bm.training_mode outputs (1, n) per example. main: nll_rate indexed the axis of
+    one with the label (each example's loss a vector of n, averaged: 3.62 against 1.59), and
+    cross_entropy raised 'axis 1 is out of bounds'. The classification losses take the (1, n) scores
+    as the n scores they are, against the original run by hand."""
+    src = tmp_path / "t.py"
+    src.write_text(TRAINING_MODE)
+    out = tmp_path / "t_batched.py"
+    assert batchify(str(src), "-o", str(out), "--harness", "--input-mode", "constant", "--harness-steps", "6",
+                    "--readout", "sum", "--loss", loss, cwd=tmp_path).returncode == 0
+    generated = load_generated(out, f"t_batched_{loss}")
+    original = load_models(src, f"t_original_{loss}")
+    bm.random.seed(1)
+    model = original.Net(4, 3)
+    rng = np.random.default_rng(0)
+    model.fc.W.value = bm.asarray(rng.uniform(0.0, 30.0, (4, 3)).astype(np.float32))  # strong enough to spike
+    harness = generated.NetHarness(generated.NetBatched.from_model(model, 2))
+    xs = jnp.asarray(rng.random((2, 4)).astype(np.float32) * 50.0)
+    ys = jnp.asarray([0, 2], jnp.int32)
+    want = []
+    for x, y in zip(xs, ys):
+        bp.reset_state(model, 1)  # BrainPy's own batch of one, as a training-mode model is built
+        scores = sum(jnp.asarray(model.update(x[None])) for _ in range(6))[0]
+        want.append(float(-jnp.log((scores + 1e-6)[y] / jnp.sum(scores + 1e-6))) if loss == "nll_rate"
+                    else float(-jax.nn.log_softmax(scores)[y]))
+    assert len({round(w, 4) for w in want}) == 2, want  # the examples differ: a check that can fail
+    got = harness.evaluate(harness.model.params(), xs, ys)[0]
+    np.testing.assert_allclose(got, np.mean(want), rtol=1e-5)
+
+
+def test_fit_on_fewer_examples_than_a_batch_says_so(tmp_path: Path) -> None:
+    """main ran no step at all (len(xs) // batch_size == 0) and returned a NaN history."""
+    src = tmp_path / "d.py"
+    src.write_text(DICT_OUT.replace('return {"out": self.h @ self.W_out, "hidden": self.h.value}',
+                                    "return self.h @ self.W_out"))
+    out = tmp_path / "d_batched.py"
+    assert batchify(str(src), "-o", str(out), "--harness", "--input-mode", "constant", "--harness-steps", "3",
+                    "--readout", "last", "--loss", "mse", cwd=tmp_path).returncode == 0
+    generated = load_generated(out, "fit_small")
+    original = load_models(src, "fit_small_original")
+    harness = generated.RNNHarness(generated.RNNBatched.from_model(original.RNN(3, 4, 2), 2))
+    xs, ys = np.ones((10, 3), np.float32), np.ones((10, 2), np.float32)
+    with pytest.raises(ValueError, match="batch_size 64 is larger than the 10 training examples"):
+        harness.fit(xs, ys, epochs=1, progress=False)
+
+
+def test_a_harness_over_a_step_that_returns_nothing_is_refused(tmp_path: Path) -> None:
+    """main generated it (exit 0) and the first step raised a bare IndexError."""
+    src = tmp_path / "n.py"
+    src.write_text('''import brainpy as bp
+import brainpy.math as bm
+
+
+class Rate(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.W = bm.TrainVar(bm.ones((n, n)) * 0.1)
+        self.r = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.r.value = bm.tanh(x + self.r @ self.W)
+''')
+    result = batchify(str(src), "-o", str(tmp_path / "out.py"), "--harness", "--loss", "mse", cwd=tmp_path)
+    assert result.returncode == 1 and "n.py:11:5: BFY013 " in result.stderr and "returns nothing" in result.stderr, \
+        result.stderr
