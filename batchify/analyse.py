@@ -1202,37 +1202,83 @@ def support_statements(a: Analysis, roots: list[cst.CSTNode], model_names: set[s
     todo = [id(c) for c in roots]
     seen = set(todo)
     pulled_by: dict[int, tuple[cst.CSTNode, str]] = {}  # a copied statement: where a root first uses it
-    while todo:
-        current = todo.pop()
-        for owner_id, name in sorted(uses.get(current, ()), key=lambda x: x[1]):
-            owner = by_id[owner_id]
-            if type(owner) is cst.ClassDef and owner.name.value in model_names:
-                if current in pulled_by and type(by_id[current]) is not cst.ClassDef:
-                    # `model = Foo(...)` at module level, used by copied code: the generated module
-                    # has no Foo, and one shared instance cannot serve a batch.
-                    node, used = pulled_by[current]
-                    a.report(node, "BFY014", f"'{used}' (line {a.positions[by_id[current]].start.line}) uses the "
-                             f"model class {name} at module level; the generated module copies only what the "
-                             f"model needs and defines no {name}: pass the model in as an argument instead "
-                             "of using a module-level instance")
-                continue
-            if owner_id == current:
-                continue
-            if not _copyable(owner):
-                node = next(n for n, nm, o in access_origin[current] if nm == name and o is owner)
-                a.report(node, "BFY012", f"'{name}' is defined only inside a module-level "
-                         f"{type(owner).__name__.lower()} block; define it at module level so the "
-                         "generated module can copy it")
-                continue
-            needed.setdefault(owner_id, set()).add(name)
-            if owner_id not in seen:
-                seen.add(owner_id)
-                todo.append(owner_id)
-                origin = pulled_by.get(current) or next(
-                    ((n, nm) for n, nm, o in access_origin[current] if nm == name and o is owner), None)
-                if origin is not None:
-                    pulled_by[owner_id] = origin
+    while True:
+        while todo:
+            current = todo.pop()
+            for owner_id, name in sorted(uses.get(current, ()), key=lambda x: x[1]):
+                owner = by_id[owner_id]
+                if type(owner) is cst.ClassDef and owner.name.value in model_names:
+                    if current in pulled_by and type(by_id[current]) is not cst.ClassDef:
+                        # `model = Foo(...)` at module level, used by copied code: the generated module
+                        # has no Foo, and one shared instance cannot serve a batch.
+                        node, used = pulled_by[current]
+                        a.report(node, "BFY014", f"'{used}' (line {a.positions[by_id[current]].start.line}) uses the "
+                                 f"model class {name} at module level; the generated module copies only what the "
+                                 f"model needs and defines no {name}: pass the model in as an argument instead "
+                                 "of using a module-level instance")
+                    continue
+                if owner_id == current:
+                    continue
+                if not _copyable(owner):
+                    node = next(n for n, nm, o in access_origin[current] if nm == name and o is owner)
+                    a.report(node, "BFY012", f"'{name}' is defined only inside a module-level "
+                             f"{type(owner).__name__.lower()} block; define it at module level so the "
+                             "generated module can copy it")
+                    continue
+                needed.setdefault(owner_id, set()).add(name)
+                if owner_id not in seen:
+                    seen.add(owner_id)
+                    todo.append(owner_id)
+                    origin = pulled_by.get(current) or next(
+                        ((n, nm) for n, nm, o in access_origin[current] if nm == name and o is owner), None)
+                    if origin is not None:
+                        pulled_by[owner_id] = origin
+        # Statements completing a copied definition travel with it: `spike.defvjp(_fwd, _bwd)` after
+        # `@jax.custom_vjp def spike`, `@spike.defjvp def _jvp`, `CONFIG["tau"] = 5.0` (and what they use).
+        defined = {name for i, names_ in needed.items() if not is_import(by_id[i]) for name in names_} | {
+            c.name.value for c in roots if type(c) in (cst.FunctionDef, cst.ClassDef) and c.name.value not in model_names}
+        companions = [id(st) for st in a.module.body if id(st) not in seen and completes(st, defined)]
+        if not companions:
+            break
+        for i in companions:
+            seen.add(i)
+            todo.append(i)
+            needed.setdefault(i, set())
     return needed
+
+
+def is_import(stmt: cst.CSTNode) -> bool:
+    return type(stmt) is cst.SimpleStatementLine and all(type(small) in (cst.Import, cst.ImportFrom)
+                                                          for small in stmt.body)
+
+
+def completes(stmt: cst.CSTNode, defined: set[str]) -> bool:
+    """Whether a module-level statement works on a name of ``defined`` (a function, class or value the
+    generated module copies) rather than binding its own: a call of its method, an assignment into it,
+    a function it decorates (``spike.defvjp(f, b)``, ``CONFIG["k"] = v``, ``@spike.defjvp``)."""
+    def root(expr: cst.BaseExpression) -> str | None:
+        while type(expr) in (cst.Attribute, cst.Subscript, cst.Call):
+            expr = expr.func if type(expr) is cst.Call else expr.value
+        return expr.value if type(expr) is cst.Name else None
+
+    if type(stmt) is cst.FunctionDef:
+        return any(type(d.decorator) in (cst.Attribute, cst.Call) and root(d.decorator) in defined
+                   and type(d.decorator if type(d.decorator) is cst.Attribute else d.decorator.func) is cst.Attribute
+                   for d in stmt.decorators)
+    if type(stmt) is not cst.SimpleStatementLine:
+        return False
+    for small in stmt.body:
+        if type(small) is cst.Expr:
+            if not (type(small.value) is cst.Call and type(small.value.func) is cst.Attribute
+                    and root(small.value.func) in defined):
+                return False
+        elif type(small) in (cst.Assign, cst.AugAssign):
+            targets = [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
+            if not all(type(t) in (cst.Attribute, cst.Subscript) and root(t) in defined for t in targets):
+                return False
+        else:
+            return False
+    return True
 
 
 def _copyable(stmt: cst.CSTNode) -> bool:

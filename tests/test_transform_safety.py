@@ -624,3 +624,64 @@ class Net(bp.DynamicalSystem):
     checked = batchify("verify", str(src), str(out), "--init", init, "--input-shape", "x=3:float32:10.0", "--dt",
                        "0.5", "--steps", "5", "--no-speed", "--strict", cwd=tmp_path)
     assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
+
+
+SURROGATE = '''import jax
+import brainpy as bp
+import brainpy.math as bm
+
+{surrogate}
+
+class M(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.w = bm.TrainVar(bm.ones(n))
+        self.V = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.V.value = 0.5 * self.V + x * self.w
+        return spike(self.V - 1.0) * self.V
+'''
+CUSTOM_VJP = '''@jax.custom_vjp
+def spike(v):
+    return (v > 0.).astype(v.dtype)
+
+
+def _fwd(v):
+    return spike(v), v
+
+
+def _bwd(v, g):
+    return (g / (1. + bm.abs(v)) ** 2,)
+
+
+spike.defvjp(_fwd, _bwd)
+print("not copied: a module-level call on an import's name")
+'''
+CUSTOM_JVP = '''@jax.custom_jvp
+def spike(v):
+    return (v > 0.).astype(v.dtype)
+
+
+@spike.defjvp
+def _spike_jvp(primals, tangents):
+    v, = primals
+    dv, = tangents
+    return spike(v), dv / (1. + bm.abs(v)) ** 2
+'''
+
+
+@pytest.mark.parametrize("surrogate", [CUSTOM_VJP, CUSTOM_JVP], ids=["custom_vjp", "custom_jvp"])
+def test_a_surrogate_gradient_defined_after_its_function_travels_with_it(tmp_path: Path, surrogate: str) -> None:
+    """`spike.defvjp(_fwd, _bwd)` (or `@spike.defjvp`) at module level: main copied the decorated
+    `spike` alone, and the batched model raised 'No VJP defined for custom_vjp function spike'
+    (verify blamed the user's model: BFY302). Module-level statements that complete a copied
+    definition (a call of its method, a decorator naming it) are copied with it."""
+    src = tmp_path / "m.py"
+    src.write_text(SURROGATE.format(surrogate=surrogate))
+    out = tmp_path / "m_batched.py"
+    assert batchify(str(src), "-o", str(out), cwd=tmp_path).returncode == 0
+    assert "print(" not in out.read_text()
+    checked = batchify("verify", str(src), str(out), "--init", "3", "--input-shape", "x=3:float32:3.0", "--steps",
+                       "5", "--no-speed", "--strict", cwd=tmp_path)
+    assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
