@@ -2020,7 +2020,9 @@ class Harness:
         for start in range(0, len(xs), batch_size):
             x, y = np.asarray(xs[start:start + batch_size]), np.asarray(ys[start:start + batch_size])
             n = len(x)
-            keys = (fold_keys(jax.random.fold_in(key, start), batch_size),) if self.random else ()
+            # Example start + i draws from fold_in(key, start + i), as in every batch function.
+            examples = start + jnp.arange(batch_size)
+            keys = (jax.vmap(lambda i: jax.random.fold_in(key, i))(examples),) if self.random else ()
             result = self._evaluate_batch(params, padded(x, batch_size), padded(y, batch_size), *keys)
             if self.classifies:
                 losses.append(np.asarray(result[0])[:n])
