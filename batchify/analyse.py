@@ -106,11 +106,15 @@ def deterministic_initializer(call: cst.Call, qualified_names: Callable[[cst.CST
     return init is not None and bool(qualified_names(init) & names.DETERMINISTIC_INITIALIZERS)
 
 
+def is_none(node: cst.CSTNode | None) -> bool:
+    return type(node) is cst.Name and node.value == "None"
+
+
 def may_be_none(value: cst.BaseExpression | None) -> bool:
     """``None``, or ``A(n) if c else None``: an attribute that may hold nothing."""
     if type(value) is cst.IfExp:
         return may_be_none(value.body) or may_be_none(value.orelse)
-    return type(value) is cst.Name and value.value == "None"
+    return is_none(value)
 
 
 def definitely_assigned(body, me: str) -> set[str]:
@@ -452,7 +456,7 @@ class _ClassScan:
     def classify(self, name: str, value: cst.BaseExpression, target: cst.CSTNode, direct: set[int]) -> None:
         if type(value) is cst.IfExp:  # `A(n) if c else None`: each branch is a path of its own
             for branch in (value.body, value.orelse):
-                if not (type(branch) is cst.Name and branch.value == "None"):
+                if not is_none(branch):
                     self.classify(name, branch, target, direct)
             return
         if type(value) is not cst.Call:
@@ -1261,10 +1265,9 @@ def completes(stmt: cst.CSTNode, defined: set[str]) -> bool:
             expr = expr.func if type(expr) is cst.Call else expr.value
         return expr.value if type(expr) is cst.Name else None
 
-    if type(stmt) is cst.FunctionDef:
-        return any(type(d.decorator) in (cst.Attribute, cst.Call) and root(d.decorator) in defined
-                   and type(d.decorator if type(d.decorator) is cst.Attribute else d.decorator.func) is cst.Attribute
-                   for d in stmt.decorators)
+    if type(stmt) is cst.FunctionDef:  # `@spike.defjvp`, `@spike.register(...)`
+        decorators = [d.decorator.func if type(d.decorator) is cst.Call else d.decorator for d in stmt.decorators]
+        return any(type(d) is cst.Attribute and root(d) in defined for d in decorators)
     if type(stmt) is not cst.SimpleStatementLine:
         return False
     for small in stmt.body:

@@ -76,9 +76,11 @@ def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics:
     stepping = [m for m in methods if m in cls.stateful and not m.startswith("_") and m != "reset_state"]
     method = options.method or ("update" if "update" in stepping else stepping[0] if len(stepping) == 1 else None)
 
-    def fail(message: str) -> None:
-        pos = ir.positions.get(cls.node)
-        diagnostics.append(Diagnostic(ir.path, pos.start.line if pos else 1, 1, "BFY013", message))
+    def fail(message: str, node=None) -> None:
+        """BFY013 at ``node`` (its line and column), or at the class's line."""
+        pos = ir.positions.get(node if node is not None else cls.node)
+        column = pos.start.column + 1 if pos and node is not None else 1
+        diagnostics.append(Diagnostic(ir.path, pos.start.line if pos else 1, column, "BFY013", message))
 
     if method is None or method not in stepping:
         fail(f"harness for {cls.name}: choose the stepping method with --harness-method "
@@ -86,11 +88,8 @@ def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics:
         return None
     func = methods[method].node
     if not options.readout.startswith(FUNCTION) and not returns_a_value(func):
-        pos = ir.positions.get(func)
-        diagnostics.append(Diagnostic(ir.path, pos.start.line if pos else 1, pos.start.column + 1 if pos else 1,
-                                      "BFY013", f"harness for {cls.name}: {method}() returns nothing, so the "
-                                      f"{options.readout} readout has no output to read: return the output, or read "
-                                      "the state with --readout function:NAME"))
+        fail(f"harness for {cls.name}: {method}() returns nothing, so the {options.readout} readout has no "
+             "output to read: return the output, or read the state with --readout function:NAME", func)
         return None
     args, per_example = [], 0
     for param in func.params.params[1:]:

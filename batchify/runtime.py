@@ -1525,15 +1525,16 @@ def nll_of_rates(counts, label):
     return -jnp.log(rate[label] / jnp.sum(rate))
 
 
-def fold_keys(key, batch_size):
-    """One key per example of a batch: ``fold_in(key, i)`` for example ``i``.
+def fold_keys(key, batch_size, offset=0):
+    """One key per example of a batch: ``fold_in(key, i)`` for example ``i`` (``offset + i`` for a
+    batch that starts at example ``offset`` of a dataset, as ``evaluate``'s chunks do).
 
     Inside a train step (``Harness.microbatched_value_and_grad``) a batch of ``batch_size`` may be
     chunk ``j`` of ``n`` of a device's part of the whole batch, that part starting at example
-    ``offset``: its example ``i`` is example ``offset + i * n + j`` of the whole and gets that
+    ``s``: its example ``i`` is example ``s + i * n + j`` of the whole and gets that
     example's key, so a chunked or sharded step draws the very numbers the single vmap draws.
     """
-    index = jnp.arange(batch_size)
+    index = offset + jnp.arange(batch_size)
     chunk = _CHUNK.get()
     if chunk is not None and chunk.size == batch_size:
         index = chunk.offset + index * chunk.count + chunk.index
@@ -2020,9 +2021,7 @@ class Harness:
         for start in range(0, len(xs), batch_size):
             x, y = np.asarray(xs[start:start + batch_size]), np.asarray(ys[start:start + batch_size])
             n = len(x)
-            # Example start + i draws from fold_in(key, start + i), as in every batch function.
-            examples = start + jnp.arange(batch_size)
-            keys = (jax.vmap(lambda i: jax.random.fold_in(key, i))(examples),) if self.random else ()
+            keys = (fold_keys(key, batch_size, start),) if self.random else ()  # example start + i: its own key
             result = self._evaluate_batch(params, padded(x, batch_size), padded(y, batch_size), *keys)
             if self.classifies:
                 losses.append(np.asarray(result[0])[:n])

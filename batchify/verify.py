@@ -63,6 +63,7 @@ from batchify.equivalence import (  # noqa: E402
     variables,
     tick,
 )
+from batchify.runtime import param_items  # noqa: E402
 
 if os.environ.get(X64_ENV):
     bm.enable_x64()
@@ -206,15 +207,16 @@ def structural(report: Report, quantity: str) -> None:
     report.max_abs = report.of_tolerance = float("inf")
 
 
-def read_leaves(function, tree) -> list[bool]:
-    """For each leaf of ``tree``: whether ``function(tree)`` reads it, from its jaxpr (an equation
-    counts when something it computes reaches the result; a nested jit is followed, anything else
-    that reads a value counts as reading all of it). On any trouble tracing, every leaf counts."""
+def read_leaves(function, tree):
+    """``tree`` with each leaf replaced by whether ``function(tree)`` reads it, from its jaxpr (an
+    equation counts when something it computes reaches the result; a nested jit is followed, anything
+    else that reads a value counts as reading all of it). On any trouble tracing, every leaf counts."""
+    structure = jax.tree.structure(tree)
     try:
         closed = jax.make_jaxpr(function)(tree)
     except Exception:  # noqa: BLE001 - a conservative answer: every weight read
-        return [True] * len(jax.tree.leaves(tree))
-    return _live_inputs(closed.jaxpr, [True] * len(closed.jaxpr.outvars))
+        return jax.tree.unflatten(structure, [True] * structure.num_leaves)
+    return jax.tree.unflatten(structure, _live_inputs(closed.jaxpr, [True] * len(closed.jaxpr.outvars)))
 
 
 def _live_inputs(jaxpr, used_outputs: list[bool]) -> list[bool]:
@@ -238,22 +240,6 @@ def _live_inputs(jaxpr, used_outputs: list[bool]) -> list[bool]:
 def section_from(report: Report, name: str, predicate) -> Section:
     bad = first_divergences([m for m in report.mismatches if predicate(m.quantity)])
     return Section(name, not bad, report.max_abs, [asdict(m) for m in bad], of_tolerance=report.of_tolerance)
-
-
-def params_paths(params) -> list[str]:
-    """``FooParams`` field paths in leaf order: ``w_in``, ``hidden.w``; the built-ins' weights (a dict
-    field) by their paths under the model. A field that holds no weight (``None``: a bias the
-    constructor was told to leave out) has no leaf, so it has no path either."""
-    out = []
-    for keys, _ in jax.tree_util.tree_flatten_with_path(params)[0]:
-        parts: list[str] = []
-        for key in keys:
-            if isinstance(key, jax.tree_util.DictKey):  # the dict's field name is not part of the path
-                parts[-1:] = [str(key.key)]
-            else:
-                parts.append(str(getattr(key, "name", getattr(key, "idx", key))))
-        out.append(".".join(parts))
-    return out
 
 
 class Verifier:
@@ -476,7 +462,6 @@ class Verifier:
         after_state = list(inspect.signature(pure).parameters)[2:3]  # after params, state
         takes_shared = self.method == "update" and bool(after_state) and after_state[0] in SHARED_DICT_PARAMS
         params, state0 = batched.params(), batched.state()
-        order = params_paths(params)
         per_example_inputs = [a.per_example for a in self.args if a.per_example is not None]
         per_example_inputs += [port.values for port in self.ports]
 
@@ -498,15 +483,15 @@ class Verifier:
         in_axes = (None, 0, *([0] * len(per_example_inputs)))
         zero = [p for p in paths if not any(np.any(g[p] != 0) for g in per_example)]
         if zero:  # read through a branch the inputs never took, or not reaching the loss at all?
-            read = dict(zip(order, read_leaves(lambda p: jnp.sum(jax.vmap(example_loss, in_axes=in_axes)(
+            read = dict(param_items(read_leaves(lambda p: jnp.sum(jax.vmap(example_loss, in_axes=in_axes)(
                 p, state0, *per_example_inputs)), params)))
             strength.weights_without_gradient = [p for p in zero if read.get(p, True)]
             strength.weights_outside_loss = [p for p in zero if not read.get(p, True)]
         got_each = jax.vmap(jax.grad(example_loss), in_axes=in_axes)(params, state0, *per_example_inputs)
         got_mean = jax.grad(lambda p: jnp.mean(jax.vmap(example_loss, in_axes=in_axes)(
             p, state0, *per_example_inputs)))(params)
-        each = dict(zip(order, jax.tree.leaves(got_each)))
-        mean = dict(zip(order, jax.tree.leaves(got_mean)))
+        each = dict(param_items(got_each))  # by the weights' paths: ``hidden.w``, a built-in's ``fc.W``
+        mean = dict(param_items(got_mean))
 
         rep_each, rep_mean = Report(d.steps, d.batch), Report(d.steps, d.batch)
         for p in paths:

@@ -232,7 +232,7 @@ def test_read_leaves_follows_what_reaches_the_result() -> None:
         looped = jax.lax.fori_loop(0, 3, lambda i, c: c + p["looped"], jnp.zeros(3)).sum()
         return p["used"].sum() + inner + looped
 
-    read = dict(zip(sorted(tree), read_leaves(function, tree)))
+    read = read_leaves(function, tree)
     assert read == {"used": True, "dropped": False, "jitted": True, "looped": True, "unused": False}, read
 
 

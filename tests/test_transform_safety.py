@@ -25,6 +25,12 @@ def verify(src: Path, out: Path, n: int) -> subprocess.CompletedProcess:
                     "--no-speed", cwd=src.parent)
 
 
+def assert_strict_pass(src: Path, out: Path, *flags: str) -> None:
+    """``batchify verify SRC OUT FLAGS --no-speed --strict`` passes (a WEAK check would exit 1)."""
+    checked = batchify("verify", str(src), str(out), *flags, "--no-speed", "--strict", cwd=src.parent)
+    assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
+
+
 PLAIN_IMPORTS = '''import brainpy
 import brainpy.math
 
@@ -320,9 +326,7 @@ def test_a_model_class_the_selected_class_names_is_generated_with_it(tmp_path: P
     result = batchify(str(src), "--class", "Fast", "-o", str(out), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "class SlowBatched(" in out.read_text() and "isinstance(self, SlowBatched)" in out.read_text()
-    checked = batchify("verify", str(src), str(out), "--class", "Fast", "--init", "3", "--input-shape", "x=3",
-                       "--steps", "4", "--no-speed", cwd=tmp_path)
-    assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
+    assert_strict_pass(src, out, "--class", "Fast", "--init", "3", "--input-shape", "x=3", "--steps", "4")
 
 
 def test_super_naming_a_class_that_is_not_a_base_is_refused_at_its_line(tmp_path: Path) -> None:
@@ -373,6 +377,29 @@ class Top(Mid):
     result = batchify(str(src), "-o", str(tmp_path / "out.py"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "super(MidBatched, self).__init__(n" in (tmp_path / "out.py").read_text()
+    # Left names Right, which it does not derive from; Both derives from both, so for a Both the call
+    # is valid (Right follows Left in Both's MRO). Whatever else batchify says of two model bases,
+    # it is not BFY218.
+    diamond = text + '''
+
+class Left(bp.DynamicalSystem):
+    def __init__(self, n):
+        super(Right, self).__init__(n)
+
+
+class Right(Base):
+    pass
+
+
+class Both(Left, Right):
+    pass
+'''
+    src.write_text(diamond)
+    result = batchify(str(src), "-o", str(tmp_path / "out2.py"), cwd=tmp_path)
+    assert "BFY218" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+    src.write_text(diamond.replace("class Both(Left, Right):", "class Both(Right):"))
+    result = batchify(str(src), "-o", str(tmp_path / "out3.py"), cwd=tmp_path)
+    assert "BFY218" in result.stderr, result.stderr  # the same call with no class deriving from both
 
 
 def test_a_method_of_a_builtins_value_reads_each_examples_value(tmp_path: Path) -> None:
@@ -395,9 +422,7 @@ class Net(bp.DynamicalSystem):
 ''')
     out = tmp_path / "net_batched.py"
     assert batchify(str(src), "-o", str(out), cwd=tmp_path).returncode == 0
-    checked = batchify("verify", str(src), str(out), "--init", "3", "--input-shape", "x=3:float32:10.0", "--steps",
-                       "8", "--dt", "0.5", "--no-speed", "--strict", cwd=tmp_path)
-    assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
+    assert_strict_pass(src, out, "--init", "3", "--input-shape", "x=3:float32:10.0", "--steps", "8", "--dt", "0.5")
 
 
 OPTIONAL_CHILD = '''import brainpy as bp
@@ -442,9 +467,7 @@ def test_a_child_left_out_by_the_constructor_is_none_in_the_batch(tmp_path: Path
     src.write_text(OPTIONAL_CHILD)
     out = tmp_path / "res_batched.py"
     assert batchify(str(src), "-o", str(out), cwd=tmp_path).returncode == 0
-    checked = batchify("verify", str(src), str(out), "--class", "Reservoir", "--init", init, "--input-shape", "x=3",
-                       "--steps", "6", "--no-speed", "--strict", cwd=tmp_path)
-    assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
+    assert_strict_pass(src, out, "--class", "Reservoir", "--init", init, "--input-shape", "x=3", "--steps", "6")
     probe = ("import brainpy.math as bm, res, res_batched\n"
              f"b = res_batched.ReservoirBatched({init}, batch_size=2)\n"
              "b.reset_state(); b.set_batch_size(3)\n"
@@ -522,9 +545,7 @@ def test_one_child_class_or_none_on_two_paths_verifies(tmp_path: Path) -> None:
     result = batchify(str(src), "-o", str(out), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     for init in ("3", "3,False"):
-        checked = batchify("verify", str(src), str(out), "--class", "Block", "--init", init, "--input-shape", "x=3",
-                           "--steps", "6", "--no-speed", "--strict", cwd=tmp_path)
-        assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
+        assert_strict_pass(src, out, "--class", "Block", "--init", init, "--input-shape", "x=3", "--steps", "6")
 
 
 OPTIONAL_FIELDS = '''import brainpy as bp
@@ -564,9 +585,7 @@ def test_weights_and_state_set_to_none_on_a_path_verify(tmp_path: Path, init: st
     result = batchify(str(src), "-o", str(out), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "if params.b is not None:" in out.read_text() and "if state.tr is not None:" in out.read_text()
-    checked = batchify("verify", str(src), str(out), "--init", init, "--input-shape", "x=3", "--steps", "5",
-                       "--no-speed", "--strict", cwd=tmp_path)
-    assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
+    assert_strict_pass(src, out, "--init", init, "--input-shape", "x=3", "--steps", "5")
 
 
 def test_a_conditional_second_name_for_a_weight_is_refused(tmp_path: Path) -> None:
@@ -621,9 +640,7 @@ class Net(bp.DynamicalSystem):
     src.write_text(text)
     out = tmp_path / "net_batched.py"
     assert batchify(str(src), "-o", str(out), cwd=tmp_path).returncode == 0
-    checked = batchify("verify", str(src), str(out), "--init", init, "--input-shape", "x=3:float32:10.0", "--dt",
-                       "0.5", "--steps", "5", "--no-speed", "--strict", cwd=tmp_path)
-    assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
+    assert_strict_pass(src, out, "--init", init, "--input-shape", "x=3:float32:10.0", "--dt", "0.5", "--steps", "5")
 
 
 SURROGATE = '''import jax
@@ -682,6 +699,4 @@ def test_a_surrogate_gradient_defined_after_its_function_travels_with_it(tmp_pat
     out = tmp_path / "m_batched.py"
     assert batchify(str(src), "-o", str(out), cwd=tmp_path).returncode == 0
     assert "print(" not in out.read_text()
-    checked = batchify("verify", str(src), str(out), "--init", "3", "--input-shape", "x=3:float32:3.0", "--steps",
-                       "5", "--no-speed", "--strict", cwd=tmp_path)
-    assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
+    assert_strict_pass(src, out, "--init", "3", "--input-shape", "x=3:float32:3.0", "--steps", "5")

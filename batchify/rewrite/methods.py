@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from batchify import names
-from batchify.analyse import deterministic_initializer, is_super_call, self_name_of
+from batchify.analyse import deterministic_initializer, is_none, is_super_call, self_name_of
 from batchify.cstwalk import Transformer, self_path, walk
 from batchify.diagnostics import Diagnostic
 from batchify.ir import Method, ModelClass, ModuleIR
@@ -748,8 +748,7 @@ def presence_tested(expr: cst.CSTNode) -> set[int]:
     """Ids of the nodes ``X is None`` / ``X is not None`` tests in ``expr`` (``X`` and all under it):
     whether the constructor built ``self.b`` is the same for every example, whatever ``b`` holds."""
     return {id(n) for c in walk(expr) if type(c) is cst.Comparison and all(
-        type(t.operator) in (cst.Is, cst.IsNot) and type(t.comparator) is cst.Name and t.comparator.value == "None"
-        for t in c.comparisons) for n in walk(c.left)}
+        type(t.operator) in (cst.Is, cst.IsNot) and is_none(t.comparator) for t in c.comparisons) for n in walk(c.left)}
 
 
 class MethodRewriter:
