@@ -334,6 +334,7 @@ class _ClassScan:
         self.library_fields: list[str] = []  # own state Variables handed to a built-in
         # Models of this file run as library code: classes of children handed to a built-in.
         self.library_models: list[str] = []
+        self.given_calls: list[tuple[str, cst.Call, list[str]]] = []  # (class, call, models): `ExpSyn(self.E, ...)`
         self.targets: dict[str, list[cst.CSTNode]] = {}  # where each field is created
         self.certain: set[str] = set()  # attributes assigned on every path through __init__ (and reset_state)
 
@@ -483,6 +484,14 @@ class _ClassScan:
             direct.add(id(value))
             self.a.report(value, "BFY103", f"self.{name} is a {sorted(qn & names.UNSUPPORTED_VARIABLES)[0]}, "
                           "which batchify does not batch yet")
+        elif type(value.func) is cst.Name and value.func.value in self.models and self.given_models(value):
+            # `ExpSyn(self.E, self.I)`: a model of this file stepping Variables of models it is handed
+            # (`self.pre.spike`, `self.post.input += g`) runs as library code, with the models it is
+            # given, one example at a time in one library: its own code then reads one example's state.
+            self.add_library(name, value, f"{value.func.value} (a model of this file given the model "
+                             f"{self.given_models(value)[0]})", direct)
+            self.library_models.append(value.func.value)
+            self.given_calls.append((value.func.value, value, self.given_models(value)))
         elif type(value.func) is cst.Name and value.func.value in self.models:
             other = next((c.class_name for c in self.children if c.name == name and c.class_name != value.func.value),
                          None)
@@ -513,7 +522,8 @@ class _ClassScan:
         read_values = {id(n.value) for n in walk(value) if type(n) is cst.Attribute and n.attr.value == "value"}
         kinds = {f.name: f.kind for f in self.fields}
         for node in walk(value):
-            local = type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in self.models
+            local = (type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in self.models
+                     and node is not value)  # (`ExpSyn(self.E, ...)` itself is the library)
             # `IA = PoissonStim(...)` earlier in __init__, then `bp.synapses.Exponential(IA, ...)`.
             local = local or (type(node) is cst.Name and node.value in self.local_models)
             path = self_path(node, self_name_of(self.init)) if type(node) is cst.Attribute else None
@@ -537,6 +547,19 @@ class _ClassScan:
                     self.library_fields.append(path[0])
         if name not in self.libraries:
             self.libraries.append(name)
+
+    def given_models(self, call: cst.Call) -> list[str]:
+        """The models of this class a constructor call is handed (``self.E``, or a local model), as written."""
+        me = self_name_of(self.init) if self.init is not None else None
+        children = {ch.name for ch in self.children} | set(self.libraries)
+        given = []
+        for arg in call.args:
+            path = self_path(arg.value, me) if me and type(arg.value) is cst.Attribute else None
+            if path and len(path) == 1 and path[0] in children:
+                given.append(f"self.{path[0]}")
+            elif type(arg.value) is cst.Name and arg.value.value in self.local_models:
+                given.append(arg.value.value)
+        return given
 
     @functools.cached_property
     def local_models(self) -> set[str]:
@@ -785,7 +808,21 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     # Targets: what --class names, plus the bases and children those need, and the model classes
     # their code names (`isinstance(x, Foo)` reads FooBatched, which only a target defines) unless a
     # parent runs that class as library code (then the reference stays Foo, copied as written).
-    wanted = only or list(models)
+    # A class given models of its parent (`ExpSyn(self.E, self.I)`) steps their Variables: batched on
+    # its own it would read them from the objects, so it is batched as library code of that parent only.
+    given: dict[str, tuple[str, cst.Call, list[str]]] = {}
+    for parent, scan in scans.items():
+        for cls, call, models_ in scan.given_calls:
+            given.setdefault(cls, (parent, call, models_))
+    for name in only:
+        if name in given:
+            parent, call, models_ = given[name]
+            a.report(class_defs[name].name, "BFY219", f"--class {name}: {parent} builds {name} with its "
+                     f"model{'s' if len(models_) > 1 else ''} {', '.join(models_)} (line "
+                     f"{a.positions[call].start.line}); batched on its own, {name} would reach those objects in its "
+                     f"steps, not one example's state. Batch {parent} (--class {parent}), which runs {name} with "
+                     "those models as library code, one example at a time")
+    wanted = only or [name for name in models if name not in given]
     targets: list[str] = []
     statement_of = {id(s): i for i, s in enumerate(a.module.body)}
     named: dict[int, set[str]] = {}  # a class statement's index -> the model classes it names

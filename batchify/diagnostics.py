@@ -75,6 +75,7 @@ CODES: dict[str, Code] = {
     "BFY217": Code("a subclass's override touches state where the base's method did not, and a stepping method "
                    "of the base calls it"),
     "BFY218": Code("super(Other, self) in a class that does not derive from Other (Python raises TypeError there)"),
+    "BFY219": Code("--class names a class that its parent builds with the parent's models (`ExpSyn(self.E, self.I)`)"),
     # Verification.
     "BFY301": Code("verification lacks driving information (constructor arguments, method, inputs)", EXIT_USAGE),
     "BFY303": Code("verification FAIL: the generated module raised when run (a transformation bug)"),

@@ -318,7 +318,9 @@ RULES: tuple[Rule, ...] = (
          '`bfy.Library`); a Variable of the class given to one (`bm.LengthDelay(self.V, 3)`) is '
          'bound from `state.V`; a child model of the file given to one (`post=self.N`, a neuron of the '
          'file reading its projections with `sum_current_inputs`) joins the library, built from its own '
-         'class, copied as written'),
+         'class, copied as written; so does a class of the file given the models of its parent '
+         '(`self.E2I = ExpSyn(self.E, self.I)`, a synapse stepping `self.pre.spike` and `self.post.input`), '
+         'with the models it is given, and it has no batched class of its own (BFY219)'),
         Case(before='return self.fc(x)',
              after=('self.fc = bp.dnn.Dense(3, 3)\n'
                     'self.rng_key = bfy.key_variable(seed, batch_size)\n'

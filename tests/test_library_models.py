@@ -52,3 +52,21 @@ def test_a_model_built_for_a_built_in_alone_is_still_refused(tmp_path: Path) -> 
     assert "BFY104 self.E is Synapse (derived from the BrainPy built-in brainpy.dyn.Projection)" in result.stderr
     assert "assign that model to an attribute first" in result.stderr
     assert not (tmp_path / "out.py").exists()
+
+
+def test_a_model_of_the_file_given_models_joins_the_library_with_them() -> None:
+    """`ExpSyn(self.E, self.I)`, a synapse of the file stepping `self.pre.spike` of the models it is
+    handed (main: exit 0 with `self.pre.spike @ params.W` reading the objects): the synapse and the
+    models it is given run in the parent's library; the synapse has no batched twin of its own."""
+    from test_transform_safety import DELIVERIES, GIVEN_MODELS
+
+    for deliver, step in DELIVERIES.values():
+        source = GIVEN_MODELS.format(deliver=deliver, step=step).encode()
+        text = transform(source, "net.py", command="batchify").text
+        net = text[text.index("class NetBatched"):]
+        assert 'builtins=("E", "I", "E2I", "I2E", "E2E")' in net
+        assert "        self.E2E = ExpSyn(self.E, self.E, tau=8.0)" in net
+        assert "self.library.call(params, state, self.E2I)" in net
+        assert "\nclass ExpSyn(bp.DynamicalSystem):\n" in text and "ExpSynBatched" not in text
+        assert "\nclass LIFBatched(" in text  # LIF is still batched for use on its own
+        compile(text, "net_batched.py", "exec")

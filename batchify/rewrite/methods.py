@@ -1091,8 +1091,10 @@ class MethodRewriter:
         if ref is None or (isinstance(ref, tuple) and ref[2]):
             self.ctx.report(target, "BFY202", f"self.{'.'.join(path)} is assigned in {self.ctx.method.name}(), but "
                             f"it is neither a Variable nor a child model created in {self.ctx.cls.name}.__init__; "
-                            "a plain attribute cannot change per example (make it a bm.Variable), and child "
-                            "models passed in as arguments are not supported yet")
+                            "a plain attribute cannot change per example (make it a bm.Variable)"
+                            + (f"; if self.{path[0]} is a model handed to the constructor, batch the class that "
+                               f"builds {self.ctx.cls.name} with it, in the same file: that class runs both as "
+                               "library code, one example at a time" if len(path) > 1 else ""))
             return True
         return False
 
