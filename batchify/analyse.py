@@ -349,6 +349,7 @@ class _ClassScan:
         reset = next((f for f in self.functions() if f.name.value == "reset_state"), None)
         if init is not None:
             self.scan_assignments(init, direct)
+            self.check_group_children(init)
             self.check_stored_functions(init)
             self.check_second_names(init)
             self.init_resets = calls_own(init, "reset_state")
@@ -388,6 +389,41 @@ class _ClassScan:
                                           "create every Variable in __init__ and assign to .value elsewhere")
                     elif qn & names.UNSUPPORTED_VARIABLES and id(node) not in direct:
                         self.a.report(node, "BFY103", f"{sorted(qn & names.UNSUPPORTED_VARIABLES)[0]} is not supported yet")
+
+    def check_group_children(self, init: cst.FunctionDef) -> None:
+        """``super().__init__(E=E, I=I)``, BrainPy's other way to hold children (a group's constructor
+        registers them): batchify follows a child only as an attribute, so the batched class would build
+        a model unbatched (or a batched class without its batch size) and run it for the whole batch."""
+        me = self_name_of(init) or "self"
+        made = {t.target.value: node.value for node in walk(init.body) if type(node) is cst.Assign
+                and type(node.value) is cst.Call for t in node.targets if type(t.target) is cst.Name}
+
+        def model(value: cst.BaseExpression) -> str | None:
+            call = made.get(value.value) if type(value) is cst.Name else value
+            if type(call) is not cst.Call:
+                return None
+            if type(call.func) is cst.Name and (call.func.value in self.models or call.func.value in self.library_classes):
+                return f"{call.func.value}, a model of this file"
+            builtin = sorted(q for q in self.a.qualified_names(call.func) if names.is_library(q))
+            return f"the BrainPy built-in {builtin[0]}" if builtin else None
+
+        for node in walk(init.body):
+            if not (type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "__init__"):
+                continue
+            args = list(node.args)
+            if not is_super_call(node.func):  # `bp.DynSysGroup.__init__(self, E=E)`
+                if not (args and type(args[0].value) is cst.Name and args[0].value.value == me):
+                    continue
+                args = args[1:]
+            for arg in args:
+                what = model(arg.value)
+                if what is None:
+                    continue
+                name = arg.keyword.value if arg.keyword else (
+                    arg.value.value if type(arg.value) is cst.Name else "child")
+                self.a.report(arg.value, "BFY105", f"{name} ({what}) is handed to the base constructor as a child "
+                              "(the group registers it): batchify follows a child model only as an attribute; "
+                              f"assign it (self.{name} = ...) and leave it out of the base's __init__ call")
 
     def check_stored_functions(self, init: cst.FunctionDef) -> None:
         """``self.f = lambda x: self.w * x`` in __init__: called inside a pure function, it would read

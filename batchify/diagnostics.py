@@ -51,7 +51,8 @@ CODES: dict[str, Code] = {
     "BFY103": Code("an unsupported Variable container (TimeDelay, NodeList, NodeDict)"),
     "BFY104": Code("a BrainPy built-in held as library code reaches a model of this file built for it alone, "
                    "or a weight of this file"),
-    "BFY105": Code("child models are held in a container (list, dict, Sequential)"),
+    "BFY105": Code("child models are held in a container (list, dict, Sequential) or handed to the base "
+                   "constructor (`super().__init__(E=E)`)"),
     "BFY106": Code("a model holds an instance of a class of this file that creates Variables but is not a model"),
     "BFY107": Code("one attribute holds a Variable on one path and a model on another, or models of two classes"),
     # Method bodies.

@@ -70,3 +70,61 @@ def test_a_model_of_the_file_given_models_joins_the_library_with_them() -> None:
         assert "\nclass ExpSyn(bp.DynamicalSystem):\n" in text and "ExpSynBatched" not in text
         assert "\nclass LIFBatched(" in text  # LIF is still batched for use on its own
         compile(text, "net_batched.py", "exec")
+
+
+GROUP_CHILDREN = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class LIF(bp.DynamicalSystem):
+    def __init__(self, size):
+        super().__init__()
+        self.V = bm.Variable(bm.zeros(size))
+
+    def update(self, x):
+        self.V.value = 0.9 * self.V + x
+        return self.V.value
+
+
+class EINet(bp.DynSysGroup):
+    def __init__(self, n=20):
+{build}
+
+    def update(self, x):
+        self.E(x)
+        self.I(x)
+        return self.E.V.value
+'''
+
+
+def test_children_handed_to_the_group_constructor_are_refused(tmp_path: Path) -> None:
+    """`super().__init__(E=E, I=I)` (or `bp.DynSysGroup.__init__(self, E=E)`): BrainPy's group
+    registers them, batchify did not see them. main exited 0 with `LIFBatched(n)` built without its
+    batch size (TypeError at construction) and, for built-ins, the step copied unchanged, running
+    one example's neurons on the whole batch (TypeError in LifRef's update)."""
+    builds = {
+        "super, models of the file": ("        E = LIF(n)\n        I = LIF(n)\n        super().__init__(E=E, I=I)",
+                                      ["E (LIF, a model of this file)", "I (LIF, a model of this file)"]),
+        "base by name, built-ins": ("        E = bp.dyn.LifRef(n)\n"
+                                    "        bp.DynSysGroup.__init__(self, E=E, I=bp.dyn.LifRef(n))",
+                                    ["E (the BrainPy built-in brainpy.dyn.LifRef)",
+                                     "I (the BrainPy built-in brainpy.dyn.LifRef)"]),
+    }
+    for build, expected in builds.values():
+        src = tmp_path / "net.py"
+        src.write_text(GROUP_CHILDREN.format(build=build))
+        out = tmp_path / "out.py"
+        result = subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out), "--class", "EINet"],
+                                capture_output=True, text=True)
+        assert result.returncode == 1 and not out.exists(), result.stderr
+        for what in expected:
+            assert f"BFY105 {what} is handed to the base constructor as a child" in result.stderr
+        assert "assign it (self.E = ...)" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_plain_arguments_to_the_base_constructor_are_not_children() -> None:
+    """`super().__init__(size=n, name=name)`: values, not models: nothing to refuse."""
+    source = GROUP_CHILDREN.format(build="        super().__init__(name='net')\n"
+                                         "        self.E = LIF(n)\n        self.I = LIF(n)").encode()
+    text = transform(source, "net.py", command="batchify", classes=("EINet",)).text
+    assert "self.E = LIFBatched(n, batch_size=batch_size)" in text
