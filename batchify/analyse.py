@@ -10,7 +10,7 @@ import functools
 from collections.abc import Callable, Iterable, Mapping
 
 import libcst as cst
-from libcst.metadata import QualifiedName
+from libcst.metadata import QualifiedName, QualifiedNameSource
 
 from batchify import names
 from batchify.aliases import Known, Normaliser, side_effects
@@ -37,15 +37,19 @@ class QualifiedNames(Mapping):
     def __init__(self, names: Names):
         self.names = names
         self.replaced: dict[cst.CSTNode, cst.CSTNode] = {}  # new node -> the original it replaces
+        self.methods: dict[cst.CSTNode, QualifiedName] = {}  # `self.init_variable`: BrainPy's inherited method
 
     def __getitem__(self, key):
-        found = self.names.qualified_names(self.replaced.get(key, key))
+        key = self.replaced.get(key, key)
+        if key in self.methods:
+            return {self.methods[key]}
+        found = self.names.qualified_names(key)
         # One spelling per BrainPy name (names.canonical): `bp.Projection` as `bp.dyn.Projection`.
         return {q if names.canonical(q.name) == q.name else QualifiedName(names.canonical(q.name), q.source)
                 for q in found}
 
     def __contains__(self, key) -> bool:
-        return key in self.replaced or key in self.names
+        return key in self.replaced or key in self.methods or key in self.names
 
     def __iter__(self):
         return iter(self.names.scope_of)
@@ -99,7 +103,9 @@ def is_super_call(func: cst.BaseExpression) -> bool:
 def deterministic_initializer(call: cst.Call, qualified_names: Callable[[cst.CSTNode], set[str]]) -> bool:
     """``bp.init.variable_(bm.zeros, ...)``: its initializer draws no random numbers."""
     init = call.args[0].value if call.args else None
-    if type(init) is cst.Call:
+    if type(init) is cst.Call and "functools.partial" in qualified_names(init.func) and init.args:
+        init = init.args[0].value  # `partial(bm.zeros, dtype=bool)`
+    elif type(init) is cst.Call:
         init = init.func
     if type(init) in (cst.Integer, cst.Float):
         return True
@@ -760,6 +766,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                      f"mangles it inside class bodies, where the generated code names {name}Params and "
                      f"{name}State; rename the class")
     check_super_names(a, class_defs, models)
+    name_inherited_methods(a, models)
     # Scan fields and children, then order classes so that bases and children come first.
     scans = {}
     for name, node in models.items():
@@ -1157,6 +1164,28 @@ def check_collectors(a: Analysis, ir: ModuleIR, cls: ModelClass) -> None:
                          f"reaches self.{found.func.attr.value}() (line {a.positions[found].start.line}), which "
                          "hands out the Variable objects: the batched step would not read them per example (the "
                          "whole batch's state, and weights outside the gradient); name the Variables instead")
+
+
+def name_inherited_methods(a: Analysis, models: dict[str, cst.ClassDef]) -> None:
+    """``self.init_variable(...)`` in a model class that defines no ``init_variable`` (nor does a base
+    of this file): BrainPy's method, named so that the rules treat it as the Variable factory it is."""
+    def defines(name: str, seen: frozenset[str] = frozenset()) -> bool:
+        node = models[name]
+        if any(type(s) is cst.FunctionDef and s.name.value == "init_variable" for s in node.body.body):
+            return True
+        base = model_base(a, node, models)
+        return base is not None and base not in seen and defines(base, seen | {name})
+
+    for name, node in models.items():
+        if defines(name):
+            continue
+        for func in node.body.body:
+            me = self_name_of(func) if type(func) is cst.FunctionDef else None
+            if me is None:
+                continue
+            for n in walk(func.body):
+                if type(n) is cst.Attribute and self_path(n, me) == ["init_variable"]:
+                    a.qualified.methods[n] = QualifiedName(names.INIT_VARIABLE, QualifiedNameSource.IMPORT)
 
 
 def check_super_names(a: Analysis, class_defs: dict[str, cst.ClassDef], models: dict[str, cst.ClassDef]) -> None:

@@ -38,8 +38,12 @@ PARAM_VARIABLES = frozenset({"brainpy.math.TrainVar", "brainpy.math.Parameter"})
 # Functions that create a state Variable from an initializer and a size: ``bp.init.variable_(
 # bm.zeros, num, self.mode)``. In __init__ they make a state field; in other methods they stand
 # for the value of the Variable they create, ``bfy.initial_value(init, sizes, batch_or_mode)``.
+# ``self.init_variable(init, batch_or_mode, shape=None, sharding=None)``, the spelling of BrainPy's own
+# neurons and synapses: ``variable_(init, shape or self.varshape, batch_or_mode)``. A model's method
+# of that name is given this qualified name (analyse.py), as if the model were BrainPy's base.
+INIT_VARIABLE = "brainpy.DynamicalSystem.init_variable"
 STATE_FACTORIES = frozenset({"brainpy.init.variable_", "brainpy.initialize.variable_",
-                             "brainpy.init.variable", "brainpy.initialize.variable"})
+                             "brainpy.init.variable", "brainpy.initialize.variable", INIT_VARIABLE})
 
 # Containers and constructors of Variables that the core does not batch yet.
 # Containers of state Variables: a field holding a list or a dict of arrays.

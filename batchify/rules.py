@@ -230,7 +230,8 @@ RULES: tuple[Rule, ...] = (
         f"{INIT}.batched_variable",
         'Variables in `__init__`',
         ('`bm.Variable(bm.zeros(n))`, `bm.Variable(n)`, `…, dtype=bm.int32)`, '
-         '`bp.init.variable_(bm.zeros, n, self.mode)`'),
+         '`bp.init.variable_(bm.zeros, n, self.mode)`, `self.init_variable(bm.zeros, None)` (the spelling of '
+         "BrainPy's own neurons)"),
         ('`bfy.batched(bm.Variable(...), batch_size)`: one example\'s Variable while the constructor runs '
          '(shapes read in `__init__` are the example\'s), a leading batch axis (`batch_axis=0`) once it is done'),
         Case(before='return self.Q',
@@ -585,11 +586,14 @@ RULES: tuple[Rule, ...] = (
     Rule(
         'initial value',
         f"{EXPR}.state_factory",
-        '`bp.init.variable_` outside `__init__`',
-        '`self.h = bp.init.variable_(bm.zeros, 3, batch_size)` in `reset_state`',
+        '`bp.init.variable_` (or `self.init_variable`) outside `__init__`',
+        ('`self.h = bp.init.variable_(bm.zeros, 3, batch_size)` in `reset_state`; '
+         '`self.V = self.init_variable(self._V_initializer, batch_size)`'),
         ("the value of the Variable the original creates, `bfy.initial_value(bm.zeros, 3, batch_size)` "
          "(a batch axis that a batch size or batching mode adds belongs to the example, as in the original: "
-         "`(B, 1, n)` for `(1, n)`); a random initializer draws through `bfy.with_rng` from this example's stream"),
+         "`(B, 1, n)` for `(1, n)`); `self.init_variable(init, batch_size)` is "
+         "`bfy.initial_value(init, sizes=self.varshape, batch_or_mode=batch_size)`, BrainPy's own default shape; "
+         "a random initializer draws through `bfy.with_rng` from this example's stream"),
         Case(before='return self.V',
              after=('state = state._replace(V=bfy.initial_value(bm.zeros, 3, batch_size))\n'
                     'return bfy.unwrap(state), None'),

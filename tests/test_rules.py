@@ -292,3 +292,41 @@ def test_a_method_of_a_builtins_value_is_called_on_the_examples_value(body: str,
     the example's values were bound, so every example read the unbatched built-in's (verify: FAIL)."""
     got = rewritten(Case(before=body, after="", init="self.N = bp.dyn.Lif(3)"))
     assert got.splitlines()[0] == expected, got
+
+
+@pytest.mark.parametrize("init,reset,expected_init,expected_reset", [
+    # BrainPy's own neurons: the Variable made in reset_state, its shape the model's varshape.
+    ("", "self.H = self.init_variable(bm.zeros, batch_size)",
+     "self._create_state()",
+     "state = state._replace(H=bfy.initial_value(bm.zeros, sizes=self.varshape, batch_or_mode=batch_size))"),
+    # A shape of its own, and a deterministic initializer through functools.partial.
+    ("", "self.H = self.init_variable(functools.partial(bm.zeros, dtype=bool), batch_size, (2, 3))",
+     "self._create_state()",
+     "state = state._replace(H=bfy.initial_value(functools.partial(bm.zeros, dtype=bool), batch_or_mode=batch_size, "
+     "sizes=(2, 3)))"),
+    # Made in __init__ (the figure8B HH of the BrainPy paper): a state field like bm.Variable's.
+    ("self.H = self.init_variable(bm.ones, None, shape=3)", "self.H.value = bm.zeros(3)",
+     "self.H = bfy.batched(self.init_variable(bm.ones, None, shape=3), batch_size)",
+     "state = state._replace(H=bm.zeros(3))"),
+])
+def test_self_init_variable_makes_a_state_variable(init: str, reset: str, expected_init: str,
+                                                   expected_reset: str) -> None:
+    """`self.init_variable(init, batch_or_mode, shape=None)`, BrainPy's `variable_(init, shape or
+    self.varshape, batch_or_mode)`. main: BFY209 at every `self.H.value` ('H' is not a Variable
+    created in __init__), which kept the BrainPy paper's COBA-HH neuron out."""
+    extra = f"\n    def reset_state(self, batch_size=None):\n        {reset}\n\n\nimport functools\n"
+    got = rewritten(Case(before="self.H.value = self.H * 0.5\nreturn self.H.value", after="", init=init,
+                         extra=extra))
+    assert got.splitlines()[0] == "state = state._replace(H=state.H * 0.5)", got
+    assert rewritten(Case(before="return self.H.value", after="", init=init, extra=extra,
+                          where="__init__")).splitlines()[-1] == expected_init
+    assert rewritten(Case(before="return self.H.value", after="", init=init, extra=extra,
+                          where="reset_state_pure")).splitlines()[0] == expected_reset
+
+
+def test_a_models_own_init_variable_is_its_own_method() -> None:
+    """A class that defines `init_variable` itself: its method, not BrainPy's factory."""
+    extra = ("\n    def init_variable(self, init, batch_size):\n        return bm.Variable(init(3))\n"
+             "\n    def reset_state(self, batch_size=None):\n        self.H = self.init_variable(bm.zeros, batch_size)\n")
+    got = rewritten(Case(before="return self.H.value", after="", extra=extra))
+    assert got.startswith("BFY209"), got

@@ -813,3 +813,61 @@ def test_a_model_given_in_a_local_is_refused_with_the_way_out(tmp_path: Path) ->
     assert result.returncode == 1, result.stdout
     assert "BFY104 self.E2E is ExpSyn (a model of this file given the model E)" in result.stderr
     assert "assign that model to an attribute first" in result.stderr
+
+
+INIT_VARIABLE = '''from functools import partial
+
+import brainpy as bp
+import brainpy.math as bm
+
+
+class LIF(bp.dyn.NeuDyn):
+    """Written the way BrainPy's own neurons are: Variables made by self.init_variable."""
+
+    def __init__(self, size, tau=10.0, v_th=-50.0, V_initializer=bp.init.Normal(-60.0, 4.0)):
+        super().__init__(size)
+        self.tau = tau
+        self.v_th = v_th
+        self._V_initializer = V_initializer
+        self.reset_state(self.mode)
+
+    def reset_state(self, batch_or_mode=None, **kwargs):
+        self.V = self.init_variable(self._V_initializer, batch_or_mode)
+        self.spike = self.init_variable(partial(bm.zeros, dtype=bool), batch_or_mode)
+
+    def update(self, x=None):
+        x = 0.0 if x is None else x
+        V = self.V + (-(self.V + 60.0) + x) / self.tau * bp.share['dt']
+        self.spike.value = V >= self.v_th
+        self.V.value = bm.where(self.spike, -60.0, V)
+        return self.spike.value
+
+
+class HH(bp.dyn.NeuDyn):
+    def __init__(self, size):
+        super().__init__(size)
+        self.V = self.init_variable(lambda s: -65.0 + bm.random.randn(*s) * 5.0, None)
+        self.m = self.init_variable(bm.zeros, None)
+        self.w = bm.TrainVar(bm.ones(self.varshape))
+
+    def update(self, x=0.0):
+        self.m.value = 0.9 * self.m + 0.1 * bm.tanh(self.V / 10.0)
+        self.V.value = self.V + (-(self.V + 65.0) + self.w * x) * 0.1 - self.m
+        return self.V.value
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cls,flags", [("LIF", ("--input-shape", "x=12:float32:30.0")),
+                                       ("HH", ("--input-shape", "x=12:float32:3.0"))])
+def test_variables_made_by_self_init_variable_verify(tmp_path: Path, cls: str, flags: tuple[str, ...]) -> None:
+    """BrainPy's own neurons' spelling: `self.V = self.init_variable(init, batch_or_mode)` in
+    reset_state (a random initializer, a `partial(bm.zeros, dtype=bool)`), or in __init__ with a weight.
+    main: BFY209 at every read of those Variables."""
+    src = tmp_path / "neurons.py"
+    src.write_text(INIT_VARIABLE)
+    out = tmp_path / "neurons_batched.py"
+    result = batchify(str(src), "-o", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "sizes=self.varshape" in out.read_text()
+    assert_strict_pass(src, out, "--class", cls, "--init", "12", *flags)

@@ -550,7 +550,9 @@ class ExprRewriter(Transformer):
         batch_or_mode)``: the value of the Variable the original creates, a batch axis its batch
         size or mode adds included (vmap adds the batch's own in front)."""
         args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated_node.args]
-        if not qualified & {q for q in names.STATE_FACTORIES if q.endswith("_")}:
+        if names.INIT_VARIABLE in qualified:
+            args = self.init_variable_arguments(args)
+        elif not qualified & {q for q in names.STATE_FACTORIES if q.endswith("_")}:
             # ``bp.init.variable(init, batch_or_mode, sizes)``: its positional order, as keywords
             keywords = ("init", "batch_or_mode", "sizes", "batch_axis")
             args = [a.with_changes(keyword=name(keywords[i]), equal=cst.AssignEqual(
@@ -561,6 +563,22 @@ class ExprRewriter(Transformer):
             return cst.Call(runtime("initial_value"), args)
         # A random initializer (bp.init.Normal(), bm.random.rand) draws from this example's stream.
         return self.rng_call(original_node, runtime("initial_value"), args, "initial value")
+
+    def init_variable_arguments(self, args: list[cst.Arg]) -> list[cst.Arg]:
+        """``self.init_variable(init, batch_or_mode, shape=None, sharding=None)`` as ``initial_value``'s
+        ``(init, sizes, batch_or_mode, axis_names=...)``: the shape defaults to ``self.varshape``, as in BrainPy."""
+        def keyword(arg: cst.Arg, word: str) -> cst.Arg:
+            return arg.with_changes(keyword=name(word), equal=cst.AssignEqual(
+                cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+
+        renamed = {"var_data": "init", "batch_or_mode": "batch_or_mode", "shape": "sizes", "sharding": "axis_names"}
+        positional = ("init", "batch_or_mode", "sizes", "axis_names")
+        out = [keyword(a, positional[i]) if a.keyword is None and i > 0 else
+               keyword(a, renamed.get(a.keyword.value, a.keyword.value)) if a.keyword is not None else a
+               for i, a in enumerate(args) if not a.star]
+        if not any(a.keyword is not None and a.keyword.value == "sizes" for a in out):
+            out.insert(1, keyword(cst.Arg(attr(name(self.ctx.self_name), "varshape")), "sizes"))
+        return out
 
     def carried_body(self, node: cst.BaseExpression, updated: cst.BaseExpression | None = None) -> cst.BaseExpression | None:
         """A loop or branch body that changes state, as ``f(state, *x) -> (state, y)``; None if it
