@@ -1054,6 +1054,22 @@ INTEGRATOR_FACTORIES = ("brainpy.odeint", "brainpy.sdeint", "brainpy.fdeint", "b
                         "brainpy.ode.", "brainpy.sde.", "brainpy.fde.")
 
 
+class _MethodOfHolder(Transformer):
+    """``method=method`` (an argument of __init__) in an integrator rebuilt by ``from_model``:
+    ``method=bfy.integrator_method(self.integral)``, the method of the integrator the model built."""
+
+    def __init__(self, ids: set[int], me: str, holder: str):
+        super().__init__()
+        self.ids, self.me, self.holder = ids, me, holder
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        if id(original.value) not in self.ids:
+            return updated
+        holder = cst.Attribute(cst.Name(self.me), cst.Name(self.holder))
+        return updated.with_changes(value=cst.Call(cst.Attribute(cst.Name(names.RUNTIME), cst.Name(
+            "integrator_method")), [cst.Arg(holder)]))
+
+
 def check_escaping_methods(a: Analysis, cls: ModelClass, scan) -> None:
     """A stateful method or property handed over in __init__ (``bp.odeint(bp.JointEq(self.dV, ...))``,
     ``bp.odeint(f=self.derivative)``): the object holding it calls it later, from inside one
@@ -1084,9 +1100,13 @@ def check_escaping_methods(a: Analysis, cls: ModelClass, scan) -> None:
             integrator = type(small) is cst.Assign and any(
                 type(n) is cst.Call and any(q.startswith(INTEGRATOR_FACTORIES) for q in a.qualified_names(n.func))
                 for n in nodes)
-            # __init__'s parameters and locals the statement reads: from_model could not rebuild it.
+            # __init__'s parameters and locals the statement reads: from_model could not rebuild it,
+            # except the integration method (`method=method`): the integrator it built says which.
+            methods_of = {id(arg.value) for n in nodes if type(n) is cst.Call and any(
+                q.startswith(INTEGRATOR_FACTORIES) for q in a.qualified_names(n.func))
+                for arg in n.args if arg.keyword and arg.keyword.value == "method" and type(arg.value) is cst.Name}
             not_reads = {id(x.keyword) for x in nodes if type(x) is cst.Arg and x.keyword} | {
-                id(x.attr) for x in nodes if type(x) is cst.Attribute} | {id(t) for t in assigned(small)}
+                id(x.attr) for x in nodes if type(x) is cst.Attribute} | {id(t) for t in assigned(small)} | methods_of
             local = sorted({n.value for n in nodes if type(n) is cst.Name and id(n) not in not_reads
                             and n.value in own_names and n.value != me})
             for node in refs:
@@ -1097,12 +1117,12 @@ def check_escaping_methods(a: Analysis, cls: ModelClass, scan) -> None:
                     if local:
                         a.report(node, "BFY208", f"self.{target[0]} is an integrator of derivatives that read state, "
                                  f"built from __init__'s own names ({', '.join(local)}): from_model rebuilds it around "
-                                 "the batch's derivatives and needs it built from constants, module-level names and "
-                                 "self attributes (store the value on self first)")
+                                 "the batch's derivatives and needs it built from constants, module-level names, "
+                                 "self attributes and a method= argument (store the value on self first)")
                         continue
                     (properties if method.kind == "property" else methods).add(name)
                     holders.add(target[0])
-                    values[target[0]] = small.value
+                    values[target[0]] = small.value.visit(_MethodOfHolder(methods_of, me, target[0]))
                     continue
                 read = sorted(method.reads | method.writes)
                 what = f"reads self.{read[0]}, a Variable" if read else "touches state"

@@ -1147,8 +1147,9 @@ RULES: tuple[Rule, ...] = (
         '`self.integral = bp.odeint(self.dV)` with `dV` reading `self.S`',
         ('the integrator runs `with bfy.one_example(self, params, state):` inside the pure step, '
          "so the derivatives read that example's state; `from_model` rebuilds the integrator "
-         "around the batch's derivatives (refused, BFY208, when it is built from `__init__`'s own "
-         'names or the derivative writes state)'),
+         "around the batch's derivatives, a `method=method` from `__init__`'s arguments as "
+         "`method=bfy.integrator_method(self.integral)` (refused, BFY208, when it is built from other "
+         "names of `__init__` or the derivative writes state)"),
         Case(before=('self.V.value = self.integral(self.V, 0.0)\n'
                      'return self.V.value'),
              after=('with bfy.one_example(self, params, state):\n'

@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import brainpy as bp
 import brainpy.math as bm
 import jax
 import jax.numpy as jnp
@@ -247,3 +248,26 @@ def test_control_flow_hands_its_bodies_jax_arrays_as_brainpys_does() -> None:
     state, (k,) = runtime.while_loop(lambda s, k: (s.at[k].set(7.0), (k + 1,)), lambda s, k: (s, k < 3), hist,
                                      (bm.asarray(0),))
     assert int(k) == 3 and float(state.sum()) == 42.0
+
+
+@pytest.mark.parametrize("build", [
+    lambda f, g: bp.odeint(f, method="exp_auto"), lambda f, g: bp.odeint(f, method="rk4"),
+    lambda f, g: bp.odeint(f, method="rkf45"), lambda f, g: bp.odeint(f),
+    lambda f, g: bp.sdeint(f, g, method="milstein"),
+])
+def test_integrator_method_names_a_method_that_builds_the_same_kind(build) -> None:
+    def f(V, t):
+        return -V
+
+    def g(V, t):
+        return 0.1
+
+    integrator = build(f, g)
+    again = (bp.sdeint(f, g, method=runtime.integrator_method(integrator)) if "sde" in type(integrator).__module__
+             else bp.odeint(f, method=runtime.integrator_method(integrator)))
+    assert type(again) is type(integrator)
+
+
+def test_integrator_method_of_something_else_says_what_to_do() -> None:
+    with pytest.raises(TypeError, match="self.method = method"):
+        runtime.integrator_method(object())
