@@ -298,6 +298,14 @@ def tick(dt: float | None, t) -> None:
         bp.share.save(i=t, t=t * dt, dt=dt)
 
 
+def clear_inputs(model) -> None:
+    """Clear the model's input ports after a step, as DSRunner and ``step_run`` do (``bp.clear_input``):
+    a built-in neuron's ``input`` that a step adds its current to is the next step's zero again."""
+    import brainpy as bp
+
+    bp.clear_input(model)
+
+
 def example_key(seed: int, example: int):
     """The seeding rule: example ``i`` of a batch draws from ``fold_in(PRNGKey(seed), i)``,
     exactly what the original draws when BrainPy's global key is set to that key."""
@@ -421,6 +429,7 @@ def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int
             tick(dt, t)
             write_ports(model, ports, e, t)
             per_step.append(to_numpy(call(step, args, (a.example(e, t) for a in args))))
+            clear_inputs(model)
             per_state.append({k: np.asarray(v.value) for k, v in variables_.items()})
         outputs.append(per_step)
         states.append(per_state)
@@ -483,11 +492,14 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
             for port in ports:
                 got_vars[port.path].value = bm.asarray(port.values[:, t])
             got_out.append(to_numpy(call(step, args, (a.batch(t) for a in args))))
+            clear_inputs(batched)
             got_state.append({name: np.asarray(got_vars[name].value) for name in want_state[0][0]})
     elif driver == "for_loop" and not ports:
         def body(t):
             tick(dt, t)
-            return call(step, args, (_traced(a, t) for a in args))
+            out = call(step, args, (_traced(a, t) for a in args))
+            clear_inputs(batched)
+            return out
 
         stacked = to_numpy(bm.for_loop(body, np.arange(steps)))
         got_out = [jax.tree.map(lambda x, t=t: x[t], stacked) for t in range(steps)]

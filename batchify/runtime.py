@@ -465,6 +465,21 @@ class Library(bp.BrainPyObject):
         if collector is not None:  # BrainPy's reset walks `target.nodes()`: hand it every built-in's nodes
             bp.reset_state(_Nodes(collector(nodes)))
 
+    def clear_inputs(self, params, state):
+        """One example's ``state`` with every built-in's inputs cleared as ``bp.clear_input`` clears
+        them (what ``DSRunner`` and ``step_run`` do after each step: a neuron's ``input`` port)."""
+        return self.call(params, state, self.clear_modules)[0]
+
+    def clear_modules(self):
+        nodes, collector = {}, None
+        for module in self.modules.values():
+            if isinstance(module, bp.DynamicalSystem):
+                found = module.nodes()
+                nodes.update(found)
+                collector = type(found)
+        if collector is not None:
+            bp.clear_input(_Nodes(collector(nodes)))
+
     def read(self, params, state, path):
         """One example's value of ``path`` (``"N.spike"``) under a built-in."""
         def get():
@@ -756,6 +771,23 @@ def _write(model, f, value):
         getattr(model, f.attr).value = value
 
 
+def _clearing_library(clear_input):
+    """A batched class's ``clear_input`` that also clears its built-ins' inputs for every example:
+    ``bp.clear_input`` (after each ``DSRunner`` step) reaches only their one-example objects."""
+    @functools.wraps(clear_input)
+    def clearing(self, *args, **kwargs):
+        out = clear_input(self, *args, **kwargs)
+        if "library" in vars(self) and self.library.batched.values():
+            with batch_state_only(self, "clear_input"):
+                state = jax.vmap(self.library.clear_inputs, in_axes=(None, self.state_axes()))(
+                    self.params(), self.state())
+            self.set_state(self.reduced(state))
+        return out
+
+    clearing.clears_library = True
+    return clearing
+
+
 class Batched:
     """Base of every generated batched class: ``class FooBatched(bfy.Batched, bp.DynamicalSystem,
     params=FooParams, state=FooState)``. Its accessors are derived from those declarations.
@@ -772,6 +804,8 @@ class Batched:
             state._batched_class = params._batched_class = cls
         if "__init__" in cls.__dict__:
             cls.__init__ = _constructor(cls.__dict__["__init__"])
+        if state is not None and cls.__batchify__.has_library and not getattr(cls.clear_input, "clears_library", False):
+            cls.clear_input = _clearing_library(cls.clear_input)
         if "reset_state_pure" in cls.__dict__:  # ``@bp.reset_level(n)``: bp.reset_state orders resets by it
             level = _reset_level(cls)
             cls.reset_state = Batched.reset_state if level is None else _at_reset_level(Batched.reset_state, level)
@@ -1451,6 +1485,11 @@ class BuiltinBatched(bp.DynamicalSystem):
 
     def reset_state_pure(self, params, state):
         return self.library.call(params, state, self.model.reset_state)
+
+    def clear_input(self, *args, **kwargs):
+        """Clear every example's inputs as ``bp.clear_input`` clears the model's (its ``input`` port):
+        ``DSRunner`` does it after each step, and its sweep reaches only the one-example model."""
+        self.set_state(jax.vmap(self.library.clear_inputs, in_axes=(None, 0))(self.params(), self.state()))
 
     def update_pure(self, params, state, *args):
         return self.library.call(params, state, self.model, *args)
