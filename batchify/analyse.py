@@ -845,6 +845,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             if method.name in cls.stateful and method.kind == "method":
                 side_effects(method.node, self_name_of(method.node), module_data, plain,
                              a.qualified_names, a.report)
+                check_sweeps(a, method, method_names, children)
         if declarations_needed:  # loading the original for verification needs no batching decision
             check_learned_online(a, ir, cls, modes, scan)
 
@@ -1024,6 +1025,34 @@ def module_data_names(module: cst.Module) -> set[str]:
                 targets = [small.target] if type(small) is cst.AnnAssign else assigned(small)
                 out.update(t.value for t in targets if type(t) is cst.Name)
     return out
+
+
+SWEEPS = frozenset({"brainpy.reset_state", "brainpy.clear_input", "brainpy.helpers.reset_state",
+                    "brainpy.helpers.clear_input"})
+
+
+def check_sweeps(a: Analysis, method: Method, own: set[str], children: dict[str, set[str]]) -> None:
+    """``bp.reset_state(self)``, ``self.reset()``, ``bp.clear_input(self.child)`` in a stepping method:
+    BrainPy's sweep over the model's nodes writes their Variables objects, not the state the pure
+    method threads through, so the step would go on from the unreset state. (main copied them as
+    they were: every example kept its old state, verify FAIL.)"""
+    me = self_name_of(method.node)
+    for node in walk(method.node.body):
+        if type(node) is not cst.Call:
+            continue
+        swept = a.qualified_names(node.func) & SWEEPS
+        path = self_path(node.func, me) if me and type(node.func) is cst.Attribute else None
+        inherited_reset = bool(path) and path[-1] == "reset" and (
+            (len(path) == 1 and "reset" not in own)
+            or (len(path) == 2 and path[0] in children and "reset" not in children[path[0]]))
+        if not swept and not inherited_reset:
+            continue
+        what = "bp." + sorted(swept)[0].rsplit(".", 1)[1] if swept else "BrainPy's reset()"
+        own_method = "clear_input()" if "clear_input" in what else "reset_state()"
+        a.report(node, "BFY220", f"{method.name}() runs {what}, BrainPy's sweep over a model's nodes: it would "
+                 "write the Variable objects, not the state this step threads for one example, and the step would "
+                 f"go on from the state before it; call the model's own {own_method} (or a child's), which "
+                 "batchify rewrites for one example, or reset the batch outside the step (batched.reset())")
 
 
 def check_learned_online(a: Analysis, ir: ModuleIR, cls: ModelClass, modes: Mapping[str, str], scan) -> None:

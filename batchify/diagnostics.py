@@ -77,6 +77,8 @@ CODES: dict[str, Code] = {
                    "of the base calls it"),
     "BFY218": Code("super(Other, self) in a class that does not derive from Other (Python raises TypeError there)"),
     "BFY219": Code("--class names a class that its parent builds with the parent's models (`ExpSyn(self.E, self.I)`)"),
+    "BFY220": Code("a stepping method runs BrainPy's sweep over a model (`bp.reset_state(self)`, `self.reset()`, "
+                   "`bp.clear_input(self)`)"),
     # Verification.
     "BFY301": Code("verification lacks driving information (constructor arguments, method, inputs)", EXIT_USAGE),
     "BFY303": Code("verification FAIL: the generated module raised when run (a transformation bug)"),

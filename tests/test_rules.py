@@ -330,3 +330,23 @@ def test_a_models_own_init_variable_is_its_own_method() -> None:
              "\n    def reset_state(self, batch_size=None):\n        self.H = self.init_variable(bm.zeros, batch_size)\n")
     got = rewritten(Case(before="return self.H.value", after="", extra=extra))
     assert got.startswith("BFY209"), got
+
+
+@pytest.mark.parametrize("call,refused", [
+    ("bp.reset_state(self)", True), ("self.reset()", True), ("bp.clear_input(self)", True),
+    ("bp.reset_state(self.child)", True), ("self.child.reset()", True), ("brainpy.helpers.clear_input(self)", True),
+    ("self.reset_state()", False), ("self.child.reset_state()", False),
+])
+def test_brainpys_sweeps_in_a_step_are_refused(call: str, refused: bool) -> None:
+    """`bp.reset_state(self)` / `self.reset()` / `bp.clear_input(self)` in a step: main copied them as
+    they were, so the threaded state was never reset (verify FAIL, max abs error 5.64)."""
+    extra = "\n    def reset_state(self, batch_size=None):\n        self.V.value = bm.zeros(3)\n\n\nimport brainpy.helpers\n"
+    got = rewritten(Case(before=f"{call}\nself.V.value = self.V + x\nreturn self.V.value", after="", extra=extra))
+    assert got.startswith("BFY220 update()") == refused, got
+
+
+def test_a_method_that_only_sweeps_is_kept_for_use_outside_the_steps() -> None:
+    """`def restart(self): bp.reset_state(self)`: no step runs it; on the batched model it resets the batch."""
+    extra = "\n    def restart(self):\n        bp.reset_state(self)\n"
+    got = rewritten(Case(before="return self.V.value", after="", extra=extra, where="restart"))
+    assert got == "bp.reset_state(self)", got
