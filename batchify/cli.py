@@ -684,8 +684,14 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
 
     # The model's own prints (a seed it reports) go to stderr: stdout holds the report alone.
     functions = list(dict.fromkeys(f for plan in plans for f in plan.drive.functions))
-    with contextlib.redirect_stdout(sys.stderr):
-        original = load_models(src, only=requested, functions=functions)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            original = load_models(src, only=requested, functions=functions)
+    except Exception as exc:  # noqa: BLE001 - the source's own module-level code (an import) raised
+        diagnostic = raised_in(exc, src, shown, generated)
+        if diagnostic is None:
+            raise
+        raise BatchifyError([diagnostic]) from None
     try:
         with contextlib.redirect_stdout(sys.stderr):
             batched = load_generated(generated)
@@ -734,6 +740,9 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     except DriveError as exc:
         raise BatchifyError([Diagnostic(shown, 1, 1, "BFY302", f"cannot verify: {exc}")]) from None
     except RuntimeError as exc:  # the generated code refused to run (a built-in learning its weights online)
+        diagnostic = raised_in(exc, src, shown, generated)
+        if diagnostic is not None and diagnostic.path == shown:  # the original's own code (NotImplementedError)
+            raise BatchifyError([diagnostic]) from None
         raise BatchifyError([Diagnostic(shown, 1, 1, "BFY302", f"cannot verify: the batched model refused "
                                         f"to run: {exc}")]) from None
     except Exception as exc:  # noqa: BLE001 - the user's model or the generated one raised: say whose

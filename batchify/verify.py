@@ -447,7 +447,16 @@ class Verifier:
                                              is_leaf=lambda x: isinstance(x, bm.Array)))
                 return loss_of(outs)
 
-            grads = bm.grad(original_loss, grad_vars=[weights[p] for p in paths])()
+            try:
+                grads = bm.grad(original_loss, grad_vars=[weights[p] for p in paths])()
+            except ValueError as exc:  # `bm.while_loop` (lax.while_loop) in the step: JAX has no reverse mode
+                if "Reverse-mode differentiation does not work" not in str(exc):
+                    raise
+                restore(model, initial)
+                bm.random.DEFAULT.value = global_key
+                skipped = ("the original is not reverse-differentiable (JAX: reverse-mode differentiation does "
+                           "not work for lax.while_loop, which bm.while_loop runs); its gradients cannot be compared")
+                return [Section("grad/example", skipped=skipped), Section("grad/mean", skipped=skipped)]
             per_example.append({p: np.asarray(g) for p, g in zip(paths, grads)})
         restore(model, initial)
         bm.random.DEFAULT.value = global_key

@@ -256,3 +256,54 @@ def test_old_update_with_tdi_checks_its_gradient(tmp_path: Path) -> None:
     payload = json.loads(result.stdout)
     sections_ = sections(payload)
     assert sections_["grad/example"]["ok"] and sections_["grad/mean"]["ok"], payload
+
+
+WHILE_LOOP = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Two(bp.DynamicalSystem):
+    def __init__(self, n_in, n, iters=3):
+        super().__init__()
+        self.iters = iters
+        self.w = bm.TrainVar(bm.random.normal(0.0, 0.5, (n_in, n)))
+        self.h = bm.Variable(bm.zeros(n))
+        self.k = bm.Variable(bm.zeros((), dtype=bm.int32))
+
+    def relax(self, h, j):
+        return 0.5 * h + 0.1, j + 1
+
+    def update(self, x):
+        self.h.value = self.h + x @ self.w
+        h, j = bm.while_loop(self.relax, lambda h, j: j < self.iters, (self.h.value, 0))
+        self.h.value = h
+        self.k.value += j
+        return self.h.value
+'''
+
+
+def test_a_step_with_a_while_loop_is_checked_forward_with_its_gradients_skipped(tmp_path: Path) -> None:
+    """main: BFY900 internal error (bm.grad on the original: no reverse mode through lax.while_loop),
+    with the forward results never reported."""
+    src = tmp_path / "relax.py"
+    src.write_text(WHILE_LOOP)
+    out = tmp_path / "relax_batched.py"
+    assert subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out)], cwd=tmp_path).returncode == 0
+    result = verify(str(src), str(out), "--init", "4, 5", "--input-shape", "x=4", "--no-speed", cwd=tmp_path)
+    assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
+    assert "grad/example skipped: the original is not reverse-differentiable" in result.stdout
+
+
+def test_a_source_whose_own_import_fails_is_the_sources_error(tmp_path: Path) -> None:
+    """main: 'BFY900 internal error ... please report it' for the source's own failing import."""
+    src = tmp_path / "noisy.py"
+    src.write_text(WHILE_LOOP.replace("import brainpy.math as bm\n",
+                                      "import brainpy.math as bm\nfrom brainpy.math.random import normal\n").replace(
+        "self.h.value = self.h + x @ self.w", "self.h.value = self.h + x @ self.w + normal(0.0, 0.1, self.h.shape)"))
+    out = tmp_path / "noisy_batched.py"
+    assert subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out)], cwd=tmp_path).returncode == 0
+    result = verify(str(src), str(out), "--init", "4, 5", "--input-shape", "x=4", "--no-speed", cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert ("noisy.py:3:1: BFY302 cannot verify: the model's own code raised ModuleNotFoundError: No module named "
+            "'brainpy.math.random'") in result.stderr
+    assert "BFY900" not in result.stderr
