@@ -689,6 +689,9 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                     arg_path = self_path(arg.value, me) if type(arg.value) is cst.Attribute else None
                     if arg_path and len(arg_path) == 1 and arg_path[0] in methods:
                         self_calls.add(arg_path[0])
+                    elif arg_path and len(arg_path) == 2 and arg_path[0] in children and arg_path[1] in children[
+                            arg_path[0]]:  # `bm.for_loop(self.cell.update, xs)`: refused where it is rewritten
+                        child_calls.add((arg_path[0], arg_path[1]))
                 if path and len(path) == 1 and path[0] in methods:
                     self_calls.add(path[0])
                 elif path and len(path) == 1 and path[0] in children:
@@ -1038,6 +1041,16 @@ def check_sweeps(a: Analysis, method: Method, own: set[str], children: dict[str,
     they were: every example kept its old state, verify FAIL.)"""
     me = self_name_of(method.node)
     for node in walk(method.node.body):
+        path = self_path(node, me) if me and type(node) is cst.Attribute else None
+        if path and path[-1] == "step_run" and (
+                (len(path) == 1 and "step_run" not in own)
+                or (len(path) == 2 and path[0] in children and "step_run" not in children[path[0]])):
+            owner = "self" if len(path) == 1 else f"self.{path[0]}"
+            a.report(node, "BFY221", f"{method.name}() runs {owner}.step_run, BrainPy's inherited step_run (it saves "
+                     "the clock, runs update and sweeps clear_input over the nodes): batchify rewrites only the "
+                     "model's own methods; define step_run in the class (def step_run(self, i, x): "
+                     "bp.share.save(i=i, t=i * bm.get_dt()); return self.update(x)), or loop over update")
+            continue
         if type(node) is not cst.Call:
             continue
         swept = a.qualified_names(node.func) & SWEEPS

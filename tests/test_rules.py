@@ -350,3 +350,29 @@ def test_a_method_that_only_sweeps_is_kept_for_use_outside_the_steps() -> None:
     extra = "\n    def restart(self):\n        bp.reset_state(self)\n"
     got = rewritten(Case(before="return self.V.value", after="", extra=extra, where="restart"))
     assert got == "bp.reset_state(self)", got
+
+
+@pytest.mark.parametrize("body", ["return bm.for_loop(self.child.update, x)",
+                                  "return bm.cond(x.sum() > 0, self.child.update, lambda v: v, x)"])
+def test_a_childs_stateful_method_handed_to_control_flow_is_refused_with_the_way_out(body: str) -> None:
+    """main copied `bm.for_loop(self.child.update, x)` as it was: the child's batched method ran inside
+    one example's step (verify BFY303 'argument is per example and needs a leading batch axis')."""
+    got = rewritten(Case(before=body, after=""))
+    assert got == "BFY204 self.child.update,", got
+    with pytest.raises(BatchifyError, match=r"wrap it in one \(def update_of_child\(self, \*args\): return "
+                                            r"self.child.update\(\*args\)\) and hand self.update_of_child"):
+        transform(source(Case(before=body, after="")).encode(), "m.py", command="batchify m.py")
+
+
+@pytest.mark.parametrize("method,refused", [
+    ("self.S.value = xs[0]\n        return bm.for_loop(self.step_run, (bm.arange(3), xs))", True),
+    ("self.S.value = xs[0]\n        return bm.for_loop(self.child.step_run, (bm.arange(3), xs))", True),
+    ("self.S.value = xs[0]\n        return self.child.step_run(0, xs[0])", True),
+    ("self.S.value = xs[0]\n        return bm.for_loop(self.helper, xs)", False),
+])
+def test_brainpys_inherited_step_run_in_a_step_is_refused(method: str, refused: bool) -> None:
+    """BrainPy's `DynamicalSystem.step_run` (clock, update, clear_input sweep) is not the model's own:
+    main copied `bm.for_loop(self.child.step_run, ...)` as it was (verify BFY303)."""
+    extra = f"\n    def run(self, xs):\n        {method}\n"
+    got = rewritten(Case(before="return self.V.value", after="", extra=extra, where="run_pure"))
+    assert got.startswith("BFY221 run()") == refused, got

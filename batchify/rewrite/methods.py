@@ -655,6 +655,15 @@ class ExprRewriter(Transformer):
             names_ = {"loop": ["body_fun"], "cond": ["true_fun", "false_fun"], "while": ["body_fun", "cond_fun"]}[kind]
             bodies = [(original_args[b].value, given[b].value) for b in names_ if b in original_args]
         carried = [self.carried_body(old, new) for old, new in bodies]
+        for old, _ in bodies:  # `bm.for_loop(self.cell.step_run, xs)`: a child's method, not carried
+            target = self.stateful_target(old) if type(old) is cst.Attribute else None
+            if target is not None and target[0]:
+                shown = ".".join([ctx.self_name, *self_path(old, ctx.self_name)])
+                ctx.report(old, "BFY204", f"{shown}, a stateful method of a child model, is handed to bm control "
+                           "flow: batchify carries the state through the bodies of this class's own methods only; "
+                           f"wrap it in one (def {target[1]}_of_child(self, *args): return {shown}(*args)) and hand "
+                           f"self.{target[1]}_of_child")
+                return None
         if not any(carried):
             return None
         if self.blocked:
