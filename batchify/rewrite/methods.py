@@ -1383,7 +1383,14 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
         ctx.report(func.name, "BFY207", f"{method.name}() has **kwargs, keyword-only or positional-only "
                    "parameters; give the stepping method plain parameters (and *args if need be)")
     if method.kind != "method":
-        ctx.report(func.name, "BFY208", f"{method.name} is a {method.kind} that touches state; make it a method")
+        weights = {f.name for f in ir.all_fields(cls) if f.kind == "param"}
+        touched = sorted(method.reads | method.writes)
+        what = (f"reads the weight{'s' if len(touched) > 1 else ''} {', '.join('self.' + t for t in touched)} (in a "
+                "step it would read the TrainVar itself, not the weights being differentiated)"
+                if touched and set(touched) <= weights and not (method.writes or method.draws or method.self_calls
+                                                                or method.child_calls) else "touches state")
+        ctx.report(func.name, "BFY208", f"{method.name} is a {method.kind} that {what}; make it a method "
+                   f"(def {method.name}(self): ...) and call it, self.{method.name}()")
     else:
         check_decorators(ctx, func)
     ctx.closures = loop_closures(ir, func)
