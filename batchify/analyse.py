@@ -647,7 +647,7 @@ def matrix_operands(a: Analysis, node: cst.CSTNode) -> list[cst.BaseExpression]:
 
 def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: dict[str, set[str]],
                 methods: set[str], kind: str, libraries: set[str] = frozenset(),
-                noisy: set[str] = frozenset()) -> Method:
+                noisy: set[str] = frozenset(), properties: set[str] = frozenset()) -> Method:
     """What a method touches; using a library attribute at all counts as reading it."""
     me = self_name_of(func) if kind in ("method", "property") else None
     reads: set[str] = set()
@@ -675,6 +675,8 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                     me is not None and self_path(node.func, me) in [[n] for n in noisy])
             if type(node) is cst.Attribute:
                 path = self_path(node, me)
+                if path and len(path) == 1 and path[0] in properties:
+                    self_calls.add(path[0])
                 if path and path[0] in libraries:
                     reads.add(path[0])
                 elif path and len(path) == 2 and path[1] == "value" and path[0] not in fields | set(children):
@@ -824,6 +826,9 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         below = {base: (chain[i + 1] if chain[i + 1] != name else None) for i, base in enumerate(chain[:-1])}
         libraries = set(ir.all_libraries(cls))
         noisy = {n for c in ir.chain(cls) for n in c.noisy_integrators}
+        # `self.w_eff` of a `@property` runs it, as a call would (a masked weight: `self.w * self.mask`).
+        properties = {n for n, m in inherited.items() if m.kind == "property"} | {
+            f.name.value for f in scan.functions() if method_kind(a, f) == "property"}
         for func in scan.functions():
             if func.name.value in RESERVED:
                 a.report(func.name, "BFY010", f"the generated class defines '{func.name.value}'; rename this method")
@@ -835,7 +840,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                 func = explicit_base_calls(func, me, below, a.inherit)
                 func = Normaliser(me, known, helpers, a.report, a.inherit).normalise(func)
             cls.methods[func.name.value] = scan_method(a, func, fields, children, method_names, kind, libraries,
-                                                       noisy)
+                                                       noisy, properties)
         mark_stateful(ir, cls)
         if {"__call__", "call"} <= set(cls.stateful) and "call" in cls.methods:  # both would be call_pure
             a.report(cls.methods["call"].node.name, "BFY010", "the generated class names the pure twin of "

@@ -552,6 +552,28 @@ RULES: tuple[Rule, ...] = (
                     'return bfy.unwrap(state), f() + state.V')),
     ),
     Rule(
+        'property read',
+        f"{EXPR}.property_read",
+        'a `@property` that reads state or weights and changes nothing',
+        '`@property def w_eff(self): return self.W * self.mask` (a masked or sign-constrained weight), used as `x @ self.w_eff`',
+        ("read in place from its pure twin, `x @ self.w_eff_pure(params, state)[1]` (the traced weights, this "
+         "example's state); the property itself is kept as written, for use outside the steps; a property that "
+         "changes state is refused (BFY208)"),
+        Case(before='return x * self.w_eff',
+             after='return bfy.unwrap(state), x * self.w_eff_pure(params, state)[1]',
+             extra=('\n'
+                    '    @property\n'
+                    '    def w_eff(self):\n'
+                    '        return self.W * 2.0\n')),
+        Case(before='return x * self.twice',
+             after='return x * self.twice',
+             where='update',
+             extra=('\n'
+                    '    @property\n'
+                    '    def twice(self):\n'
+                    '        return self.gain * 2.0\n')),
+    ),
+    Rule(
         'random draw',
         f"{EXPR}.random_draw",
         'random draws',

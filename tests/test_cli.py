@@ -79,7 +79,9 @@ BAD_SOURCES = {
     "random-draw-in-lambda": (model("\n    def noisy(self, x):\n        f = lambda: bm.random.normal(size=x.shape)\n"
                                     "        self.v += f()\n"), "BFY204"),
     "star-kwargs": (model("\n    def many(self, **xs):\n        self.v.value = xs['a']\n"), "BFY207"),
-    "stateful-property": (model("\n    @property\n    def rate(self):\n        return self.v.mean()\n"), "BFY208"),
+    # (a property that only reads state is read in place; one that changes it has nothing to thread the change)
+    "stateful-property": (model("\n    @property\n    def rate(self):\n        self.v.value = self.v * 0.5\n"
+                                "        return self.v.mean()\n"), "BFY208"),
     "unknown-variable": (model("\n    def peek(self):\n        return self.u.value\n"), "BFY209"),
     # (reset_state may create Variables: its users call it before running the model)
     "variable-outside-init": (model("\n    def grow(self):\n        self.u = bm.Variable(bm.zeros(3))\n"), "BFY101"),

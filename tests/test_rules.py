@@ -378,14 +378,10 @@ def test_brainpys_inherited_step_run_in_a_step_is_refused(method: str, refused: 
     assert got.startswith("BFY221 run()") == refused, got
 
 
-def test_a_property_reading_only_a_weight_is_refused_saying_so() -> None:
-    """`@property def w_eff(self): return self.W * 2.0` (a masked or sign-constrained weight): main said
-    it 'touches state'; it reads a weight, and the way out (a method) verifies."""
-    extra = "\n    @property\n    def w_eff(self):\n        return self.W * 2.0\n"
-    with pytest.raises(BatchifyError, match=r"BFY208 w_eff is a property that reads the weight self.W \(in a step "
-                                            r"it would read the TrainVar itself.*make it a method \(def w_eff\(self\)"):
-        transform(source(Case(before="return x @ self.w_eff", after="", extra=extra)).encode(), "m.py",
+def test_a_property_that_changes_state_is_refused_saying_so() -> None:
+    """A property is read, not called: one that writes state has nothing to thread its change."""
+    extra = "\n    @property\n    def bump(self):\n        self.S.value = self.S + 1.0\n        return self.S.value\n"
+    with pytest.raises(BatchifyError, match=r"BFY208 bump is a property that changes state .*make it a method "
+                                            r"\(def bump\(self\): \.\.\.\) and call it, self.bump\(\)"):
+        transform(source(Case(before="return x + self.bump", after="", extra=extra)).encode(), "m.py",
                   command="batchify m.py")
-    got = rewritten(Case(before="return x * self.w_eff()", after="",
-                         extra="\n    def w_eff(self):\n        return self.W * 2.0\n"))
-    assert got == "state, w_eff_out = self.w_eff_pure(params, state)\nreturn bfy.unwrap(state), x * w_eff_out", got

@@ -929,3 +929,46 @@ def test_other_constructor_arguments_of_a_rebuilt_integrator_are_still_refused(t
     assert result.returncode == 1
     assert "BFY208 self.integral is an integrator of derivatives that read state, built from __init__'s own " \
            "names (dt)" in result.stderr
+
+
+PROPERTIES = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Dale(bp.DynamicalSystem):
+    """Dale's law: weights constrained by sign through a property; the rate through another."""
+
+    def __init__(self, n_in, n):
+        super().__init__()
+        self.w_in = bm.TrainVar(bm.random.normal(0.0, 0.5, (n_in, n)))
+        self.w_raw = bm.TrainVar(bm.random.normal(0.0, 0.3, (n, n)))
+        self.sign = bm.where(bm.arange(n) < n // 2, 1.0, -1.0)[:, None]
+        self.h = bm.Variable(bm.zeros(n))
+
+    @property
+    def w_rec(self):
+        return bm.abs(self.w_raw) * self.sign
+
+    @property
+    def rate(self):
+        return bm.tanh(self.h.value)
+
+    def update(self, x):
+        self.h.value = 0.8 * self.h + x @ self.w_in + self.rate @ self.w_rec
+        return self.rate
+'''
+
+
+@pytest.mark.slow
+def test_properties_that_read_weights_and_state_verify(tmp_path: Path) -> None:
+    """Dale's law through `@property def w_rec(self): return bm.abs(self.w_raw) * self.sign` and a rate
+    read through another property. main: BFY208 ('a property that touches state; make it a method')."""
+    src = tmp_path / "dale.py"
+    src.write_text(PROPERTIES)
+    out = tmp_path / "dale_batched.py"
+    result = batchify(str(src), "-o", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert "self.rate_pure(params, state)[1] @ self.w_rec_pure(params, state)[1]" in text
+    assert "    @property\n    def w_rec(self):\n        return bm.abs(self.w_raw) * self.sign\n" in text
+    assert_strict_pass(src, out, "--init", "4, 6", "--input-shape", "x=4")

@@ -198,6 +198,10 @@ class ClassRewriter:
             pure, diagnostics = rewrite_method(self.ir, self.cls, method)
             self.diagnostics.extend(diagnostics)
             block = comment + statement_code(self.renamed(with_example_for_holders(pure, self.cls), method.node))
+            if method.kind == "property":  # a reader: kept as it is for use outside the steps, and its pure twin
+                out.append(comment + statement_code(self.renamed(method.node)) + "\n\n" + statement_code(
+                    self.renamed(with_example_for_holders(pure, self.cls), method.node)))
+                continue
             # bfy.Batched has reset_state; private helpers get no drop-in, a class's own __call__ does.
             if method.name == "__call__" or (method.name != "reset_state" and not method.name.startswith("_")):
                 block += "\n\n" + self.wrapper(method.node)

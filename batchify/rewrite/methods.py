@@ -267,7 +267,7 @@ class ExprRewriter(Transformer):
         return not (path and isinstance(self.ctx.resolve(path), LibraryRef))
 
     # The read rules, tried in order on every attribute; the first that gives a node wins (batchify.rules).
-    ATTRIBUTE_RULES = ("container_item_read", "state_read", "builtin_read", "mode_read")
+    ATTRIBUTE_RULES = ("container_item_read", "state_read", "builtin_read", "mode_read", "property_read")
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         self.refuse_global_key(original_node)
@@ -295,6 +295,17 @@ class ExprRewriter(Transformer):
         if ref.kind == "state":
             self.state_reads.append((original_node, tuple(ref.children), ref.name))
         return self.ctx.field_expr(ref)
+
+    def property_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
+        """``self.w_eff`` of a ``@property`` that reads state or weights and changes nothing:
+        ``self.w_eff_pure(params, state)[1]``, computed from this example's state and the traced weights."""
+        ctx = self.ctx
+        if not (path and len(path) == 1 and path[0] in ctx.cls.readers):
+            return None
+        method = ctx.ir.all_methods(ctx.cls).get(path[0])
+        if method is None or method.kind != "property":
+            return None
+        return self.reader_in_place(cst.Call(updated_node), [], path[0], None)
 
     def builtin_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
         """``self.N.spike`` of a built-in -> ``self.library.read(params, state, "N.spike")``; a child's
@@ -1382,15 +1393,14 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     if func.params.kwonly_params or func.params.star_kwarg is not None or func.params.posonly_params:
         ctx.report(func.name, "BFY207", f"{method.name}() has **kwargs, keyword-only or positional-only "
                    "parameters; give the stepping method plain parameters (and *args if need be)")
-    if method.kind != "method":
-        weights = {f.name for f in ir.all_fields(cls) if f.kind == "param"}
-        touched = sorted(method.reads | method.writes)
-        what = (f"reads the weight{'s' if len(touched) > 1 else ''} {', '.join('self.' + t for t in touched)} (in a "
-                "step it would read the TrainVar itself, not the weights being differentiated)"
-                if touched and set(touched) <= weights and not (method.writes or method.draws or method.self_calls
-                                                                or method.child_calls) else "touches state")
-        ctx.report(func.name, "BFY208", f"{method.name} is a {method.kind} that {what}; make it a method "
-                   f"(def {method.name}(self): ...) and call it, self.{method.name}()")
+    if method.kind == "property" and method.name in cls.readers:
+        pass  # read in place where it is used (``property_read``): its pure twin, without @property
+    elif method.kind == "property":
+        ctx.report(func.name, "BFY208", f"{method.name} is a property that changes state (or draws random "
+                   f"numbers): a property is read, not called, so nothing threads what it changes; make it a "
+                   f"method (def {method.name}(self): ...) and call it, self.{method.name}()")
+    elif method.kind != "method":
+        ctx.report(func.name, "BFY208", f"{method.name} is a {method.kind} that touches state; make it a method")
     else:
         check_decorators(ctx, func)
     ctx.closures = loop_closures(ir, func)
