@@ -417,19 +417,28 @@ class _ClassScan:
             if not (type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "__init__"):
                 continue
             args = list(node.args)
-            if not is_super_call(node.func):  # `bp.DynSysGroup.__init__(self, E=E)`
+            if is_super_call(node.func):
+                base = model_base(self.a, self.cls, self.models)
+            else:  # `bp.DynSysGroup.__init__(self, E=E)`
                 if not (args and type(args[0].value) is cst.Name and args[0].value.value == me):
                     continue
                 args = args[1:]
-            for arg in args:
+                base = node.func.value.value if type(node.func.value) is cst.Name else None
+            base_init = next((f for f in self.models[base].body.body if type(f) is cst.FunctionDef
+                              and f.name.value == "__init__"), None) if base in self.models else None
+            base_params = [p.name.value for p in base_init.params.params[1:]] if base_init else []
+            for i, arg in enumerate(args):
                 what = model(arg.value)
                 if what is None:
                     continue
                 name = arg.keyword.value if arg.keyword else (
-                    arg.value.value if type(arg.value) is cst.Name else "child")
-                self.a.report(arg.value, "BFY105", f"{name} ({what}) is handed to the base constructor as a child "
-                              "(the group registers it): batchify follows a child model only as an attribute; "
-                              f"assign it (self.{name} = ...) and leave it out of the base's __init__ call")
+                    base_params[i] if i < len(base_params) else arg.value.value if type(arg.value) is cst.Name
+                    else "child")
+                keeps = (f"{base}.__init__, which keeps it" if base in self.models else
+                         "the base constructor as a child (the group registers it)")
+                self.a.report(arg.value, "BFY105", f"{name} ({what}) is handed to {keeps}: batchify builds a child "
+                              "model batched only where the class it belongs to assigns it to an attribute; assign "
+                              f"it here (self.{name} = ...) and leave it out of the base's __init__ call")
 
     def check_stored_functions(self, init: cst.FunctionDef) -> None:
         """``self.f = lambda x: self.w * x`` in __init__: called inside a pure function, it would read
@@ -591,17 +600,61 @@ class _ClassScan:
             self.libraries.append(name)
 
     def given_models(self, call: cst.Call) -> list[str]:
-        """The models of this class a constructor call is handed (``self.E``, or a local model), as written."""
+        """The models of this class a constructor call hands to a class of the file that keeps them
+        and reaches them in its steps (``ExpSyn(self.E, self.I)`` reading ``self.pre.spike``), as
+        written. A model handed over for its sizes alone (``Readout(self.hidden, n)`` reading
+        ``pre.num`` in ``__init__``) is not: the class is batched as a child, as before."""
         me = self_name_of(self.init) if self.init is not None else None
         children = {ch.name for ch in self.children} | set(self.libraries)
+        params, reached = self.reached_parameters(call.func.value)
         given = []
-        for arg in call.args:
+        for i, arg in enumerate(call.args):
+            parameter = arg.keyword.value if arg.keyword else (
+                params[i] if not arg.star and i < len(params) else None)  # None: not known, so maybe reached
+            if parameter is not None and parameter not in reached:
+                continue
             path = self_path(arg.value, me) if me and type(arg.value) is cst.Attribute else None
             if path and len(path) == 1 and path[0] in children:
                 given.append(f"self.{path[0]}")
             elif type(arg.value) is cst.Name and arg.value.value in self.local_models:
                 given.append(arg.value.value)
         return given
+
+    def reached_parameters(self, name: str) -> tuple[list[str], set[str]]:
+        """Class ``name``'s constructor parameters (after self), and those it stores on self
+        (``self.pre = pre``) and reaches in a method (``self.pre.spike``, ``self.pre(x)``)."""
+        chain, node = [], self.models.get(name)
+        while node is not None and node not in chain:
+            chain.append(node)
+            base = model_base(self.a, node, self.models)
+            node = self.models.get(base) if base else None
+        functions = [f for c in chain for f in c.body.body if type(f) is cst.FunctionDef]
+        inits = [f for f in functions if f.name.value == "__init__"]
+        params = [p.name.value for p in inits[0].params.params[1:]] if inits else []
+        stored: dict[str, str] = {}  # attribute -> the parameter stored there
+        for init in inits:
+            me = self_name_of(init) or "self"
+            names_ = {p.name.value for p in init.params.params}
+            for node in walk(init.body):
+                if type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) is cst.Name \
+                        and node.value.value in names_:
+                    target = self_path(node.targets[0].target, me)
+                    if target and len(target) == 1:
+                        stored[target[0]] = node.value.value
+        reached = set()
+        for func in functions:
+            me = self_name_of(func)
+            if func.name.value == "__init__" or me is None:
+                continue
+            for node in walk(func.body):
+                path = self_path(node, me) if type(node) is cst.Attribute else None
+                if path and len(path) > 1 and path[0] in stored:  # `self.pre.spike`
+                    reached.add(stored[path[0]])
+                called = self_path(node.func, me) if type(node) is cst.Call and type(
+                    node.func) is cst.Attribute else None
+                if called and len(called) == 1 and called[0] in stored:  # `self.pre(x)`
+                    reached.add(stored[called[0]])
+        return params, reached
 
     @functools.cached_property
     def local_models(self) -> set[str]:
@@ -647,7 +700,7 @@ def matrix_operands(a: Analysis, node: cst.CSTNode) -> list[cst.BaseExpression]:
 
 def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: dict[str, set[str]],
                 methods: set[str], kind: str, libraries: set[str] = frozenset(),
-                noisy: set[str] = frozenset(), properties: set[str] = frozenset()) -> Method:
+                noisy: set[str] = frozenset(), properties: set[tuple[str, ...]] = frozenset()) -> Method:
     """What a method touches; using a library attribute at all counts as reading it."""
     me = self_name_of(func) if kind in ("method", "property") else None
     reads: set[str] = set()
@@ -675,8 +728,10 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                     me is not None and self_path(node.func, me) in [[n] for n in noisy])
             if type(node) is cst.Attribute:
                 path = self_path(node, me)
-                if path and len(path) == 1 and path[0] in properties:
+                if path and len(path) == 1 and tuple(path) in properties:
                     self_calls.add(path[0])
+                elif path and len(path) == 2 and tuple(path) in properties:
+                    child_calls.add((path[0], path[1]))
                 if path and path[0] in libraries:
                     reads.add(path[0])
                 elif path and len(path) == 2 and path[1] == "value" and path[0] not in fields | set(children):
@@ -692,7 +747,7 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                     if arg_path and len(arg_path) == 1 and arg_path[0] in methods:
                         self_calls.add(arg_path[0])
                     elif arg_path and len(arg_path) == 2 and arg_path[0] in children and arg_path[1] in children[
-                            arg_path[0]]:  # `bm.for_loop(self.cell.update, xs)`: refused where it is rewritten
+                            arg_path[0]]:  # `bm.for_loop(self.cell.update, xs)`, or any call handed it: it may run
                         child_calls.add((arg_path[0], arg_path[1]))
                 if path and len(path) == 1 and path[0] in methods:
                     self_calls.add(path[0])
@@ -826,9 +881,11 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         below = {base: (chain[i + 1] if chain[i + 1] != name else None) for i, base in enumerate(chain[:-1])}
         libraries = set(ir.all_libraries(cls))
         noisy = {n for c in ir.chain(cls) for n in c.noisy_integrators}
-        # `self.w_eff` of a `@property` runs it, as a call would (a masked weight: `self.w * self.mask`).
-        properties = {n for n, m in inherited.items() if m.kind == "property"} | {
-            f.name.value for f in scan.functions() if method_kind(a, f) == "property"}
+        # `self.w_eff` of a `@property` runs it, as a call would (a masked weight: `self.w * self.mask`);
+        # so does a child's (`self.cell.rate`). Paths: ("w_eff",), ("cell", "rate").
+        properties = {(n,) for n, m in inherited.items() if m.kind == "property"} | {
+            (f.name.value,) for f in scan.functions() if method_kind(a, f) == "property"} | {
+            (ch, n) for ch, c in ir.child_map(cls).items() for n, m in ir.all_methods(c).items() if m.kind == "property"}
         for func in scan.functions():
             if func.name.value in RESERVED:
                 a.report(func.name, "BFY010", f"the generated class defines '{func.name.value}'; rename this method")
@@ -853,7 +910,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             if method.name in cls.stateful and method.kind == "method":
                 side_effects(method.node, self_name_of(method.node), module_data, plain,
                              a.qualified_names, a.report)
-                check_sweeps(a, method, method_names, children)
+                check_sweeps(a, cls, method, method_names, children)
         if declarations_needed:  # loading the original for verification needs no batching decision
             check_learned_online(a, ir, cls, modes, scan)
 
@@ -1039,22 +1096,29 @@ SWEEPS = frozenset({"brainpy.reset_state", "brainpy.clear_input", "brainpy.helpe
                     "brainpy.helpers.clear_input"})
 
 
-def check_sweeps(a: Analysis, method: Method, own: set[str], children: dict[str, set[str]]) -> None:
-    """``bp.reset_state(self)``, ``self.reset()``, ``bp.clear_input(self.child)`` in a stepping method:
-    BrainPy's sweep over the model's nodes writes their Variables objects, not the state the pure
-    method threads through, so the step would go on from the unreset state. (main copied them as
-    they were: every example kept its old state, verify FAIL.)"""
+def check_sweeps(a: Analysis, cls: ModelClass, method: Method, own: set[str], children: dict[str, set[str]],
+                 via: str = "", seen: set[str] | None = None) -> None:
+    """``bp.reset_state(self)``, ``self.reset()``, ``bp.clear_input(self.child)`` in a stepping method,
+    or in a helper of the class it calls (``self.restart()``, which no step rewrites): BrainPy's sweep
+    over the model's nodes writes their Variable objects, not the state the pure method threads
+    through, so the step would go on from the unreset state. (main copied them as they were: every
+    example kept its old state, verify FAIL.) BrainPy's inherited ``step_run`` likewise (BFY221)."""
+    seen = set() if seen is None else seen
+    seen.add(method.name)
     me = self_name_of(method.node)
+    runs = f"{method.name}(){via} runs"
+    in_reset = method.name == "reset_state" and not via
     for node in walk(method.node.body):
         path = self_path(node, me) if me and type(node) is cst.Attribute else None
         if path and path[-1] == "step_run" and (
                 (len(path) == 1 and "step_run" not in own)
                 or (len(path) == 2 and path[0] in children and "step_run" not in children[path[0]])):
             owner = "self" if len(path) == 1 else f"self.{path[0]}"
-            a.report(node, "BFY221", f"{method.name}() runs {owner}.step_run, BrainPy's inherited step_run (it saves "
-                     "the clock, runs update and sweeps clear_input over the nodes): batchify rewrites only the "
-                     "model's own methods; define step_run in the class (def step_run(self, i, x): "
-                     "bp.share.save(i=i, t=i * bm.get_dt()); return self.update(x)), or loop over update")
+            a.report(node, "BFY221", f"{runs} {owner}.step_run, BrainPy's inherited step_run (it saves the clock, "
+                     "runs update and sweeps clear_input over the nodes): batchify rewrites only the model's own "
+                     "methods; define step_run in the class (def step_run(self, i, x): bp.share.save(i=i, "
+                     "t=i * bm.get_dt()); out = self.update(x), then clear the inputs of the children that hold "
+                     "them, self.E.clear_input(); return out), or loop over update")
             continue
         if type(node) is not cst.Call:
             continue
@@ -1066,11 +1130,21 @@ def check_sweeps(a: Analysis, method: Method, own: set[str], children: dict[str,
         if not swept and not inherited_reset:
             continue
         what = "bp." + sorted(swept)[0].rsplit(".", 1)[1] if swept else "BrainPy's reset()"
-        own_method = "clear_input()" if "clear_input" in what else "reset_state()"
-        a.report(node, "BFY220", f"{method.name}() runs {what}, BrainPy's sweep over a model's nodes: it would "
-                 "write the Variable objects, not the state this step threads for one example, and the step would "
-                 f"go on from the state before it; call the model's own {own_method} (or a child's), which "
-                 "batchify rewrites for one example, or reset the batch outside the step (batched.reset())")
+        if in_reset:
+            instead = "reset each child with its own reset_state (self.child.reset_state(batch_size))"
+        elif "clear_input" in what:
+            instead = ("clear the inputs of the children that hold them (self.E.clear_input()), which batchify "
+                       "rewrites for one example")
+        else:
+            instead = ("call the model's own reset_state() (or a child's), which batchify rewrites for one "
+                       "example, or reset the batch outside the step (batched.reset())")
+        a.report(node, "BFY220", f"{runs} {what}, BrainPy's sweep over a model's nodes: it would write the "
+                 "Variable objects, not the state this method threads for one example, which would go on from "
+                 f"the state before it; {instead}")
+    for name in sorted(method.self_calls - seen):  # a helper no step rewrites (it touches no state itself)
+        helper = cls.methods.get(name)
+        if helper is not None and name not in cls.stateful and helper.kind == "method":
+            check_sweeps(a, cls, helper, own, children, f", through {method.name}(){via}", seen)
 
 
 def check_learned_online(a: Analysis, ir: ModuleIR, cls: ModelClass, modes: Mapping[str, str], scan) -> None:

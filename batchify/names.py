@@ -40,8 +40,9 @@ PARAM_VARIABLES = frozenset({"brainpy.math.TrainVar", "brainpy.math.Parameter"})
 # bm.zeros, num, self.mode)``. In __init__ they make a state field; in other methods they stand
 # for the value of the Variable they create, ``bfy.initial_value(init, sizes, batch_or_mode)``.
 # ``self.init_variable(init, batch_or_mode, shape=None, sharding=None)``, the spelling of BrainPy's own
-# neurons and synapses: ``variable_(init, shape or self.varshape, batch_or_mode)``. A model's method
-# of that name is given this qualified name (analyse.py), as if the model were BrainPy's base.
+# neurons and synapses (a method of ``brainpy.dynsys.Dynamic``, the base of ``bp.dyn.NeuDyn`` and
+# friends): ``variable_(init, shape or self.varshape, batch_or_mode)``. A synthetic qualified name, given
+# to ``self.init_variable`` in a model class of the file that does not define it (analyse.py).
 INIT_VARIABLE = "brainpy.DynamicalSystem.init_variable"
 STATE_FACTORIES = frozenset({"brainpy.init.variable_", "brainpy.initialize.variable_",
                              "brainpy.init.variable", "brainpy.initialize.variable", INIT_VARIABLE})

@@ -771,17 +771,23 @@ def _write(model, f, value):
         getattr(model, f.attr).value = value
 
 
+def clear_library_inputs(model):
+    """Every example's built-in inputs cleared, as ``bp.clear_input`` clears the one example's."""
+    if not model.library.batched.values():
+        return
+    with batch_state_only(model, "clear_input"):
+        state = jax.vmap(model.library.clear_inputs, in_axes=(None, model.state_axes()))(model.params(), model.state())
+    model.set_state(model.reduced(state))
+
+
 def _clearing_library(clear_input):
     """A batched class's ``clear_input`` that also clears its built-ins' inputs for every example:
     ``bp.clear_input`` (after each ``DSRunner`` step) reaches only their one-example objects."""
     @functools.wraps(clear_input)
     def clearing(self, *args, **kwargs):
         out = clear_input(self, *args, **kwargs)
-        if "library" in vars(self) and self.library.batched.values():
-            with batch_state_only(self, "clear_input"):
-                state = jax.vmap(self.library.clear_inputs, in_axes=(None, self.state_axes()))(
-                    self.params(), self.state())
-            self.set_state(self.reduced(state))
+        if "library" in vars(self):
+            clear_library_inputs(self)
         return out
 
     clearing.clears_library = True
@@ -1489,7 +1495,7 @@ class BuiltinBatched(bp.DynamicalSystem):
     def clear_input(self, *args, **kwargs):
         """Clear every example's inputs as ``bp.clear_input`` clears the model's (its ``input`` port):
         ``DSRunner`` does it after each step, and its sweep reaches only the one-example model."""
-        self.set_state(jax.vmap(self.library.clear_inputs, in_axes=(None, 0))(self.params(), self.state()))
+        clear_library_inputs(self)
 
     def update_pure(self, params, state, *args):
         return self.library.call(params, state, self.model, *args)

@@ -13,7 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from batchify import transform
+from batchify.diagnostics import BatchifyError
 
 HERE = Path(__file__).resolve().parent
 SOURCE = (HERE / "models" / "projections.py").read_bytes()
@@ -118,8 +121,9 @@ def test_children_handed_to_the_group_constructor_are_refused(tmp_path: Path) ->
                                 capture_output=True, text=True)
         assert result.returncode == 1 and not out.exists(), result.stderr
         for what in expected:
-            assert f"BFY105 {what} is handed to the base constructor as a child" in result.stderr
-        assert "assign it (self.E = ...)" in result.stderr and "Traceback" not in result.stderr
+            assert f"BFY105 {what} is handed to the base constructor as a child (the group registers it)" \
+                in result.stderr
+        assert "assign it here (self.E = ...)" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_plain_arguments_to_the_base_constructor_are_not_children() -> None:
@@ -128,3 +132,74 @@ def test_plain_arguments_to_the_base_constructor_are_not_children() -> None:
                                          "        self.E = LIF(n)\n        self.I = LIF(n)").encode()
     text = transform(source, "net.py", command="batchify", classes=("EINet",)).text
     assert "self.E = LIFBatched(n, batch_size=batch_size)" in text
+
+
+SIZES_ONLY = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Hidden(bp.DynamicalSystem):
+    def __init__(self, n_in, n):
+        super().__init__()
+        self.num = n
+        self.W = bm.TrainVar(bm.ones((n_in, n)) * 0.1)
+        self.h = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.h.value = bm.tanh(x @ self.W + self.h)
+        return self.h.value
+
+
+class Readout(bp.DynamicalSystem):
+    def __init__(self, pre, n_out):
+        super().__init__()
+        self.pre = pre  # kept, but its steps never reach it
+        self.W = bm.TrainVar(bm.ones((pre.num, n_out)) * 0.1)
+
+    def update(self, h):
+        return h @ self.W
+
+
+class Net(bp.DynamicalSystem):
+    def __init__(self, n_in, n, n_out):
+        super().__init__()
+        self.hidden = Hidden(n_in, n)
+        self.out = Readout(self.hidden, n_out)
+
+    def update(self, x):
+        return self.out(self.hidden(x))
+'''
+
+
+def test_a_model_handed_over_for_its_sizes_keeps_both_batched_children() -> None:
+    """`Readout(self.hidden, n)` reading `pre.num` in __init__ only: both stay batched children, and
+    Readout alone is batched too (no BFY219), as before the library route for given models."""
+    text = transform(SIZES_ONLY.encode(), "net.py", command="batchify").text
+    assert "self.out = ReadoutBatched(self.hidden, n_out, batch_size=batch_size)" in text
+    assert "self.out.update_pure(params.out, state.out, hidden_out)" in text and "builtins=" not in text
+    alone = transform(SIZES_ONLY.encode(), "net.py", command="batchify", classes=("Readout",)).text
+    assert "class ReadoutBatched(" in alone
+
+
+def test_a_child_handed_to_a_base_of_the_file_is_refused_naming_the_base() -> None:
+    """`super().__init__(LIF(n))` where `Base.__init__(self, cell)` keeps `self.cell = cell`: main built
+    `LIFBatched(n)` without its batch size (TypeError when constructed)."""
+    source = GROUP_CHILDREN.format(build="        super().__init__()\n        self.E = LIF(n)\n        self.I = LIF(n)")
+    source += ('''
+
+class Base(bp.DynamicalSystem):
+    def __init__(self, cell):
+        super().__init__()
+        self.cell = cell
+
+    def update(self, x):
+        return self.cell(x)
+
+
+class Sub(Base):
+    def __init__(self, n):
+        super().__init__(LIF(n))
+''')
+    with pytest.raises(BatchifyError, match=r"BFY105 cell \(LIF, a model of this file\) is handed to Base.__init__, "
+                                            r"which keeps it: .*assign it here \(self.cell = \.\.\.\)"):
+        transform(source.encode(), "net.py", command="batchify", classes=("Sub",))

@@ -385,3 +385,53 @@ def test_a_property_that_changes_state_is_refused_saying_so() -> None:
                                             r"\(def bump\(self\): \.\.\.\) and call it, self.bump\(\)"):
         transform(source(Case(before="return x + self.bump", after="", extra=extra)).encode(), "m.py",
                   command="batchify m.py")
+
+
+def test_a_sweep_in_a_helper_a_step_calls_is_refused() -> None:
+    """`def restart(self): bp.reset_state(self)` touches no state itself, so no step rewrote it: main
+    copied `self.restart()` into update_pure, which went on from the unreset state."""
+    extra = "\n    def restart(self):\n        bp.reset_state(self)\n"
+    with pytest.raises(BatchifyError, match=r"BFY220 restart\(\), through update\(\) runs bp.reset_state"):
+        transform(source(Case(before="self.restart()\nself.V.value = self.V + x\nreturn self.V.value",
+                              after="", extra=extra)).encode(), "m.py", command="batchify m.py")
+
+
+CHILD_PROPERTY = PRELUDE.replace("""    def update(self, x):
+        self.u.value = self.u + x
+        return self.u.value
+""", """    def update(self, x):
+        self.u.value = self.u + x
+        return self.u.value
+
+    @property
+    def rate(self):
+        return bm.tanh(self.u.value)
+""", 1)
+
+
+def test_a_childs_reading_property_is_read_from_its_pure_twin() -> None:
+    """`self.child.rate` (a property of the child reading its state): main refused the property
+    (BFY208); a first cut of property support copied the parent's read as it was, the whole batch's
+    Variable inside one example's step."""
+    text = transform(CHILD_PROPERTY.format(init="", body="        return x * self.child.rate", extra="").encode(),
+                     "m.py", command="batchify m.py").text
+    assert "return bfy.unwrap(state), x * self.child.rate_pure(params.child, state.child)[1]" in text
+
+
+def test_a_property_reading_a_builtin_is_refused_saying_so() -> None:
+    """main (and the first cut of property support) said such a property 'changes state'."""
+    extra = "\n    @property\n    def spk(self):\n        return self.N.spike.value\n"
+    with pytest.raises(BatchifyError, match=r"BFY208 spk is a property that reads the built-in self.N, held as "
+                                            r"library code"):
+        transform(source(Case(before="return x * self.spk", after="", init="self.N = bp.dyn.Lif(3)",
+                              extra=extra)).encode(), "m.py", command="batchify m.py")
+
+
+def test_self_init_variable_with_unpacked_arguments_is_refused() -> None:
+    """`self.init_variable(*spec, shape=3)`: which argument is which is not known (a first cut dropped
+    the starred one, and the initializer with it)."""
+    extra = ("\n    def reset_state(self, batch_size=None):\n"
+             "        self.H = self.init_variable(*(bm.zeros, batch_size), shape=3)\n")
+    with pytest.raises(BatchifyError, match=r"BFY205 self.init_variable\(...\) with unpacked arguments"):
+        transform(source(Case(before="return self.H.value", after="", extra=extra)).encode(), "m.py",
+                  command="batchify m.py")

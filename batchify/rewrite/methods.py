@@ -300,12 +300,13 @@ class ExprRewriter(Transformer):
         """``self.w_eff`` of a ``@property`` that reads state or weights and changes nothing:
         ``self.w_eff_pure(params, state)[1]``, computed from this example's state and the traced weights."""
         ctx = self.ctx
-        if not (path and len(path) == 1 and path[0] in ctx.cls.readers):
+        if not path or len(path) > 2:
             return None
-        method = ctx.ir.all_methods(ctx.cls).get(path[0])
-        if method is None or method.kind != "property":
+        children, owner = (path[:1], ctx.ir.child_map(ctx.cls).get(path[0])) if len(path) == 2 else ([], ctx.cls)
+        method = ctx.ir.all_methods(owner).get(path[-1]) if owner is not None else None
+        if method is None or method.kind != "property" or path[-1] not in owner.readers:
             return None
-        return self.reader_in_place(cst.Call(updated_node), [], path[0], None)
+        return self.reader_in_place(cst.Call(updated_node), children, path[-1], None)
 
     def builtin_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
         """``self.N.spike`` of a built-in -> ``self.library.read(params, state, "N.spike")``; a child's
@@ -562,7 +563,7 @@ class ExprRewriter(Transformer):
         size or mode adds included (vmap adds the batch's own in front)."""
         args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated_node.args]
         if names.INIT_VARIABLE in qualified:
-            args = self.init_variable_arguments(args)
+            args = self.init_variable_arguments(args, original_node)
         elif not qualified & {q for q in names.STATE_FACTORIES if q.endswith("_")}:
             # ``bp.init.variable(init, batch_or_mode, sizes)``: its positional order, as keywords
             keywords = ("init", "batch_or_mode", "sizes", "batch_axis")
@@ -575,18 +576,22 @@ class ExprRewriter(Transformer):
         # A random initializer (bp.init.Normal(), bm.random.rand) draws from this example's stream.
         return self.rng_call(original_node, runtime("initial_value"), args, "initial value")
 
-    def init_variable_arguments(self, args: list[cst.Arg]) -> list[cst.Arg]:
+    def init_variable_arguments(self, args: list[cst.Arg], original_node: cst.Call) -> list[cst.Arg]:
         """``self.init_variable(init, batch_or_mode, shape=None, sharding=None)`` as ``initial_value``'s
         ``(init, sizes, batch_or_mode, axis_names=...)``: the shape defaults to ``self.varshape``, as in BrainPy."""
         def keyword(arg: cst.Arg, word: str) -> cst.Arg:
             return arg.with_changes(keyword=name(word), equal=cst.AssignEqual(
                 cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
 
+        if any(a.star for a in args):  # `self.init_variable(*spec)`: which argument is which is not known
+            self.ctx.report(original_node, "BFY205", "self.init_variable(...) with unpacked arguments: give its "
+                            "arguments one by one (init, batch_or_mode, shape=...)")
+            return args
         renamed = {"var_data": "init", "batch_or_mode": "batch_or_mode", "shape": "sizes", "sharding": "axis_names"}
         positional = ("init", "batch_or_mode", "sizes", "axis_names")
         out = [keyword(a, positional[i]) if a.keyword is None and i > 0 else
                keyword(a, renamed.get(a.keyword.value, a.keyword.value)) if a.keyword is not None else a
-               for i, a in enumerate(args) if not a.star]
+               for i, a in enumerate(args)]
         if not any(a.keyword is not None and a.keyword.value == "sizes" for a in out):
             out.insert(1, keyword(cst.Arg(attr(name(self.ctx.self_name), "varshape")), "sizes"))
         return out
@@ -1396,9 +1401,13 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     if method.kind == "property" and method.name in cls.readers:
         pass  # read in place where it is used (``property_read``): its pure twin, without @property
     elif method.kind == "property":
-        ctx.report(func.name, "BFY208", f"{method.name} is a property that changes state (or draws random "
-                   f"numbers): a property is read, not called, so nothing threads what it changes; make it a "
-                   f"method (def {method.name}(self): ...) and call it, self.{method.name}()")
+        builtins = sorted(method.reads & set(ir.all_libraries(cls)))
+        why = (f"reads the built-in self.{builtins[0]}, held as library code (its values are bound per call)"
+               if builtins and not (method.writes or method.draws) else
+               "changes state (or draws random numbers): a property is read, not called, so nothing threads "
+               "what it changes")
+        ctx.report(func.name, "BFY208", f"{method.name} is a property that {why}; make it a method "
+                   f"(def {method.name}(self): ...) and call it, self.{method.name}()")
     elif method.kind != "method":
         ctx.report(func.name, "BFY208", f"{method.name} is a {method.kind} that touches state; make it a method")
     else:
