@@ -205,8 +205,9 @@ def test_a_derivative_reading_state_handed_to_an_integrator_reads_its_example(tm
 
 
 @pytest.mark.parametrize("init_line,message", [
-    ('self.integral = bp.odeint(bp.JointEq(self.dV, self.dw), method=method)',
-     "built from __init__'s own names (method)"),
+    # (`method=method` alone is rebuilt from the integrator: bfy.integrator_method, tested further down)
+    ('self.integral = bp.odeint(bp.JointEq(self.dV, self.dw), method=method, dt=0.01 * size)',
+     "built from __init__'s own names (size)"),
     ('self.fns = [self.dV, self.dw]', "it is not handed to an integrator stored on self"),
 ])
 def test_a_derivative_that_cannot_be_rebuilt_is_refused(tmp_path: Path, init_line, message) -> None:
