@@ -456,14 +456,7 @@ class Library(bp.BrainPyObject):
         return self.call(params, state, self.reset_modules)[0]
 
     def reset_modules(self):
-        nodes, collector = {}, None
-        for module in self.modules.values():
-            if isinstance(module, bp.DynamicalSystem):
-                found = module.nodes()
-                nodes.update(found)
-                collector = type(found)
-        if collector is not None:  # BrainPy's reset walks `target.nodes()`: hand it every built-in's nodes
-            bp.reset_state(_Nodes(collector(nodes)))
+        self.sweep(bp.reset_state)
 
     def clear_inputs(self, params, state):
         """One example's ``state`` with every built-in's inputs cleared as ``bp.clear_input`` clears
@@ -471,6 +464,11 @@ class Library(bp.BrainPyObject):
         return self.call(params, state, self.clear_modules)[0]
 
     def clear_modules(self):
+        self.sweep(bp.clear_input)
+
+    def sweep(self, brainpy_sweep):
+        """``bp.reset_state`` / ``bp.clear_input`` over every built-in's nodes at once (BrainPy's sweeps
+        walk ``target.nodes()``: each node once, in BrainPy's order)."""
         nodes, collector = {}, None
         for module in self.modules.values():
             if isinstance(module, bp.DynamicalSystem):
@@ -478,7 +476,7 @@ class Library(bp.BrainPyObject):
                 nodes.update(found)
                 collector = type(found)
         if collector is not None:
-            bp.clear_input(_Nodes(collector(nodes)))
+            brainpy_sweep(_Nodes(collector(nodes)))
 
     def read(self, params, state, path):
         """One example's value of ``path`` (``"N.spike"``) under a built-in."""

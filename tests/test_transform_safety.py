@@ -31,6 +31,16 @@ def assert_strict_pass(src: Path, out: Path, *flags: str) -> None:
     assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
 
 
+def transformed(tmp_path: Path, name: str, text: str, *flags: str) -> tuple[Path, Path, str]:
+    """``batchify NAME.py -o NAME_batched.py FLAGS`` on ``text``, which must succeed: (src, out, output)."""
+    src = tmp_path / f"{name}.py"
+    src.write_text(text)
+    out = tmp_path / f"{name}_batched.py"
+    result = batchify(str(src), "-o", str(out), *flags, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    return src, out, out.read_text()
+
+
 PLAIN_IMPORTS = '''import brainpy
 import brainpy.math
 
@@ -777,12 +787,7 @@ def test_a_synapse_given_its_neuron_models_runs_them_as_library_code(tmp_path: P
     The parent runs the synapse and the models it is given as library code, one example at a time;
     the synapse is not generated on its own (its batched twin would step the objects)."""
     deliver, step = DELIVERIES[delivery]
-    src = tmp_path / "net.py"
-    src.write_text(GIVEN_MODELS.format(deliver=deliver, step=step))
-    out = tmp_path / "net_batched.py"
-    result = batchify(str(src), "-o", str(out), cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    text = out.read_text()
+    src, out, text = transformed(tmp_path, "net", GIVEN_MODELS.format(deliver=deliver, step=step))
     assert "class ExpSynBatched" not in text and "class LIFBatched" in text
     assert "self.E2I = ExpSyn(self.E, self.I)" in text and "self.E = LIF(n)" in text
     assert_strict_pass(src, out, "--class", "Net", "--input-shape", "x=8:float32:3.0", "--steps", "12")
@@ -866,12 +871,8 @@ def test_variables_made_by_self_init_variable_verify(tmp_path: Path, cls: str, f
     """BrainPy's own neurons' spelling: `self.V = self.init_variable(init, batch_or_mode)` in
     reset_state (a random initializer, a `partial(bm.zeros, dtype=bool)`), or in __init__ with a weight.
     main: BFY209 at every read of those Variables."""
-    src = tmp_path / "neurons.py"
-    src.write_text(INIT_VARIABLE)
-    out = tmp_path / "neurons_batched.py"
-    result = batchify(str(src), "-o", str(out), cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert "sizes=self.varshape" in out.read_text()
+    src, out, text = transformed(tmp_path, "neurons", INIT_VARIABLE)
+    assert "sizes=self.varshape" in text
     assert_strict_pass(src, out, "--class", cls, "--init", "12", *flags)
 
 
@@ -912,12 +913,8 @@ def test_an_integrator_built_with_the_constructors_method_argument_verifies(tmp_
     integrator was built with. main: BFY208 ('built from __init__'s own names (method)'), which kept
     the BrainPy paper's COBA-HH neuron out. Rebuilding with BrainPy's default method instead fails
     verify at step 0 (checked by hand: max abs error 0.18 for rk4)."""
-    src = tmp_path / "ode.py"
-    src.write_text(METHOD_ARGUMENT)
-    out = tmp_path / "ode_batched.py"
-    result = batchify(str(src), "-o", str(out), cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert "method=bfy.integrator_method(self.integral))" in out.read_text()
+    src, out, text = transformed(tmp_path, "ode", METHOD_ARGUMENT)
+    assert "method=bfy.integrator_method(self.integral))" in text
     assert_strict_pass(src, out, "--init", init, "--input-shape", "x=4:float32:3.0", "--dt", "0.5")
 
 
@@ -965,12 +962,7 @@ class Dale(bp.DynamicalSystem):
 def test_properties_that_read_weights_and_state_verify(tmp_path: Path) -> None:
     """Dale's law through `@property def w_rec(self): return bm.abs(self.w_raw) * self.sign` and a rate
     read through another property. main: BFY208 ('a property that touches state; make it a method')."""
-    src = tmp_path / "dale.py"
-    src.write_text(PROPERTIES)
-    out = tmp_path / "dale_batched.py"
-    result = batchify(str(src), "-o", str(out), cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    text = out.read_text()
+    src, out, text = transformed(tmp_path, "dale", PROPERTIES)
     assert "self.rate_pure(params, state)[1] @ self.w_rec_pure(params, state)[1]" in text
     assert "    @property\n    def w_rec(self):\n        return bm.abs(self.w_raw) * self.sign\n" in text
     assert_strict_pass(src, out, "--init", "4, 6", "--input-shape", "x=4")
@@ -1020,10 +1012,6 @@ def test_a_parent_reading_its_childs_properties_verifies(tmp_path: Path) -> None
     """`self.cell.rate * 2.0 + x @ self.cell.w_eff` (properties of a child, defined on its base): read
     from the child's pure twins. (A first cut of property support copied the read as it was: BFY900
     'The shape of the original data is (4,), while we got (2, 4)' in verify; found in review.)"""
-    src = tmp_path / "props.py"
-    src.write_text(CHILD_PROPERTIES)
-    out = tmp_path / "props_batched.py"
-    result = batchify(str(src), "-o", str(out), cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert "self.cell.rate_pure(params.cell, state.cell)[1] * 2.0" in out.read_text()
+    src, out, text = transformed(tmp_path, "props", CHILD_PROPERTIES)
+    assert "self.cell.rate_pure(params.cell, state.cell)[1] * 2.0" in text
     assert_strict_pass(src, out, "--class", "Net", "--init", "4", "--input-shape", "x=4")
