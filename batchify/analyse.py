@@ -123,13 +123,20 @@ def may_be_none(value: cst.BaseExpression | None) -> bool:
     return is_none(value)
 
 
-def definitely_assigned(body, me: str) -> set[str]:
+def definitely_assigned(body, me: str, helpers: Mapping[str, cst.FunctionDef] | None = None) -> set[str]:
     """``self.NAME`` attributes assigned on every path through ``body`` (both arms of an if/else),
-    other than with ``None`` (``self.b = None``, ``A(n) if c else None``: nothing there on that path)."""
+    other than with ``None`` (``self.b = None``, ``A(n) if c else None``: nothing there on that path),
+    and by the construction helpers it calls as statements (``self._init_state(n)``)."""
+    helpers = helpers or {}
     out: set[str] = set()
     for stmt in body:
         if type(stmt) is cst.SimpleStatementLine:
             for small in stmt.body:
+                called = own_call(small, me)
+                if called in helpers:
+                    helper = helpers[called]
+                    out |= definitely_assigned(helper.body.body, self_name_of(helper) or "self",
+                                               {k: v for k, v in helpers.items() if k != called})
                 if type(small) in (cst.Assign, cst.AnnAssign) and may_be_none(small.value):
                     continue
                 targets = [t.target for t in small.targets] if type(small) is cst.Assign else (
@@ -140,12 +147,62 @@ def definitely_assigned(body, me: str) -> set[str]:
                         out.add(path[0])
         elif type(stmt) is cst.If:
             orelse = stmt.orelse
-            other = (definitely_assigned([orelse], me) if type(orelse) is cst.If
-                     else definitely_assigned(orelse.body.body, me) if type(orelse) is cst.Else else set())
-            out |= definitely_assigned(stmt.body.body, me) & other
+            other = (definitely_assigned([orelse], me, helpers) if type(orelse) is cst.If
+                     else definitely_assigned(orelse.body.body, me, helpers) if type(orelse) is cst.Else else set())
+            out |= definitely_assigned(stmt.body.body, me, helpers) & other
         elif type(stmt) is cst.With:
-            out |= definitely_assigned(stmt.body.body, me)
+            out |= definitely_assigned(stmt.body.body, me, helpers)
     return out
+
+
+def own_call(stmt: cst.CSTNode, me: str) -> str | None:
+    """``m`` of a statement ``self.m(...)``."""
+    if type(stmt) is cst.Expr and type(stmt.value) is cst.Call:
+        path = self_path(stmt.value.func, me)
+        return path[0] if path and len(path) == 1 else None
+    return None
+
+
+CONSTRUCTION_EXCLUDED = frozenset({"__init__", "reset_state", "update", "__call__"})
+
+
+def builds_the_base(func: cst.FunctionDef) -> bool:
+    """``reset_state`` or a constructor run from ``func`` (``self.reset_state(self.mode)``,
+    ``super().__init__()``): the batched constructor rewrites those in ``__init__`` only."""
+    return any(type(node) is cst.Name and node.value in ("reset_state", "__init__") for node in walk(func.body))
+
+
+def construction_helpers(cls: cst.ClassDef, module: cst.Module) -> dict[str, cst.FunctionDef]:
+    """Methods that only construction runs (``self._init_weights(n)`` as a statement of ``__init__``, or
+    of another such method), which nothing else in the file names: the Variables and children they
+    create are built with the object, as ``__init__``'s own are. Name -> the method, in call order."""
+    funcs = {s.name.value: s for s in cls.body.body if type(s) is cst.FunctionDef}
+    init = funcs.get("__init__")
+    if init is None:
+        return {}
+    found: dict[str, cst.FunctionDef] = {}
+    todo = [init]
+    while todo:
+        func = todo.pop(0)
+        me = self_name_of(func) or "self"
+        for node in walk(func.body):
+            name = own_call(node, me)
+            if (name in funcs and name not in found and name not in CONSTRUCTION_EXCLUDED
+                    and not funcs[name].decorators and self_name_of(funcs[name])
+                    and not builds_the_base(funcs[name])):
+                found[name] = funcs[name]
+                todo.append(funcs[name])
+    if not found:
+        return {}
+    # Any other mention of such a method (a stepping method calling it, a callback, a subclass,
+    # another class of the file) and it is not construction only.
+    allowed = {id(func.name) for func in found.values()}  # their own `def` lines
+    for func in (init, *found.values()):
+        me = self_name_of(func) or "self"
+        allowed |= {id(node.value.func.attr) for node in walk(func.body) if own_call(node, me) in found}
+    mentioned = {node.value for node in walk(module) if type(node) is cst.Name and id(node) not in allowed
+                 and node.value in found}
+    return {name: func for name, func in found.items() if name not in mentioned}
 
 
 def calls_own(func: cst.FunctionDef, method: str) -> bool:
@@ -214,6 +271,17 @@ class _BaseCallsAsSuper(Transformer):
 def self_name_of(func: cst.FunctionDef) -> str | None:
     params = func.params.params or func.params.posonly_params
     return params[0].name.value if params else None
+
+
+def accessor_of(func: cst.FunctionDef) -> str | None:
+    """``tau`` for ``@tau.setter`` (or ``.deleter``, ``.getter``) ``def tau(self, value)``: a part of the
+    property ``tau``, not a method of its own (the class keeps one ``tau``, the property)."""
+    for dec in func.decorators:
+        d = dec.decorator
+        if (type(d) is cst.Attribute and type(d.value) is cst.Name and d.value.value == func.name.value
+                and d.attr.value in ("setter", "deleter", "getter")):
+            return func.name.value
+    return None
 
 
 def method_kind(a: Analysis, func: cst.FunctionDef) -> str:
@@ -347,17 +415,25 @@ class _ClassScan:
     def functions(self) -> list[cst.FunctionDef]:
         return [s for s in self.cls.body.body if type(s) is cst.FunctionDef]
 
+    def methods(self) -> list[cst.FunctionDef]:
+        """The functions that are methods of their own: not a property's setter or deleter."""
+        return [f for f in self.functions() if accessor_of(f) is None]
+
     def scan(self) -> None:
         init = self.init = next((f for f in self.functions() if f.name.value == "__init__"), None)
         direct: set[int] = set()  # ids of Variable constructor calls assigned to self.NAME in __init__
         self.reset_fields: list[str] = []
         self.init_resets = True
         reset = next((f for f in self.functions() if f.name.value == "reset_state"), None)
+        self.helpers = construction_helpers(self.cls, self.a.module)
         if init is not None:
             self.scan_assignments(init, direct)
+            for helper in self.helpers.values():  # what they create is created with the object
+                self.scan_assignments(helper, direct, certain=False)
+            for func in (init, *self.helpers.values()):
+                self.check_stored_functions(func)
+                self.check_second_names(func)
             self.check_group_children(init)
-            self.check_stored_functions(init)
-            self.check_second_names(init)
             self.init_resets = calls_own(init, "reset_state")
         if reset is not None:
             # The Variables reset_state creates are fields too, whether __init__ calls it
@@ -392,7 +468,8 @@ class _ClassScan:
                                           "(self.NAME = bm.Variable(...)); batchify cannot track it")
                         else:
                             self.a.report(node, "BFY101", f"a Variable is created in {func.name.value}(); "
-                                          "create every Variable in __init__ and assign to .value elsewhere")
+                                          "create every Variable in __init__ (or in a method only __init__ calls) and assign to .value "
+                                          "elsewhere")
                     elif qn & names.UNSUPPORTED_VARIABLES and id(node) not in direct:
                         self.a.report(node, "BFY103", f"{sorted(qn & names.UNSUPPORTED_VARIABLES)[0]} is not supported yet")
 
@@ -490,9 +567,13 @@ class _ClassScan:
                                       "(not one example's state, nor the weights being differentiated); give it "
                                       f"self.{source}.value, or let the child create its own Variable")
 
-    def scan_assignments(self, func: cst.FunctionDef, direct: set[int], variables_only: bool = False) -> None:
+    def scan_assignments(self, func: cst.FunctionDef, direct: set[int], variables_only: bool = False,
+                         certain: bool = True) -> None:
+        """Fields and children ``func`` creates; those it creates on every path are ``certain`` unless
+        it is a construction helper (whether a helper runs on every path is its caller's to say)."""
         me = self_name_of(func)
-        self.certain |= definitely_assigned(func.body.body, me or "self")
+        if certain:
+            self.certain |= definitely_assigned(func.body.body, me or "self", self.helpers)
         for node in walk(func.body):
             if type(node) in (cst.Assign, cst.AnnAssign):
                 targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
@@ -866,7 +947,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                          libraries=tuple(scan.libraries), reset_fields=tuple(scan.reset_fields),
                          init_resets=resets_at_init(scan.init, scan.init_resets, base),
                          noisy_integrators=tuple(scan.noisy_integrators),
-                         library_fields=tuple(scan.library_fields), losses=driver_losses.get(name, {}))
+                         library_fields=tuple(scan.library_fields), losses=driver_losses.get(name, {}),
+                         construction_helpers=tuple(scan.helpers))
         classes[name] = cls
         fields = set(ir.field_map(cls))
         inherited = ir.all_methods(cls)
@@ -874,7 +956,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         children = {ch: set(ir.all_methods(c)) for ch, c in ir.child_map(cls).items()}
         known = known_variables(ir, cls)
         helpers = {**module_functions, **{f"self.{m}": meth.node for m, meth in inherited.items()},
-                   **{f"self.{f.name.value}": f for f in scan.functions()}}
+                   **{f"self.{f.name.value}": f for f in scan.methods()}}
         # Once per class, not per method: a class with thousands of methods made these quadratic.
         method_names = set(inherited) | own_names
         chain = [c.name for c in ir.chain(cls)]  # `Base.update(self, x)` names a base's method (explicit_base_calls)
@@ -887,6 +969,9 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             (f.name.value,) for f in scan.functions() if method_kind(a, f) == "property"} | {
             (ch, n) for ch, c in ir.child_map(cls).items() for n, m in ir.all_methods(c).items() if m.kind == "property"}
         for func in scan.functions():
+            if accessor_of(func) is not None:  # copied after its property, as written (its writes act on the batch)
+                cls.accessors.setdefault(func.name.value, []).append(func)
+                continue
             if func.name.value in RESERVED:
                 a.report(func.name, "BFY010", f"the generated class defines '{func.name.value}'; rename this method")
             if func.name.value == "__init__":
@@ -1392,7 +1477,8 @@ def mark_stateful(ir: ModuleIR, cls: ModelClass) -> None:
     while changed:
         changed = False
         for method in cls.methods.values():
-            if method.name in stateful or method.name in weight_methods:
+            # Construction helpers build the object, as __init__ does: neither is a step.
+            if method.name in stateful or method.name in weight_methods or method.name in cls.construction_helpers:
                 continue
             if touches(method, stateful, children):
                 stateful.add(method.name)

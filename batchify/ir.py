@@ -58,6 +58,11 @@ class ModelClass:
     library_fields: tuple[str, ...] = ()  # own state Variables given to a built-in (``bm.LengthDelay(self.x)``)
     # Own attributes holding a stochastic integrator (``self.integral = bp.sdeint(...)``).
     noisy_integrators: tuple[str, ...] = ()
+    # A property's setter and deleter (``@tau.setter``), by property name: copied after it as written.
+    accessors: dict[str, list[cst.FunctionDef]] = field(default_factory=dict)
+    # Methods only construction runs (``self._init_weights(n)`` in __init__): they create fields too,
+    # and the batched class's copy builds them batched (``bfy.batched(..., self.batch_size)``).
+    construction_helpers: tuple[str, ...] = ()
     # Fields first created in reset_state (``self.h = bm.Variable(...)`` there).
     reset_fields: tuple[str, ...] = ()
     # Whether __init__ calls reset_state (``self.reset_state(self.mode)``); if not, the user does

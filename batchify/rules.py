@@ -308,6 +308,30 @@ RULES: tuple[Rule, ...] = (
                     '        self.V.value = bm.zeros(self.n)\n')),
     ),
     Rule(
+        'construction helpers',
+        'rewrite.classes.ClassRewriter.construction_helper',
+        'Variables and children created by a method only `__init__` calls',
+        "`self._init_weights(n_in, n)` in `__init__` (or in another such method), a method nothing else names",
+        ('fields and children like those `__init__` creates; the batched class\'s copy builds them batched, '
+         'with `self.batch_size`; a field it creates on every path is certain where its call is'),
+        Case(before=('self.T.value = self.T + x\n'
+                     'return self.T.value'),
+             after='self.T = bfy.batched(bm.Variable(bm.zeros(3)), self.batch_size)',
+             init='self._make_trace()',
+             where='body:_make_trace',
+             extra=('\n'
+                    '    def _make_trace(self):\n'
+                    '        self.T = bm.Variable(bm.zeros(3))\n')),
+        Case(before=('self._make_trace()\n'
+                     'return self.T.value'),
+             after='BFY209 self.T.value:',
+             init='self._make_trace()',
+             where='body:_make_trace',
+             extra=('\n'
+                    '    def _make_trace(self):\n'
+                    '        self.T = bm.Variable(bm.zeros(3))\n')),
+    ),
+    Rule(
         'built-ins attached',
         f"{INIT}.attach_builtins",
         'BrainPy built-in children, held as library code',

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import brainpy.math as bm
 import pytest
 
 from batchify.diagnostics import BatchifyError
@@ -1015,3 +1016,169 @@ def test_a_parent_reading_its_childs_properties_verifies(tmp_path: Path) -> None
     src, out, text = transformed(tmp_path, "props", CHILD_PROPERTIES)
     assert "self.cell.rate_pure(params.cell, state.cell)[1] * 2.0" in text
     assert_strict_pass(src, out, "--class", "Net", "--init", "4", "--input-shape", "x=4")
+
+
+CONSTRUCTION_HELPERS = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Cell(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+        self._build_state(n)
+
+    def _build_state(self, n):
+        self.h = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.h.value = 0.8 * self.h + bm.tanh(x)
+        return self.h.value
+
+
+class Net(bp.DynamicalSystem):
+    """Weights, state and a child made by private helpers that only __init__ calls."""
+
+    def __init__(self, n_in, n, n_out, adapt=True):
+        super().__init__()
+        self.n = n
+        self._init_weights(n_in, n, n_out)
+        self._init_state(n)
+        if adapt:
+            self._init_adaptation(n)
+        else:
+            self.a = None
+
+    def _init_weights(self, n_in, n, n_out):
+        self.w_in = bm.TrainVar(bm.random.normal(0.0, 0.5, (n_in, n)))
+        self.w_out = bm.TrainVar(bm.random.normal(0.0, 0.5, (n, n_out)))
+        self.cell = Cell(n)
+
+    def _init_state(self, n):
+        self.V = bm.Variable(bm.zeros(n))
+        self.spike = bm.Variable(bm.zeros(n))
+        self._init_trace(n)
+
+    def _init_trace(self, n):
+        self.trace = bm.Variable(bm.zeros(n))
+
+    def _init_adaptation(self, n):
+        self.a = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        drive = x @ self.w_in + self.cell(x @ self.w_in)
+        if self.a is not None:
+            drive = drive - self.a
+            self.a.value = 0.9 * self.a + 0.1 * self.spike
+        self.V.value = 0.9 * self.V + drive
+        self.spike.value = bm.surrogate.sigmoid(self.V - 1.0)
+        self.V.value = self.V - self.spike
+        self.trace.value = 0.8 * self.trace + self.spike
+        return self.trace @ self.w_out
+'''
+
+
+@pytest.mark.slow
+def test_variables_made_by_helpers_only_the_constructor_calls_verify(tmp_path: Path) -> None:
+    """`self._init_weights(n_in, n)` in __init__ creating `self.w = bm.TrainVar(...)`, state and a child
+    (nested, and under an `if`): part of construction. main: BFY101 'a Variable is created in
+    _init_weights()' for every Variable there, and BFY209 at every read."""
+    src, out, text = transformed(tmp_path, "net", CONSTRUCTION_HELPERS, "--class", "Net")
+    assert "self.V = bfy.batched(bm.Variable(bm.zeros(n)), self.batch_size)" in text
+    assert "self.cell = CellBatched(n, batch_size=self.batch_size)" in text
+    assert "self.w_in = bm.TrainVar(bm.random.normal(0.0, 0.5, (n_in, n)))" in text
+    assert "    a: jax.Array | None\n" in text  # made only when adapt
+    assert_strict_pass(src, out, "--class", "Net", "--init", "3, 6, 2", "--input-shape", "x=3:float32:2.0")
+
+
+@pytest.mark.parametrize("old,new", [
+    ("        self.trace.value = 0.8 * self.trace + self.spike\n", "        self._init_trace(self.n)\n"),
+    ("        self.trace = bm.Variable(bm.zeros(n))\n",
+     "        self.trace = bm.Variable(bm.zeros(n))\n        self.reset_state()\n"),
+], ids=["a step calls it", "it resets"])
+def test_a_helper_that_is_not_construction_only_still_may_not_create_variables(tmp_path: Path, old: str,
+                                                                                 new: str) -> None:
+    """Look-alikes: a helper a stepping method calls too would recreate Variables mid-run; one that runs
+    reset_state (which the batched constructor rewrites only in __init__) is not followed either."""
+    assert old in CONSTRUCTION_HELPERS
+    text = CONSTRUCTION_HELPERS.replace(old, new)
+    src = tmp_path / "net.py"
+    src.write_text(text)
+    result = batchify(str(src), "-o", str(tmp_path / "out.py"), "--class", "Net", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout
+    assert "BFY101 a Variable is created in _init_trace()" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+PROPERTY_SETTERS = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Neuron(bp.DynamicalSystem):
+    def __init__(self, n, tau=10.0):
+        super().__init__()
+        self._tau = tau
+        self.V = bm.Variable(bm.zeros(n))
+        self.w_raw = bm.TrainVar(bm.ones(n))
+
+    @property
+    def tau(self):
+        return self._tau
+
+    @tau.setter
+    def tau(self, value):
+        self._tau = value
+
+    @property
+    def w(self):
+        return bm.abs(self.w_raw)
+
+    @w.setter
+    def w(self, value):
+        self.w_raw.value = value
+
+    @property
+    def voltage(self):
+        return self.V.value
+
+    @voltage.setter
+    def voltage(self, value):
+        self.V.value = value
+
+    def update(self, x):
+        self.V.value = self.V + (-self.V + x * self.w) / self.tau
+        return self.voltage
+'''
+
+
+@pytest.mark.slow
+def test_a_property_with_a_setter_keeps_both_and_verifies(tmp_path: Path) -> None:
+    """`@property def tau` then `@tau.setter def tau(self, value)`. main kept only the setter, under its
+    decorator `@tau.setter` with no `tau` before it: NameError when the generated module is imported
+    (for a setter writing a Variable, BFY216 '... decorated with @voltage.setter')."""
+    src, out, text = transformed(tmp_path, "neuron", PROPERTY_SETTERS)
+    for name in ("tau", "w", "voltage"):  # the getter, then its setter, as the source has them
+        assert text.index(f"    @property\n    def {name}(self):") < text.index(f"    @{name}.setter\n")
+    from batchify.loader import load_generated
+
+    module = load_generated(out, "property_setters")
+    source = load_generated(src, "property_setters_source")
+    model = source.Neuron(3)
+    batched = module.NeuronBatched.from_model(model, 4)
+    batched.tau = 5.0  # plain: the batch's own attribute
+    batched.voltage = bm.ones((4, 3)) * 2.0  # a state Variable: the batch's values
+    batched.w = bm.ones(3) * 3.0  # a weight: shared with the model
+    assert batched.tau == 5.0 and model.tau == 10.0
+    assert batched.V.value.shape == (4, 3) and float(batched.voltage.sum()) == 24.0
+    assert float(model.w_raw.value.sum()) == 9.0
+    assert_strict_pass(src, out, "--init", "3", "--input-shape", "x=3:float32:2.0")
+
+
+def test_a_step_running_a_setter_is_refused_with_the_way_out(tmp_path: Path) -> None:
+    text = PROPERTY_SETTERS.replace("        self.V.value = self.V + (-self.V", "        self.voltage = self.V + (-self.V")
+    src = tmp_path / "neuron.py"
+    src.write_text(text)
+    result = batchify(str(src), "-o", str(tmp_path / "out.py"), cwd=tmp_path)
+    assert result.returncode == 1, result.stdout
+    assert ("BFY202 self.voltage = ... in update() runs the setter of the property voltage, which batchify copies "
+            "as written for use outside the steps; in a step, write the Variable it sets") in result.stderr

@@ -68,7 +68,8 @@ class ClassRewriter:
                                       if type(s) is cst.FunctionDef and s.name.value == "__init__"), None)
         self.init_self = (self_name_of(init) or "self") if init is not None else "self"
         own = {f.name for f in ir.all_fields(cls)}
-        self.plain_renamed = {t[0]: t[0] + "_" for n in (walk(init.body) if init is not None else ())
+        builders = [init, *(cls.methods[h].node for h in cls.construction_helpers)] if init is not None else []
+        self.plain_renamed = {t[0]: t[0] + "_" for b in builders for n in walk(b.body)
                               for target in assigned(n) for t in [self_path(target, self.init_self)]
                               if t and len(t) == 1 and t[0] in RESERVED and t[0] not in own}
         # A model run as library code by a parent is the copied original there (`self.N = LIF(n)`).
@@ -187,20 +188,23 @@ class ClassRewriter:
         out = []
         for method in self.cls.methods.values():
             comment = self.source_comment(method.node)
+            if method.name in self.cls.construction_helpers:
+                out.append(comment + self.construction_helper(method.node))
+                continue
             if method.name not in self.cls.stateful:
-                out.append(comment + statement_code(self.renamed(method.node)))
+                out.append(comment + statement_code(self.renamed(method.node)) + self.accessors(method.name))
                 continue
             if method.name in self.cls.context_properties:  # an integrator's derivatives: no pure twin
                 prop, diagnostics = rewrite_context_property(self.ir, self.cls, method)
                 self.diagnostics.extend(diagnostics)
-                out.append(comment + statement_code(self.renamed(prop)))
+                out.append(comment + statement_code(self.renamed(prop)) + self.accessors(method.name))
                 continue
             pure, diagnostics = rewrite_method(self.ir, self.cls, method)
             self.diagnostics.extend(diagnostics)
             block = comment + statement_code(self.renamed(with_example_for_holders(pure, self.cls), method.node))
             if method.kind == "property":  # a reader: kept as it is for use outside the steps, and its pure twin
-                out.append(comment + statement_code(self.renamed(method.node)) + "\n\n" + statement_code(
-                    self.renamed(with_example_for_holders(pure, self.cls), method.node)))
+                out.append(comment + statement_code(self.renamed(method.node)) + self.accessors(method.name)
+                           + "\n\n" + statement_code(self.renamed(with_example_for_holders(pure, self.cls), method.node)))
                 continue
             # bfy.Batched has reset_state; private helpers get no drop-in, a class's own __call__ does.
             if method.name == "__call__" or (method.name != "reset_state" and not method.name.startswith("_")):
@@ -213,6 +217,18 @@ class ClassRewriter:
         if self.cls.holder_values:
             out.append(self.rebuilt_holders())
         return out
+
+    def accessors(self, name: str) -> str:
+        """A property's ``@name.setter`` and ``@name.deleter``, as written, right after it: used from
+        outside the steps, they act on the batched object (a Variable they set holds the batch's values)."""
+        return "".join("\n\n" + self.source_comment(f) + statement_code(self.renamed(f))
+                       for f in self.cls.accessors.get(name, ()))
+
+    def construction_helper(self, func: cst.FunctionDef) -> str:
+        """A method only construction runs (``self._init_state(n)`` in ``__init__``): what it creates is
+        built batched, as in the constructor, with the batch size the constructor set first."""
+        rewritten = func.visit(ConstructorRewriter(self.ir, self.cls, self_name_of(func) or "self", helper=True))
+        return statement_code(self.renamed(rewritten))
 
     def rebuilt_holders(self) -> str:
         """``from_model`` calls this: the model's integrators hold derivatives reading its own Variables."""
@@ -300,9 +316,15 @@ class ModelNameRenamer(Transformer):
 class ConstructorRewriter(Transformer):
     """The original constructor, building a batch: state Variables and children get ``batch_size``."""
 
-    def __init__(self, ir: ModuleIR, cls: ModelClass, self_name: str, seed_name: str = "seed"):
+    def __init__(self, ir: ModuleIR, cls: ModelClass, self_name: str, seed_name: str = "seed",
+                 helper: bool = False):
         super().__init__()
         self.ir, self.cls, self.self_name, self.seed_name = ir, cls, self_name, seed_name
+        # A construction helper (``self._init_state(n)``): the same rewrites of what it creates, reading
+        # the batch size from the object, and its signature and body otherwise as written.
+        self.helper = helper
+        self.batch_size = (cst.Attribute(cst.Name(self_name), cst.Name("batch_size")) if helper
+                           else cst.Name("batch_size"))
         self.state = {f.name for f in cls.fields if f.kind == "state" and not f.shared} - set(cls.library_fields)
         self.fields = {f.name for f in ir.all_fields(cls)}
         self.children = {ch.name: ir.classes[ch.class_name].batched_name for ch in cls.children}
@@ -326,6 +348,8 @@ class ConstructorRewriter(Transformer):
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         self.depth -= 1
         if self.depth:
+            return updated_node
+        if self.helper:
             return updated_node
         body = list(updated_node.body.body)
         for rule in self.BODY_RULES:
@@ -417,14 +441,14 @@ class ConstructorRewriter(Transformer):
         if attribute in self.state and {q.name for q in self.ir.qualified.get(value.func, ())} & (
                 STATE_VARIABLES | STATE_FACTORIES | set(VARIABLE_CONTAINERS)):
             return cst.Call(cst.Attribute(cst.Name(RUNTIME), cst.Name("batched")), [cst.Arg(updated, comma=cst.Comma(
-                whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(cst.Name("batch_size"))])
+                whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(self.batch_size)])
         return None
 
     def batched_child(self, attribute: str, value: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         """``self.c = Child(n)`` -> ``self.c = ChildBatched(n, batch_size=batch_size)``."""
         if attribute in self.children and type(value.func) is cst.Name:
             args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated.args]
-            args.append(keyword_arg("batch_size", cst.Name("batch_size")))
+            args.append(keyword_arg("batch_size", self.batch_size))
             return updated.with_changes(func=cst.Name(self.children[attribute]), args=args)
         return None
 

@@ -1131,6 +1131,11 @@ class MethodRewriter:
             self.ctx.report(target, "BFY202", f"self.{'.'.join(path)}, a built-in created in __init__, is "
                             f"replaced in {self.ctx.method.name}(); keep built-ins fixed after __init__")
             return True
+        if len(path) == 1 and any(path[0] in c.accessors for c in self.ctx.ir.chain(self.ctx.cls)):
+            self.ctx.report(target, "BFY202", f"self.{path[0]} = ... in {self.ctx.method.name}() runs the setter of "
+                            f"the property {path[0]}, which batchify copies as written for use outside the steps; "
+                            "in a step, write the Variable it sets (self.V.value = ...) instead")
+            return True
         if ref is None or (isinstance(ref, tuple) and ref[2]):
             self.ctx.report(target, "BFY202", f"self.{'.'.join(path)} is assigned in {self.ctx.method.name}(), but "
                             f"it is neither a Variable nor a child model created in {self.ctx.cls.name}.__init__; "
