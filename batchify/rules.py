@@ -581,8 +581,10 @@ RULES: tuple[Rule, ...] = (
         'a `@property` that reads state or weights and changes nothing',
         '`@property def w_eff(self): return self.W * self.mask` (a masked or sign-constrained weight), used as `x @ self.w_eff`',
         ("read in place from its pure twin, `x @ self.w_eff_pure(params, state)[1]` (the traced weights, this "
-         "example's state); the property itself is kept as written, for use outside the steps; a property that "
-         "changes state is refused (BFY208)"),
+         "example's state); the property itself is kept as written, for use outside the steps, with its "
+         "`@w_eff.setter` / `.deleter` after it (acting on the batch: a state Variable it sets takes the batch's "
+         "values; a step assigning `self.w_eff = ...` is refused, BFY202); a property that changes state is "
+         "refused (BFY208)"),
         Case(before='return x * self.w_eff',
              after='return bfy.unwrap(state), x * self.w_eff_pure(params, state)[1]',
              extra=('\n'
