@@ -773,8 +773,9 @@ def clear_library_inputs(model):
     """Every example's built-in inputs cleared, as ``bp.clear_input`` clears the one example's."""
     if not model.library.batched.values():
         return
+    params, state, state_axes = model.params(), model.state(), model.state_axes()
     with batch_state_only(model, "clear_input"):
-        state = jax.vmap(model.library.clear_inputs, in_axes=(None, model.state_axes()))(model.params(), model.state())
+        state = jax.vmap(model.library.clear_inputs, in_axes=(None, state_axes))(params, state)
     model.set_state(model.reduced(state))
 
 
@@ -990,8 +991,9 @@ class Batched:
         self._reset_batch(self.reset_all_example)
 
     def _reset_batch(self, reset):
+        params, state, state_axes = self.params(), self.state(), self.state_axes()
         with batch_state_only(self, "reset_state"):
-            state = jax.vmap(reset, in_axes=(None, self.state_axes()))(self.params(), self.state())
+            state = jax.vmap(reset, in_axes=(None, state_axes))(params, state)
         self.set_state(self.reduced(state))
 
     def reset_example(self, params, state):
@@ -1083,27 +1085,43 @@ class Batched:
 
 @contextlib.contextmanager
 def batch_state_only(model, what):
-    """Run ``what`` (a pure method under ``jax.vmap``) writing no Variable but the batch's.
+    """Run ``what`` (a pure method under ``jax.vmap``) touching no Variable but the batch's.
 
     A pure method threads the batch's state explicitly and reaches built-ins only through the
-    library, which puts every value back; a Variable still holding a traced value afterwards belongs
-    to an object batchify does not batch (a model imported from another file: batchify reads one
-    file). Its old value is put back and the call fails naming it, instead of leaving the model
-    with a traced value that fails later, far from its cause (``UnexpectedTracerError``).
+    library, which binds one example's values into their Variables and puts every value back; so
+    it reads no Variable as it is. A Variable still holding a traced value afterwards belongs to an
+    object batchify does not batch (a model imported from another file: batchify reads one file);
+    its old value is put back and the call fails naming it, instead of leaving the model with a
+    traced value that fails later, far from its cause (``UnexpectedTracerError``). A Variable read
+    as it is (``self.pre.spike`` of a model handed to the constructor) would give every example
+    the same value, or the whole batch's values inside one example's step: the call fails naming it
+    too, instead of computing something the model never meant.
     """
     trace = brainstate.StateTraceStack()
     with trace:
         yield
+
+    def named(states):
+        paths = {id(v): path for path, v in model.vars(method="relative").items()}
+        return ", ".join(paths.get(id(s), f"a {type(s).__name__} of shape {jnp.shape(s.value)}") for s in states)
+
     stray = [s for s in trace.get_write_states() if _holds_leaked_tracer(s.value)]
     if stray:
         trace.recovery_original_values()
-        paths = {id(v): path for path, v in model.vars(method="relative").items()}
-        named = ", ".join(paths.get(id(s), f"a {type(s).__name__} of shape {jnp.shape(s.value)}") for s in stray)
         raise RuntimeError(
-            f"{type(model).__name__}.{what} wrote {named}, which is not part of the batch's state: it "
+            f"{type(model).__name__}.{what} wrote {named(stray)}, which is not part of the batch's state: it "
             f"belongs to an object batchify does not batch, called as it is for the whole batch (a model "
             f"imported from another file). Its value is put back. batchify reads one file: define that "
             f"model in this file, so that it is batched with the rest.")
+    read = trace.get_read_states()
+    if read:
+        raise RuntimeError(
+            f"{type(model).__name__}.{what} read {named(read)} as it is, a Variable that is not part of the "
+            f"batch's state: every example would see the same value (or the whole batch's, inside one "
+            f"example's step), not its own. It belongs to a model handed to this one (self.pre = pre) or "
+            f"imported from another file. batchify batches the models one file builds together: batch the "
+            f"class that builds both (it runs a model given its parent's models as library code, one "
+            f"example at a time), or define that model in this file.")
 
 
 def _holds_leaked_tracer(value):
@@ -1195,8 +1213,9 @@ def flat_arguments(function, shared, args, kwargs, batch_size):
 def vmapped_call(model, function, shared, args, kwargs):
     """``function(params, state, *args, **kwargs)`` on every example, the new state written back."""
     values, axes, one = flat_arguments(function, shared, args, kwargs, model.batch_size)
+    params, state, state_axes = model.params(), model.state(), model.state_axes()
     with batch_state_only(model, function.__name__.removesuffix("_pure")):
-        state, out = jax.vmap(one, in_axes=(None, model.state_axes(), *axes))(model.params(), model.state(), *values)
+        state, out = jax.vmap(one, in_axes=(None, state_axes, *axes))(params, state, *values)
     model.set_state(model.reduced(state))
     return out
 
@@ -1262,12 +1281,12 @@ def value_and_grads(model, function, has_aux, shared, args, kwargs, train_vars, 
         loss, aux = (out[0], out[1] if len(out) == 2 else tuple(out[1:])) if has_aux else (out, None)
         return jnp.reshape(loss, ()), (state, aux)
 
-    params = model.params()
+    params, state = model.params(), model.state()
     with batch_state_only(model, function.__name__.removesuffix("_pure")):
         if per_example:
             grad_one = jax.value_and_grad(one, has_aux=True)
             (losses, (state, aux)), grads = jax.vmap(grad_one, in_axes=(None, state_axes, *axes))(
-                params, model.state(), *values)
+                params, state, *values)
         else:
             def mean_loss(params, state, *values):
                 losses, (state, aux) = jax.vmap(one, in_axes=(None, state_axes, *axes))(params, state, *values)
@@ -1275,10 +1294,10 @@ def value_and_grads(model, function, has_aux, shared, args, kwargs, train_vars, 
 
             grad_mean = jax.value_and_grad(mean_loss, has_aux=True)
             if microbatch and microbatch < size:
-                (_, (losses, state, aux)), grads = _accumulated(grad_mean, params, model.state(), state_axes,
+                (_, (losses, state, aux)), grads = _accumulated(grad_mean, params, state, state_axes,
                                                                 values, axes, size, microbatch)
             else:
-                (_, (losses, state, aux)), grads = grad_mean(params, model.state(), *values)
+                (_, (losses, state, aux)), grads = grad_mean(params, state, *values)
     model.set_state(model.reduced(state))
     if train_vars is not None:
         grads = keyed_like(model, grads, train_vars)

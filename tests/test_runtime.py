@@ -271,3 +271,44 @@ def test_integrator_method_names_a_method_that_builds_the_same_kind(build) -> No
 def test_integrator_method_of_something_else_says_what_to_do() -> None:
     with pytest.raises(TypeError, match="self.method = method"):
         runtime.integrator_method(object())
+
+
+GIVEN_ALONE = textwrap.dedent('''
+    import brainpy as bp
+    import brainpy.math as bm
+
+
+    class ExpSyn(bp.DynamicalSystem):
+        """A synapse written against the neurons it is given, with no class in its file building it."""
+
+        def __init__(self, pre, post, tau=5.0):
+            super().__init__()
+            self.pre = pre
+            self.post = post
+            self.tau = tau
+            self.g = bm.Variable(bm.zeros(post.num))
+            self.w = bm.TrainVar(bm.ones((pre.num, post.num)) * 0.1)
+
+        def update(self):
+            self.g.value = self.g * (1 - 1 / self.tau) + self.pre.spike @ self.w
+            return self.g.value
+''')
+
+
+@pytest.mark.parametrize("driver", ["eager", "for_loop"])
+def test_a_read_of_state_batchify_does_not_batch_fails_naming_it(tmp_path, driver) -> None:
+    """`self.pre.spike` of a neuron handed to the constructor is read from the object, the same value for
+    every example. On main the batched synapse ran and returned every example the first one's conductance
+    (`[[0.2, 0.2, 0.2], [0.2, 0.2, 0.2]]` with pre.spike = [1, 0, 1, 0]), with no error."""
+    (tmp_path / "syn_batched.py").write_text(transform(GIVEN_ALONE.encode(), "syn.py", command="batchify").text)
+    module = load_generated(tmp_path / "syn_batched.py", f"syn_batched_{driver}")
+    pre, post = bp.dyn.Lif(4), bp.dyn.Lif(3)
+    pre.spike.value = bm.asarray([True, False, True, False])
+    syn = module.ExpSynBatched(pre, post, batch_size=2)
+    with pytest.raises(RuntimeError, match=r"ExpSynBatched\.update read pre\.spike as it is, a Variable that is "
+                                           r"not part of the batch's state: every example would see the same value"):
+        if driver == "eager":
+            syn.update()
+        else:
+            bm.for_loop(lambda i: syn.update(), bm.arange(3))
+    np.testing.assert_array_equal(np.asarray(syn.g.value), np.zeros((2, 3), np.float32))
