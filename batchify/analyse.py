@@ -598,8 +598,18 @@ class _ClassScan:
         qn = self.a.qualified_names(value.func)
         containers = sorted(names.VARIABLE_CONTAINERS[q] for q in qn if q in names.VARIABLE_CONTAINERS)
         if containers:  # its Variables are made for it: part of the field
-            self.add_field(Field(name, "state", container=containers[0]), target)
+            made = {k for node in walk(value) if type(node) is cst.Call
+                    for k, kind in (("param", names.PARAM_VARIABLES), ("state", names.STATE_VARIABLES))
+                    if self.a.qualified_names(node.func) & kind}
             direct.update(id(node) for node in walk(value))
+            if "param" in made:  # batched as state, each example would get its own copy, outside the gradient
+                kind = "bm.VarList" if containers[0] == "list" else "bm.VarDict"
+                self.a.report(value, "BFY103", f"self.{name} is a {kind} of weights (TrainVars), which batchify "
+                              "does not batch yet (only "
+                              "containers of state Variables); give each weight its own attribute (self.w0 = "
+                              "bm.TrainVar(...), self.w1 = ...)")
+                return
+            self.add_field(Field(name, "state", container=containers[0]), target)
         elif qn & (names.STATE_VARIABLES | names.STATE_FACTORIES):
             self.add_field(Field(name, "state"), target)
             direct.add(id(value))
@@ -988,6 +998,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             a.report(cls.methods["call"].node.name, "BFY010", "the generated class names the pure twin of "
                      "__call__ call_pure, which is also call's; rename this method")
         check_escaping_methods(a, cls, scan)
+        check_self_handed_over(a, cls, module_functions)
         check_collectors(a, ir, cls)
         check_stateful_overrides(a, ir, cls)
         plain = plain_attribute_test(ir, cls)
@@ -1072,6 +1083,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     for name, instance in driven.items():
         roots.append(defined[name])
         skipped[id(defined[name])] = {instance, *driven}
+    class_changes = check_class_changes(a, set(ir.targets))
     # Module-level settings the model's numbers depend on (`bm.set_dt(0.5)`) travel with it.
     settings = [s for s in a.module.body if environment_setting(a, s)]
     roots += settings
@@ -1088,12 +1100,37 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     ir.support = [_prune_imports(s, needed[id(s)]) for s in originals]
     ir.source_lines = sorted(a.positions[s].start.line for s in [*originals, *(models[n] for n in ir.targets)])
     # Problems in classes and code the targets do not need are not theirs to report.
-    spans = [(a.positions[n].start.line, a.positions[n].end.line) for n in [*originals, *roots]]
+    spans = [(a.positions[n].start.line, a.positions[n].end.line) for n in [*originals, *roots, *class_changes]]
     wanted_diagnostics = [d for d in a.diagnostics if (d.line, d.column) == (1, 1) or d.code == "BFY005"
                           or any(lo <= d.line <= hi for lo, hi in spans)]
     if wanted_diagnostics:
         raise BatchifyError(sorted(wanted_diagnostics, key=lambda d: (d.line, d.column, d.code)))
     return ir
+
+
+def check_class_changes(a: Analysis, targets: set[str]) -> list[cst.CSTNode]:
+    """``Unit.gain = 3.0`` or ``setattr(Unit, "gain", 3.0)`` at module level, after the class: the
+    generated module defines ``UnitBatched`` and copies no statement about ``Unit`` (BFY014).
+    Returns the statements reported."""
+    found = []
+    for stmt in a.module.body:
+        if type(stmt) is not cst.SimpleStatementLine:
+            continue
+        for small in stmt.body:
+            targets_ = ([t.target for t in small.targets] if type(small) is cst.Assign else
+                        [small.target] if type(small) in (cst.AugAssign, cst.AnnAssign) else [])
+            changed = [t.value.value for t in targets_ if type(t) in (cst.Attribute, cst.Subscript)
+                       and type(t.value) is cst.Name and t.value.value in targets]
+            if (type(small) is cst.Expr and type(small.value) is cst.Call and type(small.value.func) is cst.Name
+                    and small.value.func.value in ("setattr", "delattr") and small.value.args
+                    and type(small.value.args[0].value) is cst.Name and small.value.args[0].value.value in targets):
+                changed.append(small.value.args[0].value.value)
+            for name in changed[:1]:
+                found.append(stmt)
+                a.report(small, "BFY014", f"this statement changes the model class {name} at module level; the "
+                         f"generated module defines {name}Batched from the class statement alone and does not run "
+                         f"it: make the change in the class body ({name}'s class attributes and methods)")
+    return found
 
 
 def environment_setting(a: Analysis, stmt: cst.CSTNode) -> bool:
@@ -1274,6 +1311,36 @@ class _MethodOfHolder(Transformer):
         holder = cst.Attribute(cst.Name(self.me), cst.Name(self.holder))
         return updated.with_changes(value=cst.Call(cst.Attribute(cst.Name(names.RUNTIME), cst.Name(
             "integrator_method")), [cst.Arg(holder)]))
+
+
+def check_self_handed_over(a: Analysis, cls: ModelClass, module_functions: Mapping[str, cst.FunctionDef]) -> None:
+    """``leaky_step(self, x)`` in a method, where ``leaky_step`` is a function of this file reaching
+    attributes of the model it is given (``model.h.value = ...``): batchify follows state only through
+    ``self`` in the class's own methods, so the function would run on the whole batch's Variables
+    (``energy(self)`` summing every example's state) - BFY213 with the way out."""
+    for method in cls.methods.values():
+        if method.name in cls.construction_helpers:
+            continue
+        func, me = method.node, self_name_of(method.node)
+        if me is None:
+            continue
+        for node in walk(func.body):
+            if not (type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in module_functions):
+                continue
+            callee = module_functions[node.func.value]
+            positional = [p.name.value for p in callee.params.params]
+            for i, arg in enumerate(node.args):
+                if not (type(arg.value) is cst.Name and arg.value.value == me) or arg.star:
+                    continue
+                param = arg.keyword.value if arg.keyword else positional[i] if i < len(positional) else None
+                if param is None or not any(type(n) is cst.Attribute and type(n.value) is cst.Name
+                                            and n.value.value == param for n in walk(callee.body)):
+                    continue
+                a.report(arg.value, "BFY213", f"{method.name}() hands {me} to {callee.name.value}(), a function of "
+                         f"this file that reaches the model's attributes as {param}: batchify follows a model's "
+                         f"state only through {me} in its class's methods, so {callee.name.value}() would work on the "
+                         f"whole batch's Variables; make it a method (def {callee.name.value}(self, ...)) and call "
+                         f"{me}.{callee.name.value}(...)")
 
 
 def check_escaping_methods(a: Analysis, cls: ModelClass, scan) -> None:
@@ -1532,6 +1599,10 @@ def support_statements(a: Analysis, roots: list[cst.CSTNode], model_names: set[s
         uses.setdefault(id(user), set()).add((id(owner), name))
         access_origin.setdefault(id(user), []).append((node, name, owner))
     needed: dict[int, set[str]] = {}
+    # Functions of the file rebinding module globals (`def set_scale(v): global SCALE; SCALE = v`):
+    # a module-level call of one (`set_scale(4.0)`) completes those globals' definitions.
+    rebinders = {st.name.value: {n.name.value for g in walk(st.body) if type(g) is cst.Global for n in g.names}
+                 for st in a.module.body if type(st) is cst.FunctionDef}
     todo = [id(c) for c in roots]
     seen = set(todo)
     pulled_by: dict[int, tuple[cst.CSTNode, str]] = {}  # a copied statement: where a root first uses it
@@ -1570,7 +1641,7 @@ def support_statements(a: Analysis, roots: list[cst.CSTNode], model_names: set[s
         # `@jax.custom_vjp def spike`, `@spike.defjvp def _jvp`, `CONFIG["tau"] = 5.0` (and what they use).
         defined = {name for i, names_ in needed.items() if not is_import(by_id[i]) for name in names_} | {
             c.name.value for c in roots if type(c) in (cst.FunctionDef, cst.ClassDef) and c.name.value not in model_names}
-        companions = [id(st) for st in a.module.body if id(st) not in seen and completes(st, defined)]
+        companions = [id(st) for st in a.module.body if id(st) not in seen and completes(st, defined, rebinders)]
         if not companions:
             break
         for i in companions:
@@ -1585,10 +1656,12 @@ def is_import(stmt: cst.CSTNode) -> bool:
                                                           for small in stmt.body)
 
 
-def completes(stmt: cst.CSTNode, defined: set[str]) -> bool:
+def completes(stmt: cst.CSTNode, defined: set[str], rebinders: Mapping[str, set[str]] | None = None) -> bool:
     """Whether a module-level statement works on a name of ``defined`` (a function, class or value the
     generated module copies) rather than binding its own: a call of its method, an assignment into it,
-    a function it decorates (``spike.defvjp(f, b)``, ``CONFIG["k"] = v``, ``@spike.defjvp``)."""
+    a function it decorates (``spike.defvjp(f, b)``, ``CONFIG["k"] = v``, ``@spike.defjvp``), or a call
+    of a function of the file that rebinds it (``set_scale(4.0)``, which declares ``global SCALE``)."""
+    rebinders = rebinders or {}
     def root(expr: cst.BaseExpression) -> str | None:
         while type(expr) in (cst.Attribute, cst.Subscript, cst.Call):
             expr = expr.func if type(expr) is cst.Call else expr.value
@@ -1601,8 +1674,10 @@ def completes(stmt: cst.CSTNode, defined: set[str]) -> bool:
         return False
     for small in stmt.body:
         if type(small) is cst.Expr:
-            if not (type(small.value) is cst.Call and type(small.value.func) is cst.Attribute
-                    and root(small.value.func) in defined):
+            call = small.value
+            if type(call) is cst.Call and type(call.func) is cst.Name and rebinders.get(call.func.value, set()) & defined:
+                continue
+            if not (type(call) is cst.Call and type(call.func) is cst.Attribute and root(call.func) in defined):
                 return False
         elif type(small) in (cst.Assign, cst.AugAssign):
             targets = [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]

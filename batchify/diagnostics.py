@@ -41,7 +41,8 @@ CODES: dict[str, Code] = {
     "BFY011": Code("a module-level name clashes with a name the generated module imports"),
     "BFY013": Code("the training harness cannot be generated as configured (method, input, readout or loss)"),
     "BFY012": Code("a name the model uses is not defined at module level (only in a __main__ block, or nowhere)"),
-    "BFY014": Code("copied module-level code uses an instance of a model class (a module-level `model = Foo(...)`)"),
+    "BFY014": Code("copied module-level code uses an instance of a model class (a module-level `model = Foo(...)`), "
+                   "or module-level code changes a model class (`Foo.gain = 3.0`)"),
     "BFY015": Code("--shared NAME names no argument of a stepping method and no state Variable"),
     "BFY017": Code("a function named with --function is not a module-level function of the source, or cannot "
                    "be made a method of the model it drives"),
@@ -58,7 +59,7 @@ CODES: dict[str, Code] = {
     # Method bodies.
     "BFY201": Code("a weight (TrainVar / Parameter) is written in a stepping method"),
     "BFY202": Code("a plain attribute is assigned in a stepping method"),
-    "BFY203": Code("state is written inside a nested function or lambda"),
+    "BFY203": Code("state is written inside a nested function or lambda, or read in one a loop body calls"),
     "BFY204": Code("a stateful call or random draw sits where it cannot be moved out of the expression"),
     "BFY205": Code("an unsupported way of writing a Variable"),
     "BFY206": Code("a numpy.random draw in a stepping method (it would run once, when the step is traced)"),

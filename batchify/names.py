@@ -78,7 +78,7 @@ LIBRARY_OBJECTS = frozenset(
 )
 
 # Module-level calls that set what a model's numbers depend on (BrainPy's dt, mode, precision,
-# platform, JAX's x64): copied into the generated module, in source order, so that importing it
+# platform, JAX's x64, the seeds of NumPy's and BrainPy's global random streams): copied into the generated module, in source order, so that importing it
 # sets them as importing the source did.
 ENVIRONMENT_SETTERS = frozenset(
     {
@@ -95,6 +95,9 @@ ENVIRONMENT_SETTERS = frozenset(
         "brainpy.math.set_bool",
         "brainpy.math.set_complex",
         "jax.config.update",
+        # Seeding the global streams a module's weights and constants are drawn from.
+        "numpy.random.seed",
+        "brainpy.math.random.seed",
     }
 )
 

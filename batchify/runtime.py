@@ -237,6 +237,8 @@ def example_axis(value, name=None, batch_size=None):
     """
     if value is None or isinstance(value, (bool, int, float, complex)):
         return None
+    if isinstance(value, (tuple, list, dict)):  # a pytree of arrays (`update(self, inputs)` given a tuple)
+        return jax.tree.map(lambda leaf: example_axis(leaf, name, batch_size), value, is_leaf=lambda v: v is None)
     shape = jnp.shape(value)
     if not shape or (batch_size is not None and shape[0] != batch_size):
         what = f"argument {name!r}" if name else "a *args argument"
@@ -306,6 +308,7 @@ def for_loop(body, state, operands, reverse=False, unroll=1):
     each slice of ``operands`` along axis 0; returns ``(state, ys)`` with the ``y``s stacked."""
     several = isinstance(operands, (tuple, list))
     operands = unwrap(operands)  # jax arrays, as bm.for_loop hands its body (a BrainPy Array cannot index)
+    state = unwrap(state)  # a state set to a BrainPy Array before the loop: the carry the body returns
 
     def step(state, x):
         state, y = body(state, *x) if several else body(state, x)
@@ -319,7 +322,7 @@ def cond(pred, true_body, false_body, state, operands=()):
     ``f(state, *x) -> (state, y)``; returns ``(state, y)`` of the branch taken."""
     args = unwrap(tuple(operands) if isinstance(operands, (tuple, list)) else (operands,))
     return jax.lax.cond(pred, lambda s, *a: unwrap(true_body(s, *a)), lambda s, *a: unwrap(false_body(s, *a)),
-                        state, *args)
+                        unwrap(state), *args)
 
 
 def stateless(function):
@@ -340,7 +343,7 @@ def while_loop(body, cond, state, operands):
         return unwrap(state), tuple(x) if several else unwrap(x)
 
     return jax.lax.while_loop(lambda carry: call(cond, *carry)[1], step,
-                              (state, unwrap(tuple(operands) if several else operands)))
+                              (unwrap(state), unwrap(tuple(operands) if several else operands)))
 
 
 def ifelse(conditions, branches, state, operands=()):
@@ -349,7 +352,7 @@ def ifelse(conditions, branches, state, operands=()):
     conditions = list(conditions) if isinstance(conditions, (tuple, list)) else [conditions]
     index = jnp.argmax(jnp.stack([*map(jnp.asarray, conditions), jnp.asarray(True)]))
     args = unwrap(tuple(operands) if isinstance(operands, (tuple, list)) else (operands,))
-    return jax.lax.switch(index, [lambda s, *a, f=f: unwrap(f(s, *a)) for f in branches], state, *args)
+    return jax.lax.switch(index, [lambda s, *a, f=f: unwrap(f(s, *a)) for f in branches], unwrap(state), *args)
 
 
 class Example(NamedTuple):
@@ -1158,6 +1161,8 @@ class batched_method:
             function = getattr(self, pure_name)
             if self._example is not None:  # called by an integrator for one example
                 return function(*self._example, *args, **kwargs)[1]
+            if _CONSTRUCTING.get():  # run by the constructor (a burn-in): on the one example it is building
+                return step_while_constructing(self, function, args, kwargs)
             return vmapped_call(self, function, shared, args, kwargs)
 
         method.__name__, method.__qualname__ = name, f"{owner.__qualname__}.{name}"
@@ -1177,7 +1182,8 @@ def flat_arguments(function, shared, args, kwargs, batch_size):
     ``call(params, state, *values)`` rebuilding the original arguments."""
     signature = _signature_after_state(function)
     bound = signature.bind(*args, **kwargs)
-    bound.apply_defaults()
+    given = set(bound.arguments)
+    bound.apply_defaults()  # a default (`bias=BIAS`) is the same for every example: shared
     values, axes, layout = [], [], []
     for name, parameter in signature.parameters.items():
         value = bound.arguments[name]
@@ -1192,7 +1198,9 @@ def flat_arguments(function, shared, args, kwargs, batch_size):
             items = [(name, value)]
         for key, v in items:
             values.append(v)
-            axes.append(None if key in shared else example_axis(v, key, batch_size))
+            axes.append(None if key in shared or key not in given and key is not None
+                        and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+                        else example_axis(v, key, batch_size))
 
     def call(params, state, *flat):
         args, kwargs, flat = [], {}, list(flat)
@@ -1208,6 +1216,21 @@ def flat_arguments(function, shared, args, kwargs, batch_size):
         return function(params, state, *args, **kwargs)
 
     return values, axes, call
+
+
+def step_while_constructing(model, function, args, kwargs):
+    """A stepping method the constructor runs (``self.update(x0)`` as a burn-in, a method setting the
+    starting state): while a batched constructor runs, the model is one example, as the original is
+    (its Variables get the batch axis when the constructor is done), so the step runs on that example."""
+    try:
+        params, state = model.params(), model.state()
+    except AttributeError as missing:
+        raise RuntimeError(f"{type(model).__name__}'s constructor runs {function.__name__.removesuffix('_pure')}() "
+                           f"before the batched model has what its step reads ({missing}); run it after the "
+                           "constructor, on the batched model as on the original") from None
+    state, out = function(params, state, *args, **kwargs)
+    model.set_state(unwrap(state))
+    return out
 
 
 def vmapped_call(model, function, shared, args, kwargs):

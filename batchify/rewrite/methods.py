@@ -1338,6 +1338,60 @@ def _paren(expr: cst.BaseExpression, op: type) -> cst.BaseExpression:
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
+def check_stale_closures(ctx: Context, func: cst.FunctionDef) -> None:
+    """A function of the method that reads state (``def drive(x): return self.h @ self.u``), called
+    inside a loop body: the body carries the state as its own parameter, while ``drive`` reads the
+    method's, from before the loop (BFY203)."""
+    readers: dict[str, cst.CSTNode] = {}
+    for stmt in func.body.body:
+        value = stmt if type(stmt) is cst.FunctionDef else None
+        if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 and type(stmt.body[0]) is cst.Assign \
+                and type(stmt.body[0].value) is cst.Lambda and len(stmt.body[0].targets) == 1 \
+                and type(stmt.body[0].targets[0].target) is cst.Name:
+            value = stmt.body[0]
+        if value is None:
+            continue
+        label = value.name.value if type(value) is cst.FunctionDef else value.targets[0].target.value
+        if label in ctx.closures:
+            continue
+        if any(type(n) is cst.Attribute and isinstance(ctx.resolve(self_path(n, ctx.self_name) or ()), FieldRef)
+               for n in walk(value) if self_path(n, ctx.self_name)):
+            readers[label] = value
+    if not readers:
+        return
+    for body in (s for s in walk(func.body) if type(s) is cst.FunctionDef and s.name.value in ctx.closures):
+        for n in walk(body.body):
+            if type(n) is cst.Name and n.value in readers:
+                ctx.report(n, "BFY203", f"{n.value}() reads state and is called inside {body.name.value}(), a "
+                           f"loop or branch body: the body carries the state, while {n.value}() would read it as it "
+                           f"was before the loop; define {n.value}() inside {body.name.value}(), or give it the "
+                           "values it reads as arguments")
+                return
+
+
+def check_children_as_values(ctx: Context, func: cst.FunctionDef) -> None:
+    """``for layer in (self.l1, self.l2): x = layer(x)``: a child (or built-in) gathered into a tuple,
+    list, set or dict is called later by another name, as the batched object, inside one example's
+    step (BFY213)."""
+    for node in walk(func.body):
+        if type(node) in (cst.Tuple, cst.List, cst.Set):
+            values = [e.value for e in node.elements]
+        elif type(node) is cst.Dict:
+            values = [e.value for e in node.elements if type(e) is cst.DictElement]
+        else:
+            continue
+        for value in values:
+            path = self_path(value, ctx.self_name) if type(value) is cst.Attribute else None
+            ref = ctx.resolve(path) if path else None
+            child = isinstance(ref, tuple) and not ref[2] or isinstance(ref, LibraryRef) and not ref.rest
+            if child:
+                ctx.report(value, "BFY213", f"self.{'.'.join(path)}, a model, is gathered into a "
+                           f"{type(node).__name__.lower()}: called later by another name, it would step the "
+                           "whole batch inside one example's step; call each by its attribute "
+                           f"(x = self.{'.'.join(path)}(x), and so on)")
+                return
+
+
 def loop_closures(ir: ModuleIR, func: cst.FunctionDef) -> set[str]:
     """Functions defined in ``func`` and given to BrainPy's control flow as a body: they carry the state."""
     nested = {s.name.value for s in walk(func.body) if type(s) is cst.FunctionDef}
@@ -1418,6 +1472,8 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     else:
         check_decorators(ctx, func)
     ctx.closures = loop_closures(ir, func)
+    check_stale_closures(ctx, func)
+    check_children_as_values(ctx, func)
     body = MethodRewriter(ctx).block(func.body.body)
     if not body or not isinstance(body[-1], cst.SimpleStatementLine) or not isinstance(body[-1].body[-1], (cst.Return, cst.Raise)):
         body.append(return_state(ctx))

@@ -1,0 +1,308 @@
+"""Models from an adversarial probe of the transform and the runtime (2026-12-04): each exited 0 on main
+and computed something other than the original, crashed inside the batched call, or lost module code.
+Each test names what main did."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import brainpy.math as bm
+import numpy as np
+import pytest
+
+from batchify import transform
+from batchify.diagnostics import BatchifyError
+from batchify.loader import load_generated
+
+HEAD = "import brainpy as bp\nimport brainpy.math as bm\n\n\n"
+
+
+def generated(tmp_path: Path, name: str, source: str):
+    """The source module and its batched module, both imported."""
+    (tmp_path / f"{name}.py").write_text(source)
+    (tmp_path / f"{name}_batched.py").write_text(transform(source.encode(), f"{name}.py", command="batchify").text)
+    return load_generated(tmp_path / f"{name}.py", f"{name}_source"), load_generated(
+        tmp_path / f"{name}_batched.py", f"{name}_generated")
+
+
+def refused(source: str, code: str) -> str:
+    with pytest.raises(BatchifyError) as caught:
+        transform(source.encode(), "m.py", command="batchify m.py")
+    lines = [d.format() for d in caught.value.diagnostics]
+    assert any(f" {code} " in line for line in lines), lines
+    return "\n".join(lines)
+
+
+STALE_CLOSURE = HEAD + textwrap.dedent('''
+    class Settle(bp.DynamicalSystem):
+        def __init__(self, n_in, n):
+            super().__init__()
+            self.w = bm.TrainVar(bm.random.normal(0.0, 0.5, (n_in, n)))
+            self.u = bm.TrainVar(bm.random.normal(0.0, 0.5, (n, n)))
+            self.h = bm.Variable(bm.zeros(n))
+
+        def update(self, xs):
+            def drive(x):
+                return x @ self.w + self.h @ self.u
+
+            def body(x):
+                self.h.value = 0.5 * self.h + bm.tanh(drive(x))
+                return self.h.value
+
+            return bm.for_loop(body, xs)
+''')
+
+
+def test_a_function_reading_state_called_in_a_loop_body_is_refused() -> None:
+    """main: `drive` read the method's `state` (from before the loop) while the body carried its own:
+    verify FAIL at step 0, max abs error 3.24."""
+    message = refused(STALE_CLOSURE, "BFY203")
+    assert "drive() reads state and is called inside body(), a loop or branch body" in message
+    assert "define drive() inside body()" in message
+    # The way out the message gives transforms.
+    inside = STALE_CLOSURE.replace(
+        "        def drive(x):\n            return x @ self.w + self.h @ self.u\n\n        def body(x):\n",
+        "        def body(x):\n            def drive(x):\n                return x @ self.w + self.h @ self.u\n\n")
+    assert "state.h @ params.u" in transform(inside.encode(), "m.py", command="batchify m.py").text
+
+
+@pytest.mark.parametrize("container", ["bm.VarList([bm.TrainVar(bm.ones((3, 3))) for _ in range(2)])",
+                                       "bm.VarDict({'a': bm.TrainVar(bm.ones((3, 3)))})"])
+def test_a_container_of_weights_is_refused(container: str) -> None:
+    """main batched the TrainVars as state: no weights in Params, nothing to train, and verify ended in
+    BFY900 (KeyError: 'ws-0')."""
+    key = "0" if "VarList" in container else "'a'"
+    source = HEAD + textwrap.dedent(f'''
+        class Deep(bp.DynamicalSystem):
+            def __init__(self):
+                super().__init__()
+                self.ws = {container}
+                self.h = bm.Variable(bm.zeros(3))
+
+            def update(self, x):
+                self.h.value = bm.tanh(x @ self.ws[{key}])
+                return self.h.value
+    ''')
+    assert "self.ws is a bm.Var" in refused(source, "BFY103")
+
+
+def test_self_handed_to_a_function_of_the_file_is_refused() -> None:
+    """main copied `update` unchanged (it touched no Variable through self): `energy(self)` summed the
+    whole batch's state into every example (example 0: -2.61 against the original's -1.12)."""
+    source = HEAD + textwrap.dedent('''
+        def energy(model):
+            return (model.h ** 2).sum()
+
+
+        class Unit(bp.DynamicalSystem):
+            def __init__(self, n):
+                super().__init__()
+                self.h = bm.Variable(bm.zeros(n))
+
+            def update(self, x):
+                self.h.value = 0.9 * self.h + x
+                return self.h * energy(self)
+    ''')
+    message = refused(source, "BFY213")
+    assert "update() hands self to energy(), a function of this file" in message
+    assert "make it a method (def energy(self, ...)) and call self.energy(...)" in message
+
+
+def test_children_gathered_into_a_tuple_are_refused() -> None:
+    """main copied `for layer in (self.l1, self.l2): x = layer(x)`: each batched child ran inside one
+    example's step (verify BFY303, advising --shared x, which was wrong)."""
+    source = HEAD + textwrap.dedent('''
+        class Layer(bp.DynamicalSystem):
+            def __init__(self, n):
+                super().__init__()
+                self.h = bm.Variable(bm.zeros(n))
+
+            def update(self, x):
+                self.h.value = 0.8 * self.h + x
+                return self.h.value
+
+
+        class Net(bp.DynamicalSystem):
+            def __init__(self, n):
+                super().__init__()
+                self.l1 = Layer(n)
+                self.l2 = Layer(n)
+
+            def update(self, x):
+                for layer in (self.l1, self.l2):
+                    x = layer(x)
+                return x * self.l1.h.sum()
+    ''')
+    assert "self.l1, a model, is gathered into a tuple" in refused(source, "BFY213")
+
+
+def test_a_module_level_change_to_a_model_class_is_refused() -> None:
+    """main dropped `Unit.gain = 3.0`: UnitBatched.gain was 1.0, and verify PASSed (its loader dropped the
+    statement too)."""
+    source = HEAD + textwrap.dedent('''
+        class Unit(bp.DynamicalSystem):
+            gain = 1.0
+
+            def __init__(self, n):
+                super().__init__()
+                self.h = bm.Variable(bm.zeros(n))
+
+            def update(self, x):
+                self.h.value = 0.9 * self.h + self.gain * x
+                return self.h.value
+
+
+        Unit.gain = 3.0
+    ''')
+    assert "this statement changes the model class Unit at module level" in refused(source, "BFY014")
+
+
+def test_module_code_the_model_depends_on_travels_with_it() -> None:
+    """main dropped `set_scale(4.0)` (a function of the file rebinding SCALE) and the seeding calls:
+    SCALE was 0.5 in the generated module, 4.0 in the source; a seeded module-level mask differed."""
+    source = "import numpy as np\n" + HEAD + textwrap.dedent('''
+        np.random.seed(0)
+        bm.random.seed(42)
+        MASK = (np.random.rand(3, 3) > 0.5).astype(np.float32)
+        SCALE = 1.0
+
+
+        def set_scale(v):
+            global SCALE
+            SCALE = v
+
+
+        set_scale(4.0)
+
+
+        class Unit(bp.DynamicalSystem):
+            def __init__(self, n):
+                super().__init__()
+                self.w = bm.TrainVar(bm.random.normal(0.0, 0.5, (n, n)))
+                self.h = bm.Variable(bm.zeros(n))
+
+            def update(self, x):
+                self.h.value = 0.9 * self.h + SCALE * (x @ (self.w * MASK))
+                return self.h.value
+    ''')
+    text = transform(source.encode(), "m.py", command="batchify m.py").text
+    order = ["np.random.seed(0)", "bm.random.seed(42)", "MASK = ", "def set_scale(v):", "set_scale(4.0)",
+             "class UnitBatched("]
+    assert all(line in text for line in order), text
+    assert [text.index(line) for line in order] == sorted(text.index(line) for line in order)
+
+
+DEFAULT_ARRAY = HEAD + textwrap.dedent('''
+    BIAS = bm.asarray([0.5, -0.5, 1.0, -1.0])
+
+
+    class Unit(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.w = bm.TrainVar(bm.random.normal(0.0, 0.5, (n, n)))
+            self.h = bm.Variable(bm.zeros(n))
+
+        def update(self, x, bias=BIAS):
+            self.h.value = 0.9 * self.h + bm.tanh(x @ self.w + bias)
+            return self.h.value
+''')
+
+STATE_SET_TO_AN_ARRAY = HEAD + textwrap.dedent('''
+    class Settle(bp.DynamicalSystem):
+        def __init__(self, n_in, n):
+            super().__init__()
+            self.w = bm.TrainVar(bm.random.normal(0.0, 0.5, (n_in, n)))
+            self.h = bm.Variable(bm.zeros(n))
+            self.acc = bm.Variable(bm.zeros(n))
+
+        def update(self, xs):
+            self.acc.value = bm.zeros(self.h.shape)
+
+            def body(x):
+                self.h.value = 0.5 * self.h + bm.tanh(x @ self.w)
+                self.acc += self.h
+                return self.h.value
+
+            hs = bm.for_loop(body, xs)
+            return hs[-1] + self.acc
+''')
+
+TUPLE_ARGUMENT = HEAD + textwrap.dedent('''
+    class Gated(bp.DynamicalSystem):
+        def __init__(self, n_in, n):
+            super().__init__()
+            self.w = bm.TrainVar(bm.random.normal(0.0, 0.5, (n_in, n)))
+            self.h = bm.Variable(bm.zeros(n))
+
+        def update(self, inp):
+            x, gate = inp
+            self.h.value = gate * self.h + (1 - gate) * bm.tanh(x @ self.w)
+            return self.h.value
+''')
+
+
+def per_example(model_cls, init, batched_cls, inputs, call):
+    """The batched model's outputs for each example against the original run on that example alone."""
+    original = model_cls(*init)
+    batch = batched_cls.from_model(original, len(inputs))
+    got = np.asarray(call(batch, inputs))
+    for i, x in enumerate(inputs):
+        one = model_cls(*init)
+        for a, b in zip(one.vars().unique().values(), original.vars().unique().values()):
+            a.value = b.value
+        np.testing.assert_allclose(got[i], np.asarray(call(one, x)), rtol=1e-5, atol=1e-6)
+    return got
+
+
+def test_a_default_array_argument_is_shared_by_every_example(tmp_path) -> None:
+    """`def update(self, x, bias=BIAS)` with len(BIAS) == B: main mapped the default over the batch,
+    each example getting one scalar BIAS[i] (verify FAIL); with any other B the call raised."""
+    source, module = generated(tmp_path, "default_array", DEFAULT_ARRAY)
+    xs = np.random.default_rng(0).normal(size=(4, 4)).astype(np.float32)  # B == len(BIAS)
+    per_example(source.Unit, (4,), module.UnitBatched, xs, lambda m, x: m.update(x))
+
+
+def test_state_set_to_a_brainpy_array_before_a_loop_runs(tmp_path) -> None:
+    """`self.acc.value = bm.zeros(...)` then `bm.for_loop`: main raised 'scan body function carry input
+    and carry output must have the same pytree structure' (a BrainPy Array in the carry)."""
+    source, module = generated(tmp_path, "array_state", STATE_SET_TO_AN_ARRAY)
+    xs = np.random.default_rng(1).normal(size=(3, 5, 2)).astype(np.float32)
+    per_example(source.Settle, (2, 4), module.SettleBatched, xs, lambda m, x: m.update(x))
+
+
+def test_a_tuple_argument_is_split_per_example(tmp_path) -> None:
+    """`update(self, inp)` given `(x, gate)`: main raised numpy's 'inhomogeneous shape' (or advised
+    --shared inp, which would hand every example the whole batch)."""
+    source, module = generated(tmp_path, "tuple_argument", TUPLE_ARGUMENT)
+    rng = np.random.default_rng(2)
+    x, gate = rng.normal(size=(3, 3)).astype(np.float32), rng.uniform(size=(3, 4)).astype(np.float32)
+    batch = module.GatedBatched.from_model(source.Gated(3, 4), 3)
+    got = np.asarray(batch.update((bm.asarray(x), bm.asarray(gate))))
+    assert got.shape == (3, 4) and not np.allclose(got[0], got[1])
+
+
+BURN_IN = HEAD + textwrap.dedent('''
+    class Unit(bp.DynamicalSystem):
+        def __init__(self, n, burn_in=3):
+            super().__init__()
+            self.w = bm.TrainVar(bm.ones((n, n)) * 0.1)
+            self.b = bm.TrainVar(bm.ones(n) * 0.3)
+            self.h = bm.Variable(bm.zeros(n))
+            for _ in range(burn_in):
+                self.update(bm.ones(n))
+
+        def update(self, x):
+            self.h.value = 0.9 * self.h + bm.tanh(x @ self.w + self.b)
+            return self.h.value
+''')
+
+
+def test_a_step_the_constructor_runs_steps_the_example_it_builds(tmp_path) -> None:
+    """A burn-in in __init__ (`self.update(bm.ones(n))`): main's UnitBatched(4, batch_size=2) raised
+    'argument x is per example and needs a leading batch axis', advising --shared x (wrong)."""
+    source, module = generated(tmp_path, "burn_in", BURN_IN)
+    original, batch = source.Unit(4), module.UnitBatched(4, batch_size=2)
+    assert batch.h.shape == (2, 4)
+    np.testing.assert_allclose(np.asarray(batch.h.value), np.stack([np.asarray(original.h.value)] * 2), rtol=1e-6)
+    assert float(np.abs(np.asarray(original.h.value)).sum()) > 0.5  # the burn-in moved the state
