@@ -137,7 +137,9 @@ RULES: tuple[Rule, ...] = (
          '`update(self, tdi, x)`'),
         ('`update = bfy.batched_method("update_pure")`: `jax.vmap` of the pure method over the '
          'state and every per-example argument, with the original\'s signature; `shared=("i",)` '
-         'names the arguments every example shares (`tdi`, `_t`, `_dt` always are)'),
+         'names the arguments every example shares (`tdi`, `_t`, `_dt` always are, and so is an argument '
+         'left at its default); a tuple or dict of arrays is split per example, leaf by leaf; run by the '
+         'constructor (a burn-in in `__init__`), it steps the one example the constructor is building'),
         Case(before='return self.V + x',
              after='update = bfy.batched_method("update_pure")',
              where='line:update',
