@@ -155,10 +155,13 @@ def definitely_assigned(body, me: str, helpers: Mapping[str, cst.FunctionDef] | 
     return out
 
 
-def own_call(stmt: cst.CSTNode, me: str) -> str | None:
-    """``m`` of a statement ``self.m(...)``."""
+def own_call(stmt: cst.CSTNode, me: str, supers: bool = False) -> str | None:
+    """``m`` of a statement ``self.m(...)`` (and, with ``supers``, ``super().m(...)``)."""
     if type(stmt) is cst.Expr and type(stmt.value) is cst.Call:
-        path = self_path(stmt.value.func, me)
+        func = stmt.value.func
+        if supers and type(func) is cst.Attribute and is_super_call(func):
+            return func.attr.value
+        path = self_path(func, me)
         return path[0] if path and len(path) == 1 else None
     return None
 
@@ -172,37 +175,54 @@ def builds_the_base(func: cst.FunctionDef) -> bool:
     return any(type(node) is cst.Name and node.value in ("reset_state", "__init__") for node in walk(func.body))
 
 
-def construction_helpers(cls: cst.ClassDef, module: cst.Module) -> dict[str, cst.FunctionDef]:
-    """Methods that only construction runs (``self._init_weights(n)`` as a statement of ``__init__``, or
-    of another such method), which nothing else in the file names: the Variables and children they
-    create are built with the object, as ``__init__``'s own are. Name -> the method, in call order."""
-    funcs = {s.name.value: s for s in cls.body.body if type(s) is cst.FunctionDef}
-    init = funcs.get("__init__")
-    if init is None:
-        return {}
-    found: dict[str, cst.FunctionDef] = {}
-    todo = [init]
+def construction_helpers(cls: cst.ClassDef, module: cst.Module,
+                         models: Mapping[str, cst.ClassDef] | None = None) -> dict[str, cst.FunctionDef]:
+    """Methods that only construction runs (``self._init_weights(n)`` as a statement of an ``__init__``
+    of the class or of a same-file base, or of another such method; an override calling
+    ``super()._init_state(n)``), which nothing else in the file names: the Variables and children they
+    create are built with the object, as ``__init__``'s own are. The class's own, in source order."""
+    models = models or {}
+    chain = [cls]
+    while True:  # the class and its same-file bases: their constructors run for it
+        base = next((b.value.value for b in chain[-1].bases if type(b.value) is cst.Name
+                     and b.value.value in models and models[b.value.value] not in chain), None)
+        if base is None:
+            break
+        chain.append(models[base])
+    defs: dict[str, list[cst.FunctionDef]] = {}
+    for c in chain:
+        for f in c.body.body:
+            if type(f) is cst.FunctionDef:
+                defs.setdefault(f.name.value, []).append(f)
+    names: set[str] = set()
+    todo = list(defs.get("__init__", ()))
     while todo:
         func = todo.pop(0)
         me = self_name_of(func) or "self"
         for node in walk(func.body):
-            name = own_call(node, me)
-            if (name in funcs and name not in found and name not in CONSTRUCTION_EXCLUDED
-                    and not funcs[name].decorators and self_name_of(funcs[name])
-                    and not builds_the_base(funcs[name])):
-                found[name] = funcs[name]
-                todo.append(funcs[name])
-    if not found:
+            name = own_call(node, me, supers=func.name.value != "__init__")
+            if (name in defs and name not in names and name not in CONSTRUCTION_EXCLUDED
+                    and all(not f.decorators and self_name_of(f) and not builds_the_base(f) for f in defs[name])):
+                names.add(name)
+                todo += defs[name]
+    if not names:
         return {}
-    # Any other mention of such a method (a stepping method calling it, a callback, a subclass,
-    # another class of the file) and it is not construction only.
-    allowed = {id(func.name) for func in found.values()}  # their own `def` lines
-    for func in (init, *found.values()):
-        me = self_name_of(func) or "self"
-        allowed |= {id(node.value.func.attr) for node in walk(func.body) if own_call(node, me) in found}
+    # Any other mention of such a method (a stepping method calling it, a callback, another class
+    # of the file calling it) and it is not construction only; a subclass's override is its own.
+    allowed: set[int] = set()
+    for node in walk(module):
+        if type(node) is cst.ClassDef:
+            for f in node.body.body:
+                if type(f) is not cst.FunctionDef or f.name.value not in names | {"__init__"}:
+                    continue
+                allowed.add(id(f.name))
+                me = self_name_of(f) or "self"
+                allowed |= {id(n.value.func.attr) for n in walk(f.body)
+                            if own_call(n, me, supers=f.name.value != "__init__") in names}
     mentioned = {node.value for node in walk(module) if type(node) is cst.Name and id(node) not in allowed
-                 and node.value in found}
-    return {name: func for name, func in found.items() if name not in mentioned}
+                 and node.value in names}
+    return {f.name.value: f for f in cls.body.body if type(f) is cst.FunctionDef
+            and f.name.value in names - mentioned}
 
 
 def calls_own(func: cst.FunctionDef, method: str) -> bool:
@@ -425,14 +445,15 @@ class _ClassScan:
         self.reset_fields: list[str] = []
         self.init_resets = True
         reset = next((f for f in self.functions() if f.name.value == "reset_state"), None)
-        self.helpers = construction_helpers(self.cls, self.a.module)
+        self.helpers = construction_helpers(self.cls, self.a.module, self.models)
         if init is not None:
             self.scan_assignments(init, direct)
-            for helper in self.helpers.values():  # what they create is created with the object
-                self.scan_assignments(helper, direct, certain=False)
-            for func in (init, *self.helpers.values()):
-                self.check_stored_functions(func)
-                self.check_second_names(func)
+        for helper in self.helpers.values():  # what they create is created with the object (a base's
+            self.scan_assignments(helper, direct, certain=False)  # __init__ may run this class's override)
+        for func in ([init] if init is not None else []) + list(self.helpers.values()):
+            self.check_stored_functions(func)
+            self.check_second_names(func)
+        if init is not None:
             self.check_group_children(init)
             self.init_resets = calls_own(init, "reset_state")
         if reset is not None:

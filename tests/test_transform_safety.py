@@ -1182,3 +1182,46 @@ def test_a_step_running_a_setter_is_refused_with_the_way_out(tmp_path: Path) -> 
     assert result.returncode == 1, result.stdout
     assert ("BFY202 self.voltage = ... in update() runs the setter of the property voltage, which batchify copies "
             "as written for use outside the steps; in a step, write the Variable it sets") in result.stderr
+
+
+OVERRIDDEN_HELPER = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Base(bp.DynamicalSystem):
+    def __init__(self, n_in, n):
+        super().__init__()
+        self._init_weights(n_in, n)
+        self._init_state(n)
+
+    def _init_weights(self, n_in, n):
+        self.w_in = bm.TrainVar(bm.random.normal(0.0, 1.0 / n_in ** 0.5, (n_in, n)))
+
+    def _init_state(self, n):
+        self.h = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.h.value = 0.9 * self.h + bm.tanh(x @ self.w_in)
+        return self.h.value
+
+
+class Adaptive(Base):
+    def _init_state(self, n):
+        super()._init_state(n)
+        self.a = bm.Variable(bm.ones(n) * 0.1)
+
+    def update(self, x):
+        h = super().update(x - self.a.sum())
+        self.a += 0.05 * (h - self.a)
+        return h * 2.0
+'''
+
+
+@pytest.mark.slow
+def test_a_construction_helper_a_subclass_overrides_verifies(tmp_path: Path) -> None:
+    """The template-method pattern: Base.__init__ calls self._init_state(n), which Adaptive overrides
+    (calling super()._init_state(n)) to add its own Variable. A first cut refused both classes (BFY101:
+    the override was 'another mention' of the helper)."""
+    src, out, text = transformed(tmp_path, "adaptive", OVERRIDDEN_HELPER, "--class", "Adaptive")
+    assert "        super()._init_state(n)\n        self.a = bfy.batched(bm.Variable(bm.ones(n) * 0.1), self.batch_size)" in text
+    assert_strict_pass(src, out, "--class", "Adaptive", "--init", "3, 4", "--input-shape", "x=3:float32:1.0")
