@@ -127,22 +127,25 @@ def test_nesting_below_the_limit_still_transforms(tmp_path: Path) -> None:
 
 
 def test_stale_temporaries_of_a_killed_run_are_cleaned(tmp_path: Path) -> None:
-    """Item 6: a kill during a write leaves `.OUT.XXXXXXXX.tmp`; the next run removes batchify's own
-    stale ones and leaves a fresh one (a write in progress) and everything else alone."""
+    """Item 6: a kill during a write leaves `.OUT.batchify-XXXXXXXX.tmp`; the next run removes batchify's
+    own stale ones and leaves a fresh one (a write in progress) and everything else alone: another
+    output's, and an untagged `.OUT.XXXXXXXX.tmp`, which may be the user's own (a probe's
+    `.out.py.20261203.tmp` backup was deleted when untagged names still matched)."""
     src = tmp_path / "a.py"
     src.write_text(MODEL)
-    old = [tmp_path / ".a_batched.py.batchify-k1ll3d00.tmp", tmp_path / ".a_batched.py.abcd1234.tmp"]
+    old = tmp_path / ".a_batched.py.batchify-k1ll3d00.tmp"
     fresh = tmp_path / ".a_batched.py.batchify-runn1ng0.tmp"
-    other = tmp_path / ".b_batched.py.batchify-k1ll3d00.tmp"
+    others = [tmp_path / ".b_batched.py.batchify-k1ll3d00.tmp", tmp_path / ".a_batched.py.abcd1234.tmp",
+              tmp_path / ".a_batched.py.20261203.tmp"]
     hour_ago = time.time() - 3600
-    for path in (*old, fresh, other):
+    for path in (old, fresh, *others):
         path.write_text("partial")
-    for path in (*old, other):
+    for path in (old, *others):
         os.utime(path, (hour_ago, hour_ago))
     result = batchify(str(src), "-o", str(tmp_path / "a_batched.py"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert not any(p.exists() for p in old)
-    assert fresh.exists() and other.exists()
+    assert not old.exists()
+    assert fresh.exists() and all(p.exists() for p in others)
 
 
 @pytest.mark.parametrize("init", [
