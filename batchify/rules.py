@@ -495,6 +495,24 @@ RULES: tuple[Rule, ...] = (
              cls='Sub'),
     ),
     Rule(
+        'default reset in a step',
+        f"{STMT}.default_reset",
+        '`self.reset_state()` in a step of a class that defines none',
+        "`model.reset_state()` at the top of the user's loss (`--function`), the model relying on BrainPy's default",
+        ("`state = self.reset_example(params, state)`: one example reset as BrainPy's default resets the model "
+         "(its children and built-ins, `bp.reset_state`'s order)"),
+        Case(before=('self.reset_state()\n'
+                     'return self.V'),
+             after=('state = self.reset_example(params, state)\n'
+                    'return bfy.unwrap(state), state.V')),
+        Case(before=('self.reset_state()\n'
+                     'return self.V'),
+             after=('state, _ = self.reset_state_pure(params, state)\n'
+                    'return bfy.unwrap(state), state.V'),
+             extra=('    def reset_state(self, batch_size=None):\n'
+                    '        self.V.value = bm.zeros(3)\n')),
+    ),
+    Rule(
         'BrainPy base reset',
         f"{STMT}.brainpy_base_reset",
         "a BrainPy base's `reset_state`",

@@ -1004,9 +1004,12 @@ class Batched:
         none is reset as BrainPy resets everything: ``reset_all_example``)."""
         if hasattr(self, "reset_state_pure"):
             return self.reset_state_pure(params, state, *required_reset_args(self.reset_state_pure, 2))[0]
-        if type(self).reset_state is not Batched.reset_state or not self._resets_tree():
+        reset = type(self).reset_state
+        if reset is not Batched.reset_state and not getattr(reset, "_not_implemented", False):
             return state  # its own reset_state changes no state
-        return self.reset_all_example(params, state)
+        if not self._resets_tree():
+            return state
+        return self.reset_all_example(params, state)  # it defines none: BrainPy resets every node
 
     def reset_all_example(self, params, state):
         """One example's ``state`` as ``bp.reset_state`` leaves it, in BrainPy's order: first every
@@ -2318,7 +2321,9 @@ class LossHarness(Harness):
             x, y = np.asarray(xs[start:start + batch_size]), np.asarray(ys[start:start + batch_size])
             loss, extra = self._evaluate_batch(params, padded(x, batch_size), padded(y, batch_size))
             losses.append(np.asarray(loss)[:len(x)])
-            if extra is not None and np.ndim(extra) == 1:
-                aux.append(np.asarray(extra)[:len(x)])
+            if isinstance(extra, tuple):  # several auxiliary outputs: the first
+                extra = extra[0] if extra else None
+            if extra is not None and np.ndim(extra) >= 1 and np.size(extra) == np.shape(extra)[0]:
+                aux.append(np.reshape(np.asarray(extra), -1)[:len(x)])  # a scalar per example, [B] or [B, 1]
         mean_aux = float(np.mean(np.concatenate(aux))) if aux else None
         return float(np.mean(np.concatenate(losses))), mean_aux

@@ -306,3 +306,172 @@ def test_a_step_the_constructor_runs_steps_the_example_it_builds(tmp_path) -> No
     assert batch.h.shape == (2, 4)
     np.testing.assert_allclose(np.asarray(batch.h.value), np.stack([np.asarray(original.h.value)] * 2), rtol=1e-6)
     assert float(np.abs(np.asarray(original.h.value)).sum()) > 0.5  # the burn-in moved the state
+
+
+# -- the training harness and the user's own loss (a second probe, 2026-12-04) ---------------------
+
+def generated_with(tmp_path: Path, name: str, source: str, *flags: str):
+    """``source`` as module ``name`` and its batched module, made by the CLI with ``flags``, both imported."""
+    import subprocess
+    import sys
+
+    (tmp_path / f"{name}.py").write_text(source)
+    result = subprocess.run([sys.executable, "-m", "batchify", f"{name}.py", "-o", f"{name}_batched.py", *flags],
+                            cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    sys.path.insert(0, str(tmp_path))
+    try:
+        return load_generated(tmp_path / f"{name}.py", name), load_generated(
+            tmp_path / f"{name}_batched.py", f"{name}_batched")
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+NO_OWN_RESET = HEAD + textwrap.dedent('''
+    class Leaky(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.n = n
+            self.v = bm.Variable(bm.zeros(n))
+
+        def reset_state(self, batch_size=None):
+            self.v.value = bm.zeros(self.n)
+
+        def update(self, x):
+            self.v.value = 0.9 * self.v + x
+            return self.v.value
+
+
+    class Net(bp.DynamicalSystem):
+        """No reset_state of its own: BrainPy's default resets the child."""
+
+        def __init__(self, n_in, n):
+            super().__init__()
+            self.w = bm.TrainVar(bm.random.normal(0.0, 0.5, (n_in, n)))
+            self.cell = Leaky(n)
+
+        def update(self, x):
+            return self.cell(x @ self.w)
+
+
+    bm.random.seed(0)
+    model = Net(3, 2)
+
+
+    def loss_fun(x_single, y_single):
+        model.reset_state()
+        out = bm.for_loop(model.update, x_single)
+        return bm.sum((out.mean(0) - y_single) ** 2)
+''')
+
+
+def test_a_loss_resetting_a_model_with_no_reset_state_of_its_own_resets_the_example(tmp_path) -> None:
+    """`model.reset_state()` in the user's loss, the model relying on BrainPy's default reset. main copied
+    it as `self.reset_state()` into the pure loss (loss_fun_grad: RuntimeError 'read w as it is'), and
+    the harness's rollouts started from the child's state left on the model (0.2551 against 27.7926)."""
+    import jax.numpy as jnp
+
+    source, module = generated_with(tmp_path, "no_own_reset", NO_OWN_RESET, "--function", "loss_fun", "--harness")
+    xs, ys = np.ones((2, 4, 3), np.float32), np.zeros((2, 2), np.float32)
+    want = [float(source.loss_fun(xs[i], ys[i])) for i in range(2)]
+    source.model.cell.v.value = bm.ones(2) * 5.0  # stepped before (a DSRunner run): the loss resets it
+    batch = module.NetBatched.from_model(source.model, batch_size=2)
+    _, losses, _ = batch.loss_fun_grad(xs, ys)
+    np.testing.assert_allclose(np.asarray(losses), want, rtol=1e-5)
+    (_, (harness_losses, _)), _ = module.NetHarness(batch).value_and_grad(batch.params(), jnp.asarray(xs),
+                                                                         jnp.asarray(ys))
+    np.testing.assert_allclose(np.asarray(harness_losses), want, rtol=1e-5)
+
+
+def test_a_loss_harness_on_a_random_model_is_refused(tmp_path) -> None:
+    """main generated it: every example, every call, got example 0's key (one noise draw for all)."""
+    source = HEAD + textwrap.dedent('''
+        class Noisy(bp.DynamicalSystem):
+            def __init__(self, n):
+                super().__init__()
+                self.w = bm.TrainVar(bm.ones((n, n)))
+                self.h = bm.Variable(bm.zeros(n))
+
+            def reset_state(self, batch_size=None):
+                self.h.value = bm.zeros(3)
+
+            def update(self, x):
+                self.h.value = 0.9 * self.h + x @ self.w + bm.random.normal(0.0, 1.0, 3)
+                return self.h.value
+
+
+        model = Noisy(3)
+
+
+        def loss_fun(x_single, y_single):
+            model.reset_state()
+            return bm.sum((model.update(x_single) - y_single) ** 2)
+    ''')
+    import subprocess
+    import sys
+
+    (tmp_path / "noisy.py").write_text(source)
+    result = subprocess.run([sys.executable, "-m", "batchify", "noisy.py", "-o", "out.py", "--function", "loss_fun",
+                             "--harness"], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 1 and not (tmp_path / "out.py").exists(), result.stderr
+    assert "BFY013 harness: loss_fun() drives Noisy, which draws random numbers" in result.stderr
+    assert "train with NoisyBatched.loss_fun_grad, which does" in result.stderr
+
+
+THREE_VALUES = HEAD + textwrap.dedent('''
+    import functools
+
+    import numpy as np
+
+
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n_in, n_h, n_out):
+            super().__init__()
+            self.n_h = n_h
+            self.w_in = bm.TrainVar(bm.random.normal(0.0, 0.6, (n_in, n_h)))
+            self.w_out = bm.TrainVar(bm.random.normal(0.0, 0.6, (n_h, n_out)))
+            self.h = bm.Variable(bm.zeros(n_h))
+
+        def reset_state(self, batch_size=None):
+            self.h.value = bm.zeros(self.n_h)
+
+        def step_run(self, i, x):
+            self.h.value = 0.7 * self.h + bm.tanh(x @ self.w_in)
+            return self.h @ self.w_out
+
+
+    bm.random.seed(0)
+    model = Net(3, 5, 4)
+
+
+    def loss_fun(x_single, y_single):
+        model.reset_state()
+        out = bm.for_loop(functools.partial(model.step_run, x=x_single), np.arange(5))
+        logits = out.sum(0)
+        logp = bm.log_softmax(logits)
+        loss = -logp[y_single]  # shape [1] for a [1] label
+        acc = (logp.argmax() == y_single).astype(bm.float32)  # shape [1]
+        return loss, acc, logits
+''')
+
+
+def test_a_loss_harness_takes_a_loss_of_shape_one_with_two_auxiliary_outputs(tmp_path) -> None:
+    """`return loss, acc, logits` with `[B, 1]` labels. main: value_and_grad, evaluate and fit raised
+    'too many values to unpack (expected 2)'; with `return loss, acc`, per_example_grads raised 'Gradient
+    only defined for scalar-output functions' and evaluate dropped the accuracy (None)."""
+    import jax.numpy as jnp
+
+    source, module = generated_with(tmp_path, "three_values", THREE_VALUES, "--function", "loss_fun", "--harness")
+    rng = np.random.default_rng(0)
+    xs, ys = rng.uniform(size=(4, 3)).astype(np.float32), rng.integers(0, 4, size=(4, 1)).astype(np.int32)
+    want = [float(source.loss_fun(xs[i], ys[i])[0][0]) for i in range(4)]
+    batch = module.NetBatched.from_model(source.model, batch_size=4)
+    harness = module.NetHarness(batch)
+    (mean, (losses, (acc, logits))), grads = harness.value_and_grad(batch.params(), jnp.asarray(xs), jnp.asarray(ys))
+    np.testing.assert_allclose(np.asarray(losses), want, rtol=1e-5)
+    assert np.asarray(acc).shape == (4, 1) and np.asarray(logits).shape == (4, 4)
+    each = harness.per_example_grads(batch.params(), jnp.asarray(xs), jnp.asarray(ys))
+    np.testing.assert_allclose(np.asarray(each.w_out).mean(0), np.asarray(grads.w_out), rtol=1e-4, atol=1e-6)
+    loss, accuracy = harness.evaluate(batch.params(), xs, ys, batch_size=3)
+    assert abs(loss - np.mean(want)) < 1e-4 and accuracy is not None
+    assert accuracy == float(np.mean([float(source.loss_fun(xs[i], ys[i])[1][0]) for i in range(4)]))

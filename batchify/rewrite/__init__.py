@@ -166,6 +166,14 @@ def loss_harness_code(ir: ModuleIR, diagnostics: list[Diagnostic]) -> list[LossH
                     f"harness: {function}() takes {len(args)} per-example arguments; a harness trains on a "
                     "loss of one input and one target, (x, y)")))
                 continue
+            if cls.random:  # every example would start from the template's one key: one noise draw for all
+                pos = ir.positions.get(node)
+                diagnostics.append(Diagnostic(ir.path, pos.start.line if pos else 1, 1, "BFY013", (
+                    f"harness: {function}() drives {cls.name}, which draws random numbers, and the --function "
+                    "harness does not give each example its own random key yet (every example would get the same "
+                    f"noise); train with {cls.batched_name}.{method}_grad, which does, or with the --harness "
+                    "of the class itself")))
+                continue
             out.append(LossHarnessCode(f"{cls.name}Harness", cls.batched_name,
                                        ("bfy.LossHarness", f"model={cls.batched_name}", *(["has_aux=True"] if has_aux else [])),
                                        function, method, args, has_aux))

@@ -1018,10 +1018,21 @@ class MethodRewriter:
             return update
         if self.brainpy_base_reset(small.value):
             return []
+        if self.default_reset(small.value):
+            return [assign([self.ctx.state], call(attr(name(self.ctx.self_name), "reset_example"),
+                                                  [cst.Arg(name(self.ctx.params)), cst.Arg(name(self.ctx.state))]))]
         pre, value, rw = self.expr(small.value)
         if type(value) is cst.Name and value.value in rw.hoisted and pre:
             return self.rename_last(pre, rw, value.value, self.ctx.ns.fresh("_") if "_" in self.ctx.ns.used else "_")
         return [*pre, line(small.with_changes(value=value))]
+
+    def default_reset(self, value: cst.BaseExpression) -> bool:
+        """``self.reset_state()`` in a step (a loss resetting the model first, ``--function``) of a class
+        that defines no ``reset_state``: BrainPy's default resets every node (children, built-ins); in
+        one example's step that is ``state = self.reset_example(params, state)``."""
+        if not (type(value) is cst.Call and self_path(value.func, self.ctx.self_name) == ["reset_state"]):
+            return False
+        return not any("reset_state" in c.methods for c in self.ctx.ir.chain(self.ctx.cls))
 
     def brainpy_base_reset(self, value: cst.BaseExpression) -> bool:
         """``super().reset_state(...)`` reaching BrainPy's own base (no class of this file above defines
