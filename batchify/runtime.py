@@ -459,7 +459,13 @@ class Library(bp.BrainPyObject):
         return self.call(params, state, self.reset_modules)[0]
 
     def reset_modules(self):
-        self.sweep(bp.reset_state)
+        # Built-ins made in a batching or training mode hold one example as a batch of its mode's size
+        # (1): BrainPy resets them given that size (``bp.reset_state(net, 1)``), without it they fail.
+        # Only when every built-in holding state was made so (a Dense made in training mode holds weights only).
+        modes = [getattr(self.modules.get(k.split(".")[0]), "mode", None) for k in self.variables]
+        sizes = {m.batch_size for m in modes if isinstance(m, bm.BatchingMode)}
+        batched = modes and all(isinstance(m, bm.BatchingMode) for m in modes) and len(sizes) == 1
+        self.sweep(bp.reset_state, *([sizes.pop()] if batched else []))
 
     def clear_inputs(self, params, state):
         """One example's ``state`` with every built-in's inputs cleared as ``bp.clear_input`` clears
@@ -469,9 +475,9 @@ class Library(bp.BrainPyObject):
     def clear_modules(self):
         self.sweep(bp.clear_input)
 
-    def sweep(self, brainpy_sweep):
+    def sweep(self, brainpy_sweep, *args):
         """``bp.reset_state`` / ``bp.clear_input`` over every built-in's nodes at once (BrainPy's sweeps
-        walk ``target.nodes()``: each node once, in BrainPy's order)."""
+        walk ``target.nodes()``: each node once, in BrainPy's order), with ``args`` for each node."""
         nodes, collector = {}, None
         for module in self.modules.values():
             if isinstance(module, bp.DynamicalSystem):
@@ -479,7 +485,7 @@ class Library(bp.BrainPyObject):
                 nodes.update(found)
                 collector = type(found)
         if collector is not None:
-            brainpy_sweep(_Nodes(collector(nodes)))
+            brainpy_sweep(_Nodes(collector(nodes)), *args)
 
     def read(self, params, state, path):
         """One example's value of ``path`` (``"N.spike"``) under a built-in."""
