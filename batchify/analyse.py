@@ -175,20 +175,15 @@ def builds_the_base(func: cst.FunctionDef) -> bool:
     return any(type(node) is cst.Name and node.value in ("reset_state", "__init__") for node in walk(func.body))
 
 
-def construction_helpers(cls: cst.ClassDef, module: cst.Module,
-                         models: Mapping[str, cst.ClassDef] | None = None) -> dict[str, cst.FunctionDef]:
+def construction_helpers(a: Analysis, cls: cst.ClassDef,
+                         models: Mapping[str, cst.ClassDef]) -> dict[str, cst.FunctionDef]:
     """Methods that only construction runs (``self._init_weights(n)`` as a statement of an ``__init__``
     of the class or of a same-file base, or of another such method; an override calling
     ``super()._init_state(n)``), which nothing else in the file names: the Variables and children they
     create are built with the object, as ``__init__``'s own are. The class's own, in source order."""
-    models = models or {}
     chain = [cls]
-    while True:  # the class and its same-file bases: their constructors run for it
-        base = next((b.value.value for b in chain[-1].bases if type(b.value) is cst.Name
-                     and b.value.value in models and models[b.value.value] not in chain), None)
-        if base is None:
-            break
-        chain.append(models[base])
+    while (base := model_base(a, chain[-1], models)) is not None and models[base] not in chain:
+        chain.append(models[base])  # the class and its same-file bases: their constructors run for it
     defs: dict[str, list[cst.FunctionDef]] = {}
     for c in chain:
         for f in c.body.body:
@@ -210,7 +205,7 @@ def construction_helpers(cls: cst.ClassDef, module: cst.Module,
     # Any other mention of such a method (a stepping method calling it, a callback, another class
     # of the file calling it) and it is not construction only; a subclass's override is its own.
     allowed: set[int] = set()
-    for node in walk(module):
+    for node in walk(a.module):
         if type(node) is cst.ClassDef:
             for f in node.body.body:
                 if type(f) is not cst.FunctionDef or f.name.value not in names | {"__init__"}:
@@ -219,7 +214,7 @@ def construction_helpers(cls: cst.ClassDef, module: cst.Module,
                 me = self_name_of(f) or "self"
                 allowed |= {id(n.value.func.attr) for n in walk(f.body)
                             if own_call(n, me, supers=f.name.value != "__init__") in names}
-    mentioned = {node.value for node in walk(module) if type(node) is cst.Name and id(node) not in allowed
+    mentioned = {node.value for node in walk(a.module) if type(node) is cst.Name and id(node) not in allowed
                  and node.value in names}
     return {f.name.value: f for f in cls.body.body if type(f) is cst.FunctionDef
             and f.name.value in names - mentioned}
@@ -445,7 +440,7 @@ class _ClassScan:
         self.reset_fields: list[str] = []
         self.init_resets = True
         reset = next((f for f in self.functions() if f.name.value == "reset_state"), None)
-        self.helpers = construction_helpers(self.cls, self.a.module, self.models)
+        self.helpers = construction_helpers(self.a, self.cls, self.models)
         if init is not None:
             self.scan_assignments(init, direct)
         for helper in self.helpers.values():  # what they create is created with the object (a base's
@@ -489,8 +484,8 @@ class _ClassScan:
                                           "(self.NAME = bm.Variable(...)); batchify cannot track it")
                         else:
                             self.a.report(node, "BFY101", f"a Variable is created in {func.name.value}(); "
-                                          "create every Variable in __init__ (or in a method only __init__ calls) and assign to .value "
-                                          "elsewhere")
+                                          "create every Variable in __init__ (or in a method only __init__ "
+                                          "calls) and assign to .value elsewhere")
                     elif qn & names.UNSUPPORTED_VARIABLES and id(node) not in direct:
                         self.a.report(node, "BFY103", f"{sorted(qn & names.UNSUPPORTED_VARIABLES)[0]} is not supported yet")
 
@@ -626,9 +621,8 @@ class _ClassScan:
             if "param" in made:  # batched as state, each example would get its own copy, outside the gradient
                 kind = "bm.VarList" if containers[0] == "list" else "bm.VarDict"
                 self.a.report(value, "BFY103", f"self.{name} is a {kind} of weights (TrainVars), which batchify "
-                              "does not batch yet (only "
-                              "containers of state Variables); give each weight its own attribute (self.w0 = "
-                              "bm.TrainVar(...), self.w1 = ...)")
+                              "does not batch yet (only containers of state Variables); give each weight its own "
+                              "attribute (self.w0 = bm.TrainVar(...), self.w1 = ...)")
                 return
             self.add_field(Field(name, "state", container=containers[0]), target)
         elif qn & (names.STATE_VARIABLES | names.STATE_FACTORIES):
@@ -1146,7 +1140,8 @@ def check_class_changes(a: Analysis, targets: set[str]) -> list[cst.CSTNode]:
                     and small.value.func.value in ("setattr", "delattr") and small.value.args
                     and type(small.value.args[0].value) is cst.Name and small.value.args[0].value.value in targets):
                 changed.append(small.value.args[0].value.value)
-            for name in changed[:1]:
+            if changed:
+                name = changed[0]
                 found.append(stmt)
                 a.report(small, "BFY014", f"this statement changes the model class {name} at module level; the "
                          f"generated module defines {name}Batched from the class statement alone and does not run "

@@ -78,8 +78,8 @@ LIBRARY_OBJECTS = frozenset(
 )
 
 # Module-level calls that set what a model's numbers depend on (BrainPy's dt, mode, precision,
-# platform, JAX's x64, the seeds of NumPy's and BrainPy's global random streams): copied into the generated module, in source order, so that importing it
-# sets them as importing the source did.
+# platform, JAX's x64, the seeds of NumPy's and BrainPy's global random streams): copied into the
+# generated module, in source order, so that importing it sets them as importing the source did.
 ENVIRONMENT_SETTERS = frozenset(
     {
         "brainpy.math.set_dt",

@@ -461,11 +461,11 @@ class Library(bp.BrainPyObject):
     def reset_modules(self):
         # Built-ins made in a batching or training mode hold one example as a batch of its mode's size
         # (1): BrainPy resets them given that size (``bp.reset_state(net, 1)``), without it they fail.
-        # Only when every built-in holding state was made so (a Dense made in training mode holds weights only).
+        # Only when every built-in holding state was made so (a training-mode Dense holds weights only).
         modes = [getattr(self.modules.get(k.split(".")[0]), "mode", None) for k in self.variables]
         sizes = {m.batch_size for m in modes if isinstance(m, bm.BatchingMode)}
-        batched = modes and all(isinstance(m, bm.BatchingMode) for m in modes) and len(sizes) == 1
-        self.sweep(bp.reset_state, *([sizes.pop()] if batched else []))
+        every_one_batching = bool(modes) and len(sizes) == 1 and all(isinstance(m, bm.BatchingMode) for m in modes)
+        self.sweep(bp.reset_state, *(sizes if every_one_batching else ()))
 
     def clear_inputs(self, params, state):
         """One example's ``state`` with every built-in's inputs cleared as ``bp.clear_input`` clears
@@ -1192,10 +1192,11 @@ def flat_arguments(function, shared, args, kwargs, batch_size):
     signature = _signature_after_state(function)
     bound = signature.bind(*args, **kwargs)
     given = set(bound.arguments)
-    bound.apply_defaults()  # a default (`bias=BIAS`) is the same for every example: shared
+    bound.apply_defaults()
     values, axes, layout = [], [], []
     for name, parameter in signature.parameters.items():
         value = bound.arguments[name]
+        defaulted = name not in given  # a default (`bias=BIAS`) is the same for every example: shared
         if parameter.kind is parameter.VAR_POSITIONAL:
             layout.append(("*", len(value)))
             items = [(None, v) for v in value]
@@ -1207,9 +1208,7 @@ def flat_arguments(function, shared, args, kwargs, batch_size):
             items = [(name, value)]
         for key, v in items:
             values.append(v)
-            axes.append(None if key in shared or key not in given and key is not None
-                        and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
-                        else example_axis(v, key, batch_size))
+            axes.append(None if key in shared or defaulted else example_axis(v, key, batch_size))
 
     def call(params, state, *flat):
         args, kwargs, flat = [], {}, list(flat)

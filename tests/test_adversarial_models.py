@@ -4,10 +4,13 @@ Each test names what main did."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import brainpy.math as bm
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -312,9 +315,6 @@ def test_a_step_the_constructor_runs_steps_the_example_it_builds(tmp_path) -> No
 
 def generated_with(tmp_path: Path, name: str, source: str, *flags: str):
     """``source`` as module ``name`` and its batched module, made by the CLI with ``flags``, both imported."""
-    import subprocess
-    import sys
-
     (tmp_path / f"{name}.py").write_text(source)
     result = subprocess.run([sys.executable, "-m", "batchify", f"{name}.py", "-o", f"{name}_batched.py", *flags],
                             cwd=tmp_path, capture_output=True, text=True)
@@ -369,8 +369,6 @@ def test_a_loss_resetting_a_model_with_no_reset_state_of_its_own_resets_the_exam
     """`model.reset_state()` in the user's loss, the model relying on BrainPy's default reset. main copied
     it as `self.reset_state()` into the pure loss (loss_fun_grad: RuntimeError 'read w as it is'), and
     the harness's rollouts started from the child's state left on the model (0.2551 against 27.7926)."""
-    import jax.numpy as jnp
-
     source, module = generated_with(tmp_path, "no_own_reset", NO_OWN_RESET, "--function", "loss_fun", "--harness")
     xs, ys = np.ones((2, 4, 3), np.float32), np.zeros((2, 2), np.float32)
     want = [float(source.loss_fun(xs[i], ys[i])) for i in range(2)]
@@ -407,9 +405,6 @@ def test_a_loss_harness_on_a_random_model_is_refused(tmp_path) -> None:
             model.reset_state()
             return bm.sum((model.update(x_single) - y_single) ** 2)
     ''')
-    import subprocess
-    import sys
-
     (tmp_path / "noisy.py").write_text(source)
     result = subprocess.run([sys.executable, "-m", "batchify", "noisy.py", "-o", "out.py", "--function", "loss_fun",
                              "--harness"], cwd=tmp_path, capture_output=True, text=True)
@@ -459,8 +454,6 @@ def test_a_loss_harness_takes_a_loss_of_shape_one_with_two_auxiliary_outputs(tmp
     """`return loss, acc, logits` with `[B, 1]` labels. main: value_and_grad, evaluate and fit raised
     'too many values to unpack (expected 2)'; with `return loss, acc`, per_example_grads raised 'Gradient
     only defined for scalar-output functions' and evaluate dropped the accuracy (None)."""
-    import jax.numpy as jnp
-
     source, module = generated_with(tmp_path, "three_values", THREE_VALUES, "--function", "loss_fun", "--harness")
     rng = np.random.default_rng(0)
     xs, ys = rng.uniform(size=(4, 3)).astype(np.float32), rng.integers(0, 4, size=(4, 1)).astype(np.int32)

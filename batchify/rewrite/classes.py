@@ -347,9 +347,7 @@ class ConstructorRewriter(Transformer):
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         self.depth -= 1
-        if self.depth:
-            return updated_node
-        if self.helper:
+        if self.depth or self.helper:  # a helper keeps its signature and body
             return updated_node
         body = list(updated_node.body.body)
         for rule in self.BODY_RULES:

@@ -1365,8 +1365,8 @@ def check_stale_closures(ctx: Context, func: cst.FunctionDef) -> None:
         label = value.name.value if type(value) is cst.FunctionDef else value.targets[0].target.value
         if label in ctx.closures:
             continue
-        if any(type(n) is cst.Attribute and isinstance(ctx.resolve(self_path(n, ctx.self_name) or ()), FieldRef)
-               for n in walk(value) if self_path(n, ctx.self_name)):
+        if any(type(n) is cst.Attribute and (path := self_path(n, ctx.self_name))
+               and isinstance(ctx.resolve(path), FieldRef) for n in walk(value)):
             readers[label] = value
     if not readers:
         return
