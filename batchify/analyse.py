@@ -426,6 +426,8 @@ class _ClassScan:
         self.given_calls: list[tuple[str, cst.Call, list[str]]] = []  # (class, call, models): `ExpSyn(self.E, ...)`
         self.targets: dict[str, list[cst.CSTNode]] = {}  # where each field is created
         self.certain: set[str] = set()  # attributes assigned on every path through __init__ (and reset_state)
+        # ``(attribute, local)``: a Variable made into a name of __init__, then stored (``self.W = weight``).
+        self.local_variables: set[tuple[str, str]] = set()
 
     def functions(self) -> list[cst.FunctionDef]:
         return [s for s in self.cls.body.body if type(s) is cst.FunctionDef]
@@ -481,7 +483,8 @@ class _ClassScan:
                     if qn & (names.STATE_VARIABLES | names.PARAM_VARIABLES):
                         if func.name.value == "__init__":
                             self.a.report(node, "BFY102", "this Variable is not assigned directly to an attribute "
-                                          "(self.NAME = bm.Variable(...)); batchify cannot track it")
+                                          "(self.NAME = bm.Variable(...), or v = bm.Variable(...) and then "
+                                          "self.NAME = v, v used for nothing else); batchify cannot track it")
                         else:
                             self.a.report(node, "BFY101", f"a Variable is created in {func.name.value}(); "
                                           "create every Variable in __init__ (or in a method only __init__ "
@@ -590,6 +593,7 @@ class _ClassScan:
         me = self_name_of(func)
         if certain:
             self.certain |= definitely_assigned(func.body.body, me or "self", self.helpers)
+        held = variable_locals(self.a, func, me) if me and not variables_only else {}
         for node in walk(func.body):
             if type(node) in (cst.Assign, cst.AnnAssign):
                 targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
@@ -599,6 +603,13 @@ class _ClassScan:
                         continue
                     if variables_only and not (type(node.value) is cst.Call and self.a.qualified_names(
                             node.value.func) & (names.STATE_VARIABLES | names.PARAM_VARIABLES | names.STATE_FACTORIES)):
+                        continue
+                    if type(node.value) is cst.Name and held.get(node.value.value):
+                        # `weight = bm.TrainVar(weight)` (in training mode), then `self.W = weight`:
+                        # each value the name may hold is a path of its own, as in `A if c else B`.
+                        for value in held[node.value.value]:
+                            self.classify(path[0], value, targets[0], direct)
+                        self.local_variables.add((path[0], node.value.value))
                         continue
                     self.classify(path[0], node.value, targets[0], direct)
 
@@ -795,6 +806,47 @@ class _ClassScan:
             self.a.report(target, "BFY010", f"the generated State defines '{f.name}'; rename self.{f.name}")
 
 
+def variable_locals(a: Analysis, func: cst.FunctionDef, me: str) -> dict[str, list[cst.BaseExpression]]:
+    """Names of ``func`` (not of a nested function) that hold a Variable it makes and are stored on
+    ``me`` once, by a plain ``me.NAME = name``: each with every value assigned to it. A name used
+    otherwise (handed to a call, stored twice, returned) would be a second name for the Variable:
+    not listed, so its Variable stays unsupported (BFY102)."""
+    made = names.STATE_VARIABLES | names.PARAM_VARIABLES | names.STATE_FACTORIES
+    nested = {id(n) for f in walk(func.body) if type(f) in (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+              for n in walk(f)}
+    values: dict[str, list[cst.BaseExpression]] = {}
+    for node in walk(func.body):
+        if id(node) not in nested and type(node) in (cst.Assign, cst.AnnAssign) and node.value is not None:
+            targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
+            for target in targets:
+                if type(target) is cst.Name:
+                    values.setdefault(target.value, []).append(node.value)
+    held = {k: v for k, v in values.items()
+            if any(type(x) is cst.Call and a.qualified_names(x.func) & made for x in v)}
+    if not held:
+        return {}
+    # The reads each name may have: stored once on self, read through an attribute (`weight.shape`),
+    # or read by the Variable constructor it is given to (`weight = bm.TrainVar(weight)`).
+    allowed = {id(n.value) for n in walk(func.body) if type(n) is cst.Attribute and type(n.value) is cst.Name}
+    stores: dict[str, int] = {}
+    for node in walk(func.body):
+        if type(node) is cst.Assign and type(node.value) is cst.Name and node.value.value in held:
+            paths = [self_path(t.target, me) for t in node.targets]
+            if len(paths) == 1 and paths[0] is not None and len(paths[0]) == 1:
+                stores[node.value.value] = stores.get(node.value.value, 0) + 1
+                allowed.add(id(node.value))
+    for name, bound in held.items():
+        allowed.update(id(n) for v in bound if type(v) is cst.Call for n in walk(v))
+    # Names that are not reads: assignment targets, attribute names (`self.h`), keywords (`h=...`).
+    not_reads = {id(t.target) for n in walk(func.body) if type(n) is cst.Assign for t in n.targets} | {
+        id(n.target) for n in walk(func.body) if type(n) is cst.AnnAssign} | {
+        id(n.attr) for n in walk(func.body) if type(n) is cst.Attribute} | {
+        id(n.keyword) for n in walk(func.body) if type(n) is cst.Arg and n.keyword is not None}
+    used = {n.value for n in walk(func.body) if type(n) is cst.Name and n.value in held
+            and id(n) not in allowed and id(n) not in not_reads}
+    return {k: v for k, v in held.items() if stores.get(k) == 1 and k not in used}
+
+
 def matrix_operands(a: Analysis, node: cst.CSTNode) -> list[cst.BaseExpression]:
     """The right operand of a matrix product, where weights stand: ``x @ self.w``, ``bm.dot(r, self.w)``."""
     if type(node) is cst.BinaryOperation and type(node.operator) is cst.MatrixMultiply:
@@ -973,6 +1025,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                          init_resets=resets_at_init(scan.init, scan.init_resets, base),
                          noisy_integrators=tuple(scan.noisy_integrators),
                          library_fields=tuple(scan.library_fields), losses=driver_losses.get(name, {}),
+                         local_variables=frozenset(scan.local_variables),
                          construction_helpers=tuple(scan.helpers))
         classes[name] = cls
         fields = set(ir.field_map(cls))

@@ -63,6 +63,9 @@ class ModelClass:
     # Methods only construction runs (``self._init_weights(n)`` in __init__): they create fields too,
     # and the batched class's copy builds them batched (``bfy.batched(..., self.batch_size)``).
     construction_helpers: tuple[str, ...] = ()
+    # ``(attribute, local)``: a Variable made into a name of __init__, then stored (``self.h = h``):
+    # a state Variable is batched where it is stored.
+    local_variables: frozenset[tuple[str, str]] = frozenset()
     # Fields first created in reset_state (``self.h = bm.Variable(...)`` there).
     reset_fields: tuple[str, ...] = ()
     # Whether __init__ calls reset_state (``self.reset_state(self.mode)``); if not, the user does

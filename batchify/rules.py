@@ -334,6 +334,30 @@ RULES: tuple[Rule, ...] = (
                     '        self.T = bm.Variable(bm.zeros(3))\n')),
     ),
     Rule(
+        'Variables made in a local',
+        f"{INIT}.batched_local",
+        'a Variable made into a name of `__init__`, then stored on `self`',
+        ('`weight = bm.TrainVar(weight)` under `if isinstance(self.mode, bm.TrainingMode):`, then '
+         '`self.W = weight` (as `bp.dnn.Linear` does); `h = bm.Variable(...)`, then `self.h = h`'),
+        ('a field like `self.W = bm.TrainVar(...)`; a state Variable is batched where it is stored: '
+         '`self.h = bfy.batched(h, batch_size)` (refused, BFY102, when the name is used otherwise: handed '
+         'to a call or stored twice would be a second name for the Variable)'),
+        Case(before=('self.T.value = self.T + x\n'
+                     'return self.T.value'),
+             after=('trace = bm.Variable(bm.zeros(3))\n'
+                    'self.T = bfy.batched(trace, batch_size)'),
+             init=('trace = bm.Variable(bm.zeros(3))\n'
+                   'self.T = trace'),
+             where='__init__'),
+        Case(before=('self.T.value = self.T + x\n'
+                     'return self.T.value'),
+             after='BFY102 this',
+             init=('trace = bm.Variable(bm.zeros(3))\n'
+                   'self.T = trace\n'
+                   'self.T2 = trace'),
+             where='__init__'),
+    ),
+    Rule(
         'built-ins attached',
         f"{INIT}.attach_builtins",
         'BrainPy built-in children, held as library code',

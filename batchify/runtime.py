@@ -757,7 +757,9 @@ def _read(model, f):
         return [v.value for v in variable]
     if f.kind == "dict":
         return {k: v.value for k, v in variable.items()}
-    return variable.value
+    # A weight that is a TrainVar in training mode only (``bp.dnn.Linear``'s ``W``) is a plain value
+    # in the other modes: a number, a jax array or a brainpy Array.
+    return getattr(variable, "value", variable)
 
 
 def _write(model, f, value):
@@ -774,8 +776,10 @@ def _write(model, f, value):
     elif f.kind == "dict":
         for k, variable in getattr(model, f.attr).items():
             variable.value = value[k]
-    else:
+    elif isinstance(getattr(model, f.attr), bm.Array):  # a Variable is one too
         getattr(model, f.attr).value = value
+    else:  # a plain value (a weight that is a TrainVar in training mode only)
+        setattr(model, f.attr, value)
 
 
 def clear_library_inputs(model):
@@ -784,7 +788,8 @@ def clear_library_inputs(model):
         return
     params, state, state_axes = model.params(), model.state(), model.state_axes()
     with batch_state_only(model, "clear_input"):
-        state = jax.vmap(model.library.clear_inputs, in_axes=(None, state_axes))(params, state)
+        state = jax.vmap(model.library.clear_inputs, in_axes=(None, state_axes), axis_size=model.batch_size)(
+            params, state)
     model.set_state(model.reduced(state))
 
 
@@ -1002,7 +1007,8 @@ class Batched:
     def _reset_batch(self, reset):
         params, state, state_axes = self.params(), self.state(), self.state_axes()
         with batch_state_only(self, "reset_state"):
-            state = jax.vmap(reset, in_axes=(None, state_axes))(params, state)
+            # (a model with no state has nothing mapped: the batch size says how many examples)
+            state = jax.vmap(reset, in_axes=(None, state_axes), axis_size=self.batch_size)(params, state)
         self.set_state(self.reduced(state))
 
     def reset_example(self, params, state):
@@ -1246,7 +1252,8 @@ def vmapped_call(model, function, shared, args, kwargs):
     values, axes, one = flat_arguments(function, shared, args, kwargs, model.batch_size)
     params, state, state_axes = model.params(), model.state(), model.state_axes()
     with batch_state_only(model, function.__name__.removesuffix("_pure")):
-        state, out = jax.vmap(one, in_axes=(None, state_axes, *axes))(params, state, *values)
+        state, out = jax.vmap(one, in_axes=(None, state_axes, *axes), axis_size=model.batch_size)(
+            params, state, *values)
     model.set_state(model.reduced(state))
     return out
 
@@ -1316,11 +1323,12 @@ def value_and_grads(model, function, has_aux, shared, args, kwargs, train_vars, 
     with batch_state_only(model, function.__name__.removesuffix("_pure")):
         if per_example:
             grad_one = jax.value_and_grad(one, has_aux=True)
-            (losses, (state, aux)), grads = jax.vmap(grad_one, in_axes=(None, state_axes, *axes))(
+            (losses, (state, aux)), grads = jax.vmap(grad_one, in_axes=(None, state_axes, *axes), axis_size=size)(
                 params, state, *values)
         else:
             def mean_loss(params, state, *values):
-                losses, (state, aux) = jax.vmap(one, in_axes=(None, state_axes, *axes))(params, state, *values)
+                losses, (state, aux) = jax.vmap(one, in_axes=(None, state_axes, *axes), axis_size=size)(
+                    params, state, *values)
                 return jnp.mean(losses), (losses, state, aux)
 
             grad_mean = jax.value_and_grad(mean_loss, has_aux=True)
@@ -1514,7 +1522,7 @@ class BuiltinBatched(bp.DynamicalSystem):
         self._reset_batch(self.reset_all_example)
 
     def _reset_batch(self, reset):
-        self.set_state(jax.vmap(reset, in_axes=(None, 0))(self.params(), self.state()))
+        self.set_state(jax.vmap(reset, in_axes=(None, 0), axis_size=self.batch_size)(self.params(), self.state()))
 
     def reset_example(self, params, state):
         return self.reset_state_pure(params, state)[0]

@@ -430,9 +430,18 @@ class ConstructorRewriter(Transformer):
         if path is not None and len(path) == 1 and type(value) is cst.IfExp:  # `Child(n) if c else None`
             return updated.with_changes(body=self.batched_value(target, value.body, updated.body),
                                         orelse=self.batched_value(target, value.orelse, updated.orelse))
+        if path is not None and len(path) == 1 and type(value) is cst.Name:
+            return self.batched_local(path[0], value, updated) or updated
         if path is None or len(path) != 1 or type(value) is not cst.Call:
             return updated
         return self.batched_variable(path[0], value, updated) or self.batched_child(path[0], value, updated) or updated
+
+    def batched_local(self, attribute: str, value: cst.Name, updated: cst.BaseExpression) -> cst.BaseExpression | None:
+        """``h = bm.Variable(...)``, then ``self.h = h`` -> ``self.h = bfy.batched(h, batch_size)``."""
+        if attribute in self.state and (attribute, value.value) in self.cls.local_variables:
+            return cst.Call(cst.Attribute(cst.Name(RUNTIME), cst.Name("batched")), [cst.Arg(updated, comma=cst.Comma(
+                whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(self.batch_size)])
+        return None
 
     def batched_variable(self, attribute: str, value: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         """``self.V = bm.Variable(...)`` -> ``self.V = bfy.batched(bm.Variable(...), batch_size)``."""
