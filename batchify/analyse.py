@@ -310,6 +310,25 @@ def method_kind(a: Analysis, func: cst.FunctionDef) -> str:
     return "method"
 
 
+STAR_IMPORTED = ("brainpy", "jax", "numpy")
+
+
+def refuse_star_imports(a: Analysis) -> None:
+    """``from brainpy.math import *``: batchify tells a Variable, a model base or a random draw by the
+    name it was imported under, which a star import hides (BFY012, before anything misreads it)."""
+    for stmt in a.module.body:
+        for small in stmt.body if type(stmt) is cst.SimpleStatementLine else ():
+            if type(small) is cst.ImportFrom and type(small.names) is cst.ImportStar and small.module is not None:
+                module = cst.Module([]).code_for_node(small.module)
+                if module.split(".")[0] in STAR_IMPORTED:
+                    a.report(small, "BFY012", f"from {module} import * hides which names come from {module}, "
+                             "and batchify tells a Variable, a model base or a random draw by its imported name: "
+                             f"import the module (import {module} as ...) or the names you use "
+                             f"(from {module} import ...)")
+    if any(d.code == "BFY012" for d in a.diagnostics):
+        raise BatchifyError(a.diagnostics)
+
+
 def find_model_classes(a: Analysis) -> dict[str, cst.ClassDef]:
     top = [s for s in a.module.body if type(s) is cst.ClassDef]
     models: dict[str, cst.ClassDef] = {}
@@ -443,6 +462,7 @@ class _ClassScan:
         self.init_resets = True
         reset = next((f for f in self.functions() if f.name.value == "reset_state"), None)
         self.helpers = construction_helpers(self.a, self.cls, self.models)
+        self.check_nested_models()
         if init is not None:
             self.scan_assignments(init, direct)
         for helper in self.helpers.values():  # what they create is created with the object (a base's
@@ -535,6 +555,21 @@ class _ClassScan:
                 self.a.report(arg.value, "BFY105", f"{name} ({what}) is handed to {keeps}: batchify builds a child "
                               "model batched only where the class it belongs to assigns it to an attribute; assign "
                               f"it here (self.{name} = ...) and leave it out of the base's __init__ call")
+
+    def check_nested_models(self) -> None:
+        """A model class defined inside this one (``class Cell(bp.DynamicalSystem)`` in its body or a
+        method): batchify batches the model classes of the module's top level, so the batched class
+        would build an unbatched Cell and run it for the whole batch (BFY106)."""
+        for node in walk(self.cls.body):
+            if type(node) is not cst.ClassDef:
+                continue
+            bases = [q for b in node.bases for q in self.a.qualified_names(b.value)]
+            local = [b.value.value for b in node.bases if type(b.value) is cst.Name and b.value.value in self.models]
+            if set(bases) & names.MODEL_BASES or local:
+                self.a.report(node.name, "BFY106", f"{node.name.value} is a model class defined inside "
+                              f"{self.cls.name.value}; batchify batches the model classes of the module's top "
+                              f"level (a nested one would run unbatched, for the whole batch): move "
+                              f"{node.name.value} out of {self.cls.name.value}, to the top of the module")
 
     def check_stored_functions(self, init: cst.FunctionDef) -> None:
         """``self.f = lambda x: self.w * x`` in __init__: called inside a pure function, it would read
@@ -933,6 +968,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     """``functions``: module-level functions to copy besides what the classes need (the harness's);
     ``drivers``: the user's functions to batch (``--function``, see ``drivers.py``)."""
     a = Analysis(module, path)
+    refuse_star_imports(a)
     models = find_model_classes(a)
     drivers = tuple(drivers)
     # The user's functions that drive a model instance become methods of its class (drivers.py).
@@ -1199,6 +1235,15 @@ def check_class_changes(a: Analysis, targets: set[str]) -> list[cst.CSTNode]:
                 a.report(small, "BFY014", f"this statement changes the model class {name} at module level; the "
                          f"generated module defines {name}Batched from the class statement alone and does not run "
                          f"it: make the change in the class body ({name}'s class attributes and methods)")
+    # `@with_gain class Rate(...)`: the decorator may change the class (or replace it) as Python defines it.
+    for stmt in a.module.body:
+        if type(stmt) is cst.ClassDef and stmt.name.value in targets and stmt.decorators:
+            decorator = stmt.decorators[0]
+            found.append(decorator)
+            a.report(decorator.decorator, "BFY014", f"@{cst.Module([]).code_for_node(decorator.decorator)} may change the model class "
+                     f"{stmt.name.value} as Python defines it; the generated module defines {stmt.name.value}Batched "
+                     "from the class statement alone and does not apply it: make the change in the class body "
+                     "(class attributes and methods) and remove the decorator")
     return found
 
 
@@ -1761,7 +1806,8 @@ def _copyable(stmt: cst.CSTNode) -> bool:
     if type(stmt) in (cst.FunctionDef, cst.ClassDef):
         return True
     if type(stmt) is cst.SimpleStatementLine:
-        return all(type(s) in (cst.Import, cst.ImportFrom, cst.Assign, cst.AnnAssign, cst.AugAssign)
+        return all(type(s) in (cst.Import, cst.ImportFrom, cst.Assign, cst.AnnAssign, cst.AugAssign,
+                                cst.TypeAlias)
                    for s in stmt.body)
     return False
 

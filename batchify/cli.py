@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import itertools
 import os
 import re
 import shlex
+import signal
 import stat
 import sys
 import tempfile
+import threading
 import time
 import types
 from dataclasses import replace
@@ -222,7 +225,10 @@ def write_atomically(path: Path, text: str, shown: str) -> None:
                 fh.write(text)
             return
         if path.is_symlink():
-            path = Path(os.path.realpath(path))
+            try:
+                path = path.resolve()
+            except RuntimeError:  # a symlink loop, as Python < 3.13 reports it (3.13 raises OSError)
+                raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
             folder = path.parent
         created = list(itertools.takewhile(lambda f: not f.exists(), (folder, *folder.parents)))
         folder.mkdir(parents=True, exist_ok=True)  # as code generators do; the write stays atomic
@@ -314,7 +320,7 @@ def overwrite_refusal(out: Path, current: str | None) -> str | None:
         return None
     if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
         return None
-    if current is None or not current.startswith(GENERATED):
+    if current is None or not current.removeprefix("\ufeff").startswith(GENERATED):  # (a BOM an editor added)
         return NOT_OURS
     if edited_by_hand(current):
         return "was edited since it was generated (the hash its header records of the rest no longer matches)"
@@ -363,7 +369,7 @@ def _umask() -> int:
 def same_file(a: Path, b: Path) -> bool:
     try:
         return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return False
 
 
@@ -468,6 +474,8 @@ def stale_message(current: str | None, source: bytes, command: str, path: Path) 
     reason = stale_reason(current, source, command, path)
     if current is None and path.exists():
         return f"{reason}; move it away, then regenerate with: {command}"
+    if overwrite_refusal(path, current):  # hand-edited: regenerating replaces the edits, so it asks for --force
+        return f"{reason}; move the edit into the source, then regenerate with: {command} --force"
     return f"{reason}; regenerate with: {command}"
 
 
@@ -502,6 +510,11 @@ def run(args: argparse.Namespace) -> int:
             functions = list(target.functions)
     refuse_unprintable(args.src if src is not None else args.stdin_filename, "BFY002", "read the source")
     refuse_unprintable(args.output, "BFY007", "write the output")
+    if out is not None and args.output.endswith(("/", os.sep)) and not out.is_dir():
+        # `-o gen/`: a folder meant, which Path() would read as a file named `gen`
+        raise BatchifyError([Diagnostic(args.output, 1, 1, "BFY007", "cannot write the output: the path names a "
+                                        "folder (it ends with a slash); name the file: -o "
+                                        f"{args.output}{(src or Path('out.py')).stem}_batched.py")])
     job = make_job(src, out, classes=classes, shared=shared, stdin_filename=args.stdin_filename,
                    absolute=args.absolute_paths, harness=harness, functions=functions)
     named = job.src if job.src is not None else Path(args.stdin_filename) if args.stdin_filename else None
@@ -813,6 +826,35 @@ def usage_error(message: str, fmt: str, prog: str = "batchify") -> int:
     return EXIT_USAGE
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived (an editor stopping its task, a terminal closed)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def ending_cleanly_on_signals():
+    """SIGTERM and SIGHUP end the run as Ctrl-C does, through the ``finally`` clauses that remove a
+    temporary file: by default they kill the process on the spot, leaving it half-written beside the
+    output. The handlers are put back afterwards (``main`` also runs inside other programs' processes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise Terminated(signum)
+
+    wanted = [s for s in ("SIGTERM", "SIGHUP") if hasattr(signal, s)]
+    previous = {s: signal.signal(getattr(signal, s), stop) for s in wanted}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(getattr(signal, s), handler)
+
+
 def guarded(action, fmt: str, where: str) -> int:
     """Run ``action``; diagnostics and our own bugs become one line each, never a traceback."""
     try:
@@ -824,6 +866,8 @@ def guarded(action, fmt: str, where: str) -> int:
         return usage_error(str(exc) if fmt != "json" else f"{exc} (see batchify --help)", fmt)
     except KeyboardInterrupt:
         return 130
+    except Terminated as exc:
+        return 128 + exc.signum
     except BrokenPipeError:  # the reader of standard output stopped (`| head`): as if killed by SIGPIPE
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
         return 141
@@ -941,7 +985,11 @@ def hook_main(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    with ending_cleanly_on_signals():
+        return dispatch(sys.argv[1:] if argv is None else argv)
+
+
+def dispatch(argv: list[str]) -> int:
     if argv[:1] == ["verify"]:
         return verify_main(argv[1:])
     if argv[:1] == ["hook"]:

@@ -40,9 +40,10 @@ CODES: dict[str, Code] = {
     "BFY010": Code("the model uses a name that the generated class reserves"),
     "BFY011": Code("a module-level name clashes with a name the generated module imports"),
     "BFY013": Code("the training harness cannot be generated as configured (method, input, readout or loss)"),
-    "BFY012": Code("a name the model uses is not defined at module level (only in a __main__ block, or nowhere)"),
+    "BFY012": Code("a name the model uses is not defined at module level (only in a __main__ block, or nowhere), "
+                   "or comes from a star import of brainpy, jax or numpy"),
     "BFY014": Code("copied module-level code uses an instance of a model class (a module-level `model = Foo(...)`), "
-                   "or module-level code changes a model class (`Foo.gain = 3.0`)"),
+                   "or module-level code changes a model class (`Foo.gain = 3.0`, a class decorator)"),
     "BFY015": Code("--shared NAME names no argument of a stepping method and no state Variable"),
     "BFY017": Code("a function named with --function is not a module-level function of the source, or cannot "
                    "be made a method of the model it drives"),
@@ -54,7 +55,8 @@ CODES: dict[str, Code] = {
                    "or a weight of this file"),
     "BFY105": Code("child models are held in a container (list, dict, Sequential) or handed to the base "
                    "constructor (`super().__init__(E=E)`)"),
-    "BFY106": Code("a model holds an instance of a class of this file that creates Variables but is not a model"),
+    "BFY106": Code("a model holds an instance of a class of this file that creates Variables but is not a model, "
+                   "or a model class is defined inside another"),
     "BFY107": Code("one attribute holds a Variable on one path and a model on another, or models of two classes"),
     # Method bodies.
     "BFY201": Code("a weight (TrainVar / Parameter) is written in a stepping method"),
@@ -66,7 +68,7 @@ CODES: dict[str, Code] = {
     "BFY207": Code("an unsupported signature for a stepping method (**kwargs, keyword-only or positional-only)"),
     "BFY208": Code("a property that changes state, or a classmethod or staticmethod that touches it"),
     "BFY209": Code("an attribute is used as a Variable but is not one of the class's Variables"),
-    "BFY210": Code("a Python if or while tests a Variable (a traced, per-example value)"),
+    "BFY210": Code("a Python if, while, conditional expression or assert tests a Variable (a traced, per-example value)"),
     "BFY211": Code("a Variable learned online (a weight written outside update) needs --shared NAME=mean|sum|example"),
     "BFY212": Code("a function stored on self in __init__ reads a Variable"),
     "BFY213": Code("a Variable is reached by another name in a way batchify cannot follow"),

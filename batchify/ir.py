@@ -101,12 +101,15 @@ class ModelClass:
 
 @dataclass
 class ModuleIR:
-    path: str
+    path: str  # as diagnostics name the source (absolute with --absolute-paths)
     module: cst.Module
     classes: dict[str, ModelClass]  # every model class, bases and children before users
     targets: list[str]  # classes to emit (targets of --class plus what they need), in order
     support: list[cst.CSTNode]  # module-level statements the targets need, in source order
     shared_args: frozenset[str] = frozenset()
+    # As the generated module names the source (its header, each method's `# from` line): the same from
+    # any working directory and with --absolute-paths, so that the committed output does not depend on them.
+    shown_path: str = ""
     # Classes deriving from a BrainPy built-in, batched whole as library code: name -> the built-in.
     library_targets: Mapping[str, str] = field(default_factory=dict)
     # Per library target: Variables that exist only once the model is reset (see analyse.late_state).

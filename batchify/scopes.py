@@ -220,6 +220,10 @@ class Names:
                 later.extend((d, scope, False) for d in node.decorators)
                 later.extend((b.value, scope, False) for b in (*node.bases, *node.keywords))
                 later.append((node.body, Scope("class", node.name.value, scope), False))
+            elif kind is cst.TypeAlias:  # `type Arr = bm.Array` (Python 3.12) binds Arr
+                bind(node.name.value, node, scope, statement)
+                scope_of[node.name] = scope
+                later.append((node.value, scope, False))
             elif kind in COMPREHENSIONS:
                 for_in = node.for_in
                 later.append((for_in.iter, scope, False))

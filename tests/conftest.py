@@ -10,7 +10,7 @@ import pytest
 # verify, harness training, hooks, corpus-style models, fuzzing) is `slow`; `pytest` runs both.
 FAST_FILES = frozenset({"test_rules.py", "test_runtime.py", "test_golden.py", "test_cli.py", "test_provenance.py",
                         "test_scopes.py", "test_output_safety.py", "test_names.py",
-                        "test_library_models.py"})
+                        "test_library_models.py", "test_source_styles.py"})
 
 
 def pytest_collection_modifyitems(config, items):

@@ -92,6 +92,18 @@ BAD_SOURCES = {
     "import-clash": (model("\n    def squash(self, x):\n        self.v.value = bfy.tanh(x)\n",
                            header="import numpy as bfy\n"), "BFY011"),
     "batch-size-parameter": (GOOD.replace("def __init__(self, n)", "def __init__(self, n, batch_size=1)"), "BFY010"),
+    # (from a probe, 2026-12-04: main exited 0 on each, and the batched class computed something else or failed)
+    "class-decorator": ("def with_gain(cls):\n    cls.gain = 3.0\n    return cls\n\n\n" + GOOD.replace(
+        "class Leaky", "@with_gain\nclass Leaky"), "BFY014"),
+    "conditional-expression-on-state": (model("\n    def gate(self, x):\n        return x if self.v.sum() > 0 else -x\n"),
+                                        "BFY210"),
+    "assert-on-state": (model("\n    def gate(self, x):\n        assert self.v.sum() >= 0\n        return x\n"),
+                        "BFY210"),
+    "model-class-nested-in-a-model": (model("\n    class Cell(bp.DynamicalSystem):\n        def __init__(self, n):\n"
+                                            "            super().__init__()\n            self.h = bm.Variable(bm.zeros(n))\n",
+                                            "        self.cell = self.Cell(n)\n"), "BFY106"),
+    "star-import-of-brainpy-math": (GOOD.replace("import brainpy.math as bm\n", "import brainpy.math as bm\n"
+                                                 "from brainpy.math import *\n"), "BFY012"),
 }
 
 

@@ -66,7 +66,14 @@ def support_code(ir: ModuleIR, diagnostics: list[Diagnostic],
     reserved |= {f"{n}{suffix}" for n in ir.library_targets for suffix in ("Params", "State", "Batched")}
     imports: list[str] = []
     rest: list[cst.CSTNode] = []
+    # `from __future__ import annotations` binds no name the code reads, yet changes what it means
+    # (annotations not evaluated: `-> Rate` inside RateBatched, renamed, would not exist yet).
+    future = [small for stmt in ir.module.body if type(stmt) is cst.SimpleStatementLine for small in stmt.body
+              if type(small) is cst.ImportFrom and small.module is not None and code(small.module) == "__future__"]
+    imports += [f"from __future__ import {', '.join(code(al.name) for al in small.names)}" for small in future]
     for stmt in ir.support:
+        if type(stmt) is cst.SimpleStatementLine and any(small in future for small in stmt.body):
+            continue
         bindings = import_bindings(stmt)
         if bindings:
             keep = []

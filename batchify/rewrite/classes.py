@@ -143,7 +143,7 @@ class ClassRewriter:
         if pos is None:
             return ""
         lines = f"{pos.start.line}-{pos.end.line}" if pos.end.line > pos.start.line else f"{pos.start.line}"
-        return f"# from {self.ir.path}:{lines}\n"
+        return f"# from {self.ir.shown_path or self.ir.path}:{lines}\n"
 
     def bases(self) -> list[str]:
         parts = [] if self.cls.model_base else [f"{RUNTIME}.Batched"]

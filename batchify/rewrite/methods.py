@@ -846,6 +846,12 @@ class MethodRewriter:
 
     # -- expressions --------------------------------------------------------------
     def expr(self, node: cst.CSTNode, hoist: bool = True) -> tuple[list[cst.SimpleStatementLine], cst.CSTNode, ExprRewriter]:
+        # A conditional expression and an assert take one Python branch too (BFY210, as an `if` does).
+        for inner in walk(node):
+            if type(inner) is cst.IfExp:
+                self.check_static(inner.test, "... if ... else ...")
+            elif type(inner) is cst.Assert:
+                self.check_static(inner.test, "assert")
         rewriter = ExprRewriter(self.ctx, hoist)
         return rewriter.pre, node.visit(rewriter), rewriter
 

@@ -1,0 +1,67 @@
+"""Ways of writing a source that a probe of the transform found mishandled (2026-12-04): each exited 0 on
+main and wrote a module that failed to import, or an internal error. Transform only, plus an import."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import brainpy.math as bm
+
+from batchify import transform
+from batchify.loader import load_generated
+
+HEAD = "import brainpy as bp\nimport brainpy.math as bm\n"
+
+RATE = textwrap.dedent('''
+    class Rate(bp.DynamicalSystem):
+        def __init__(self, n: int, opts: Later | None = None) -> None:
+            super().__init__()
+            self.h = bm.Variable(bm.zeros(n))
+
+        def clone(self) -> Rate:
+            return self
+
+        def update(self, x: Arr) -> Arr:
+            self.h.value = self.h + x if self.h.shape[0] > 1 else self.h - x
+            return self.h.value
+
+
+    class Later:
+        pass
+''')
+
+
+def imported(tmp_path: Path, source: str, name: str):
+    (tmp_path / f"{name}.py").write_text(source)
+    (tmp_path / f"{name}_batched.py").write_text(transform(source.encode(), f"{name}.py", command="batchify").text)
+    return load_generated(tmp_path / f"{name}_batched.py", f"{name}_generated")
+
+
+def test_from_future_import_annotations_is_kept(tmp_path: Path) -> None:
+    """main dropped it: `-> Rate`, renamed `-> RateBatched` inside RateBatched, was evaluated at class
+    creation: NameError: name 'RateBatched' is not defined."""
+    source = "from __future__ import annotations\n" + HEAD + "Arr = bm.Array\n" + RATE
+    module = imported(tmp_path, source, "future")
+    text = (tmp_path / "future_batched.py").read_text()
+    assert "\nfrom __future__ import annotations\n\nfrom typing import NamedTuple\n" in text
+    batched = module.RateBatched(3, batch_size=2)
+    assert batched.update(bm.ones((2, 3))).shape == (2, 3)
+
+
+def test_a_type_statement_the_model_reads_is_copied(tmp_path: Path) -> None:
+    """main: BFY900 internal error: the generated module reads 'Arr', which it never binds."""
+    source = HEAD + "\ntype Arr = bm.Array\ntype Pair[T] = tuple[T, T]\n" + RATE.replace(
+        "    def clone(self) -> Rate:", "    def clone(self, p: Pair[int]) -> 'Rate':").replace(
+        "opts: Later | None = None", "opts: 'Later | None' = None")
+    module = imported(tmp_path, source, "aliases")
+    text = (tmp_path / "aliases_batched.py").read_text()
+    assert "\ntype Arr = bm.Array\n" in text and "\ntype Pair[T] = tuple[T, T]\n" in text
+    assert module.RateBatched(3, batch_size=2).update(bm.ones((2, 3))).shape == (2, 3)
+
+
+def test_a_conditional_expression_on_configuration_is_not_refused(tmp_path: Path) -> None:
+    """The BFY210 check of `... if ... else ...` (a test on state) leaves a test on a shape alone."""
+    source = "from __future__ import annotations\n" + HEAD + "Arr = bm.Array\n" + RATE
+    imported(tmp_path, source, "shape_test")
+    assert "state.h + x if state.h.shape[0] > 1 else state.h - x" in (tmp_path / "shape_test_batched.py").read_text()
