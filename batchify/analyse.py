@@ -1802,13 +1802,30 @@ def completes(stmt: cst.CSTNode, defined: set[str], rebinders: Mapping[str, set[
     return True
 
 
+COPYABLE_SMALL = (cst.Import, cst.ImportFrom, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.TypeAlias, cst.Pass)
+
+
 def _copyable(stmt: cst.CSTNode) -> bool:
-    if type(stmt) in (cst.FunctionDef, cst.ClassDef):
+    """A module-level statement the generated module may copy: a definition, imports and assignments,
+    or an ``if``/``try``/``for`` made of those only (``try: import numba`` / ``except ImportError:
+    numba = None``; ``for i in range(3): ACC += i``), never the ``if __name__ == "__main__":`` block."""
+    kind = type(stmt)
+    if kind in (cst.FunctionDef, cst.ClassDef):
         return True
-    if type(stmt) is cst.SimpleStatementLine:
-        return all(type(s) in (cst.Import, cst.ImportFrom, cst.Assign, cst.AnnAssign, cst.AugAssign,
-                                cst.TypeAlias)
-                   for s in stmt.body)
+    if kind is cst.SimpleStatementLine:
+        return all(type(s) in COPYABLE_SMALL for s in stmt.body)
+    if kind in (cst.IndentedBlock, cst.Else, cst.Finally, cst.ExceptHandler):
+        block = stmt.body if kind is not cst.IndentedBlock else stmt
+        return type(block) is cst.IndentedBlock and all(_copyable(s) for s in block.body)
+    if kind is cst.If:
+        if any(type(n) is cst.Name and n.value == "__name__" for n in walk(stmt.test)):
+            return False
+        return _copyable(stmt.body) and (stmt.orelse is None or _copyable(stmt.orelse))
+    if kind is cst.Try:
+        return all(_copyable(part) for part in (stmt.body, *stmt.handlers, stmt.orelse, stmt.finalbody)
+                   if part is not None)
+    if kind is cst.For and stmt.asynchronous is None:
+        return _copyable(stmt.body) and (stmt.orelse is None or _copyable(stmt.orelse))
     return False
 
 

@@ -431,6 +431,14 @@ def generate(job: Job, source: bytes) -> str:
                      shared=job.shared, command=job.command, harness=job.harness, functions=job.functions).text
 
 
+def same_bytes(path: Path, text: str) -> bool:
+    """Whether ``path`` is a regular file holding exactly ``text`` (newlines included)."""
+    try:
+        return path.is_file() and not path.is_symlink() and path.read_bytes() == text.encode("utf-8")
+    except OSError:
+        return False
+
+
 def current_output(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8") if path.is_file() else None
@@ -559,8 +567,9 @@ def run(args: argparse.Namespace) -> int:
     if job.out is None:
         sys.stdout.write(text)
         sys.stdout.flush()
-    else:
+    elif current != text or not same_bytes(job.out, text):
         write_atomically(job.out, text, job.out_report)
+    # (else the output is already these bytes: left as it is, so an editor or a build sees no change)
     if args.verify:
         if job.src is None or job.out is None:
             raise UsageError("--verify needs a source file and an output file (-o OUT)")

@@ -106,12 +106,13 @@ def support_layout(support) -> str:
     """The source's module-level statements, laid out as PEP 8 asks: two blank lines around
     functions and classes, none between simple statements."""
     blocks: list[str] = []
-    previous_simple = False
+    previous = None
     for statement in support:
-        if blocks:
-            blocks.append("\n" if statement.simple and previous_simple else "\n\n\n")
+        if previous is not None:
+            blocks.append("\n\n\n" if statement.definition or previous.definition else
+                          "\n" if statement.simple and previous.simple else "\n\n")  # (an `if`, `try` or `for`)
         blocks.append(statement.code)
-        previous_simple = statement.simple
+        previous = statement
     return "".join(blocks)
 
 

@@ -233,6 +233,7 @@ class SupportCode(NamedTuple):
 
     code: str
     simple: bool  # a simple statement line (no blank lines between consecutive ones)
+    definition: bool = False  # a function or class (two blank lines around it, as PEP 8 asks)
 
 
 class ModuleCode(NamedTuple):

@@ -395,3 +395,19 @@ def test_a_generated_file_or_a_notebook_as_the_source_is_named_for_what_it_is(tm
     notebook = batchify("nb.ipynb", "-o", "nb_batched.py", cwd=tmp_path)
     assert_refused(notebook, "BFY004", "Jupyter notebook", "nbconvert")
     assert not (tmp_path / "twice.py").exists() and not (tmp_path / "nb_batched.py").exists()
+
+
+def test_an_output_already_up_to_date_is_not_rewritten(tmp_path: Path) -> None:
+    """main replaced it anyway (a new inode and mtime: an editor reloads it, a build sees a change);
+    the hook already left such a file alone."""
+    source(tmp_path)
+    out = tmp_path / "out.py"
+    assert batchify("rnn.py", "-o", "out.py", cwd=tmp_path).returncode == 0
+    os.utime(out, (1_000_000, 1_000_000))
+    before = out.stat()
+    assert batchify("rnn.py", "-o", "out.py", cwd=tmp_path).returncode == 0
+    after = out.stat()
+    assert (after.st_ino, after.st_mtime) == (before.st_ino, before.st_mtime)
+    out.write_bytes(out.read_bytes().replace(b"\n", b"\r\n"))  # not the same bytes: written again
+    assert batchify("rnn.py", "-o", "out.py", cwd=tmp_path).returncode == 0
+    assert b"\r\n" not in out.read_bytes()

@@ -65,3 +65,18 @@ def test_a_conditional_expression_on_configuration_is_not_refused(tmp_path: Path
     source = "from __future__ import annotations\n" + HEAD + "Arr = bm.Array\n" + RATE
     imported(tmp_path, source, "shape_test")
     assert "state.h + x if state.h.shape[0] > 1 else state.h - x" in (tmp_path / "shape_test_batched.py").read_text()
+
+
+def test_an_optional_import_and_a_module_level_loop_the_model_reads_are_copied(tmp_path: Path) -> None:
+    """main: BFY012 'np' (and 'ACC') is defined only inside a module-level try (for) block, though each is
+    made of imports and assignments only. A `__main__` block stays out (test_cli's name-only-in-main)."""
+    source = (HEAD + "try:\n    import numpy as np\nexcept ImportError:\n    np = None\n"
+              "ACC = 0\nfor _i in range(3):\n    ACC += _i\n" + RATE.replace(
+                  "        self.h.value = self.h + x if self.h.shape[0] > 1 else self.h - x",
+                  "        self.h.value = self.h + x * np.float32(ACC)").replace("Later | None", "object"))
+    module = imported(tmp_path, source.replace(": Arr", "").replace(" -> Arr", "").replace(" -> Rate", ""),
+                      "optional")
+    text = (tmp_path / "optional_batched.py").read_text()
+    assert "\ntry:\n    import numpy as np\nexcept ImportError:\n    np = None\n\nACC = 0\n\nfor _i in range(3):\n" in text
+    np_out = module.RateBatched(3, batch_size=2).update(bm.ones((2, 3)))
+    assert float(np_out[0, 0]) == 3.0

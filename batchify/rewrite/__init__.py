@@ -104,7 +104,8 @@ def support_code(ir: ModuleIR, diagnostics: list[Diagnostic],
                     for t in small.targets:
                         if type(t.target) is cst.Name and t.target.value in reserved and stmt in ir.support:
                             _clash(ir, t.target, t.target.value, diagnostics)
-    support = tuple(SupportCode(statement_code(stmt), type(stmt) is cst.SimpleStatementLine) for stmt in rest)
+    support = tuple(SupportCode(statement_code(stmt), type(stmt) is cst.SimpleStatementLine,
+                                type(stmt) in (cst.FunctionDef, cst.ClassDef)) for stmt in rest)
     extra_lines = [HARNESS_IMPORT_LINES[name] for name in extra_imports]
     return (*STANDARD_IMPORT_LINES, *dict.fromkeys(extra_lines), *imports), support
 
