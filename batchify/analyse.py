@@ -447,6 +447,8 @@ class _ClassScan:
         self.certain: set[str] = set()  # attributes assigned on every path through __init__ (and reset_state)
         # ``(attribute, local)``: a Variable made into a name of __init__, then stored (``self.W = weight``).
         self.local_variables: set[tuple[str, str]] = set()
+        # `self.f = lambda x: self.w * x`: the function -> the fields it reads (see check_stored_functions)
+        self.bound_functions: dict[str, frozenset[str]] = {}
 
     def functions(self) -> list[cst.FunctionDef]:
         return [s for s in self.cls.body.body if type(s) is cst.FunctionDef]
@@ -573,19 +575,29 @@ class _ClassScan:
 
     def check_stored_functions(self, init: cst.FunctionDef) -> None:
         """``self.f = lambda x: self.w * x`` in __init__: called inside a pure function, it would read
-        the Variable itself, not this example's value (nor the traced weights): BFY212."""
+        the Variable itself, not this example's value (nor the traced weights). One that only reads the
+        class's own fields runs with one example's values bound in their place (``bound_functions``);
+        one that reaches further (``self.step(x)``, ``self.child.V``) is BFY212."""
         me = self_name_of(init) or "self"
         fields = {f.name for f in self.fields}
         for node in walk(init.body):
             if not (type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) is cst.Lambda):
                 continue
             path = self_path(node.targets[0].target, me)
-            read = sorted({p[0] for n in walk(node.value) if type(n) is cst.Attribute
-                           for p in [self_path(n, me)] if p and p[0] in fields})
-            if path and len(path) == 1 and read:
+            paths = [p for n in walk(node.value) if type(n) is cst.Attribute for p in [self_path(n, me)] if p]
+            read = sorted({p[0] for p in paths if p[0] in fields})
+            if not (path and len(path) == 1 and read):
+                continue
+            called = {id(n.func) for n in walk(node.value) if type(n) is cst.Call}
+            models = {c.name for c in self.children} | set(self.libraries)
+            beyond = sorted({p[0] for n in walk(node.value) if type(n) is cst.Attribute for p in [self_path(n, me)]
+                             if p and (p[0] in models or (id(n) in called and p[0] not in fields))})
+            if beyond:
                 self.a.report(node.value, "BFY212", f"self.{path[0]} is a function that reads self.{read[0]}, a "
-                              "Variable: called in a stepping method it would read the Variable itself, not one "
-                              "example's value or the traced weights; make it a method of the class")
+                              f"Variable, and reaches self.{beyond[0]}: called in a stepping method it would run "
+                              "outside the example's step; make it a method of the class")
+                continue
+            self.bound_functions[path[0]] = frozenset(self.bound_functions.get(path[0], frozenset()) | set(read))
 
     def check_second_names(self, init: cst.FunctionDef) -> None:
         """A Variable stored under a second name (``self.dec = self.enc``) or handed to a child of this
@@ -1062,6 +1074,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                          noisy_integrators=tuple(scan.noisy_integrators),
                          library_fields=tuple(scan.library_fields), losses=driver_losses.get(name, {}),
                          local_variables=frozenset(scan.local_variables),
+                         bound_functions=dict(scan.bound_functions),
                          construction_helpers=tuple(scan.helpers))
         classes[name] = cls
         fields = set(ir.field_map(cls))
@@ -1082,6 +1095,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         properties = {(n,) for n, m in inherited.items() if m.kind == "property"} | {
             (f.name.value,) for f in scan.functions() if method_kind(a, f) == "property"} | {
             (ch, n) for ch, c in ir.child_map(cls).items() for n, m in ir.all_methods(c).items() if m.kind == "property"}
+        bound_reads = {b: r for c in ir.chain(cls)[:-1] for b, r in c.bound_functions.items()} | scan.bound_functions
         for func in scan.functions():
             if accessor_of(func) is not None:  # copied after its property, as written (its writes act on the batch)
                 cls.accessors.setdefault(func.name.value, []).append(func)
@@ -1095,8 +1109,12 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             if me is not None:  # Variables reached by another name: into the plain self.V forms (aliases.py)
                 func = explicit_base_calls(func, me, below, a.inherit)
                 func = Normaliser(me, known, helpers, a.report, a.inherit).normalise(func)
-            cls.methods[func.name.value] = scan_method(a, func, fields, children, method_names, kind, libraries,
-                                                       noisy, properties)
+            method = scan_method(a, func, fields, children, method_names, kind, libraries, noisy, properties)
+            if me is not None and bound_reads:  # `self.f(x)`, f a lambda reading self.w: a read of w
+                used = {p[0] for n in walk(func.body) if type(n) is cst.Attribute for p in [self_path(n, me)] if p}
+                method = method._replace(reads=method.reads | {r for b in used & set(bound_reads)
+                                                               for r in bound_reads[b]})
+            cls.methods[func.name.value] = method
         mark_stateful(ir, cls)
         if {"__call__", "call"} <= set(cls.stateful) and "call" in cls.methods:  # both would be call_pure
             a.report(cls.methods["call"].node.name, "BFY010", "the generated class names the pure twin of "

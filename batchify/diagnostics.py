@@ -70,7 +70,7 @@ CODES: dict[str, Code] = {
     "BFY209": Code("an attribute is used as a Variable but is not one of the class's Variables"),
     "BFY210": Code("a Python if, while, conditional expression or assert tests a Variable (a traced, per-example value)"),
     "BFY211": Code("a Variable learned online (a weight written outside update) needs --shared NAME=mean|sum|example"),
-    "BFY212": Code("a function stored on self in __init__ reads a Variable"),
+    "BFY212": Code("a function stored on self in __init__ reads a Variable and reaches a child, a built-in or a method"),
     "BFY213": Code("a Variable is reached by another name in a way batchify cannot follow"),
     "BFY214": Code("a stepping method has a Python side effect (print, reseeding, writing a global or a list)"),
     "BFY215": Code("a statement reads state before a call in it changes that state (`self.V + self.step(x)`, "

@@ -77,6 +77,9 @@ class ModelClass:
     context_methods: frozenset[str] = frozenset()  # reader methods: their batched wrapper defers
     context_properties: frozenset[str] = frozenset()  # properties: their reads go to the example
     holders: frozenset[str] = frozenset()  # attributes holding such an integrator (``self.integral``)
+    # Functions stored on self in __init__ that read its fields (``self.f = lambda x: self.w * x``):
+    # called in a pure step, they run with one example's values bound (``bfy.example_values``).
+    bound_functions: dict[str, frozenset[str]] = field(default_factory=dict)  # function -> fields it reads
     # Each holder's constructor expression in __init__: from_model rebuilds it around the batch's
     # derivatives (the model's own integrator would read the model's single-example Variables).
     holder_values: dict[str, cst.BaseExpression] = field(default_factory=dict)

@@ -1261,6 +1261,27 @@ RULES: tuple[Rule, ...] = (
                     '        return -v * self.gain\n')),
     ),
     Rule(
+        'functions stored on self',
+        'rewrite.methods.with_example_for_holders',
+        'a function stored on `self` in `__init__` that reads its fields',
+        '`self._map_input = lambda x: self.w_in * x + self.b_in` (under an `if`, one lambda or another)',
+        ('copied as written; a statement of a pure step calling it runs `with bfy.example_values(self, params, '
+         "state):`, where the fields read that example's values (the weights traced, for gradients); "
+         '`from_model` rebinds the lambda it copies to the batch (refused, BFY212, when it reaches a child, '
+         'a built-in or a method)'),
+        Case(before=('y = self.f(x)\n'
+                     'return y'),
+             after=('with bfy.example_values(self, params, state):\n'
+                    '    y = self.f(x)\n'
+                    'return bfy.unwrap(state), y'),
+             init='self.f = lambda v: v @ self.W + self.V'),
+        Case(before=('self.V.value = self.f(x)\n'
+                     'return self.V.value'),
+             after=('state = state._replace(V=self.f(x))\n'
+                    'return bfy.unwrap(state), state.V'),
+             init='self.f = lambda v: v * self.gain'),
+    ),
+    Rule(
         'derivative properties',
         'rewrite.methods.rewrite_context_property',
         'a property returning derivatives that read state',

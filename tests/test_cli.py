@@ -72,7 +72,7 @@ BAD_SOURCES = {
                            "BFY210"),
     "learned-online-undeclared": (model("\n    def learn(self, x):\n        self.g += bm.outer(x, self.v @ self.g)\n",
                                         "        self.g = bm.Variable(bm.ones((n, n)))\n"), "BFY211"),
-    "stored-function-reads-variable": (model("", "        self.scale = lambda x: x * self.w\n"), "BFY212"),
+    "stored-function-reads-variable": (model("", "        self.scale = lambda x: self.update(x) * self.w\n"), "BFY212"),
     "in-place-method": (model("\n    def clear(self):\n        self.v.sort()\n"), "BFY205"),
     "numpy-random-draw": (model("\n    def noisy(self, x):\n        self.v += np.random.normal(size=x.shape)\n",
                                 header="import numpy as np\n"), "BFY206"),

@@ -130,6 +130,9 @@ class ClassRewriter:
                 out.append(f"builtin_fields={tuple_literal(given)}")
         if self.plain_renamed:
             out.append("renamed=" + dict_literal(self.plain_renamed))
+        bound = [f for c in ir.chain(cls) for f in sorted(c.bound_functions)]
+        if bound:  # functions stored on self reading its fields: from_model rebinds them to the batch
+            out.append(f"bound={tuple_literal(bound)}")
         created = ir.reset_created(cls)
         if created:
             out.append(f"created_by_reset={tuple_literal(list(created))}")
@@ -201,10 +204,12 @@ class ClassRewriter:
                 continue
             pure, diagnostics = rewrite_method(self.ir, self.cls, method)
             self.diagnostics.extend(diagnostics)
-            block = comment + statement_code(self.renamed(with_example_for_holders(pure, self.cls), method.node))
+            bound = frozenset(f for c in self.ir.chain(self.cls) for f in c.bound_functions)
+            pure = with_example_for_holders(pure, self.cls, bound)
+            block = comment + statement_code(self.renamed(pure, method.node))
             if method.kind == "property":  # a reader: kept as it is for use outside the steps, and its pure twin
                 out.append(comment + statement_code(self.renamed(method.node)) + self.accessors(method.name)
-                           + "\n\n" + statement_code(self.renamed(with_example_for_holders(pure, self.cls), method.node)))
+                           + "\n\n" + statement_code(self.renamed(pure, method.node)))
                 continue
             # bfy.Batched has reset_state; private helpers get no drop-in, a class's own __call__ does.
             if method.name == "__call__" or (method.name != "reset_state" and not method.name.startswith("_")):

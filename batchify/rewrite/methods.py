@@ -1559,11 +1559,14 @@ class _DropValue(Transformer):
 
 class _HolderCalls(Transformer):
     """In a pure method: a statement calling an integrator that holds state-reading derivatives
-    (``V = self.integral(...)``) runs ``with bfy.one_example(self, params, state):``."""
+    (``V = self.integral(...)``) runs ``with bfy.one_example(self, params, state):``; one calling a
+    function stored on self that reads its fields (``x = self.f(x)``), ``with bfy.example_values(...)``."""
 
-    def __init__(self, self_name: str, holders: frozenset[str], params: str, state: str):
+    def __init__(self, self_name: str, holders: frozenset[str], params: str, state: str,
+                 context: str = "one_example"):
         super().__init__()
         self.self_name, self.holders, self.params, self.state = self_name, holders, params, state
+        self.context = context
         self.depth = 0
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
@@ -1579,15 +1582,19 @@ class _HolderCalls(Transformer):
         if not any(type(n) is cst.Call and (p := self_path(n.func, self.self_name)) and p[0] in self.holders
                    for n in walk(original_node)):
             return updated_node
-        item = cst.WithItem(cst.Call(runtime("one_example"), [cst.Arg(name(v)) for v in
-                                                           (self.self_name, self.params, self.state)]))
+        item = cst.WithItem(cst.Call(runtime(self.context), [cst.Arg(name(v)) for v in
+                                                            (self.self_name, self.params, self.state)]))
         return cst.With([item], cst.IndentedBlock([updated_node.with_changes(leading_lines=[])]),
                         leading_lines=updated_node.leading_lines)
 
 
-def with_example_for_holders(pure: cst.FunctionDef, cls: ModelClass) -> cst.FunctionDef:
-    """``pure`` (a ``*_pure`` method) with its integrator calls given the example they run for."""
-    if not cls.holders:
-        return pure
-    params = pure.params.params
-    return pure.visit(_HolderCalls(params[0].name.value, cls.holders, params[1].name.value, params[2].name.value))
+def with_example_for_holders(pure: cst.FunctionDef, cls: ModelClass,
+                             bound: frozenset[str] = frozenset()) -> cst.FunctionDef:
+    """``pure`` (a ``*_pure`` method) with its integrator calls, and its calls of functions stored on
+    self that read its fields (``bound``, the class's and its bases'), given the example they run for."""
+    params = [p.name.value for p in pure.params.params[:3]]
+    if cls.holders:
+        pure = pure.visit(_HolderCalls(*params[:1], cls.holders, *params[1:]))
+    if bound:
+        pure = pure.visit(_HolderCalls(*params[:1], bound, *params[1:], context="example_values"))
+    return pure
