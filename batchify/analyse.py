@@ -471,6 +471,7 @@ class _ClassScan:
             self.scan_assignments(helper, direct, certain=False)  # __init__ may run this class's override)
         for func in ([init] if init is not None else []) + list(self.helpers.values()):
             self.check_stored_functions(func)
+            self.check_handed_functions(func)
             self.check_second_names(func)
         if init is not None:
             self.check_group_children(init)
@@ -598,6 +599,35 @@ class _ClassScan:
                               "outside the example's step; make it a method of the class")
                 continue
             self.bound_functions[path[0]] = frozenset(self.bound_functions.get(path[0], frozenset()) | set(read))
+
+    def check_handed_functions(self, init: cst.FunctionDef) -> None:
+        """``self.leaky.add_inp_fun('wc', lambda *a: 3. * self.wc.x.value)``, ``bp.odeint(lambda v, t: -v +
+        self.S)``: a function made in __init__ that reads a Variable, a child's or a built-in's, handed to
+        another object, which keeps it and calls it later from inside its own step. There it reads the
+        Variable itself, not one example's value: for a built-in's, the value the library put back, so
+        every example silently got the same input (BFY212)."""
+        me = self_name_of(init) or "self"
+        reached = {f.name for f in self.fields} | {c.name for c in self.children} | set(self.libraries)
+        local = {s.name.value: s for s in init.body.body if type(s) is cst.FunctionDef}
+        local |= {t.target.value: n.value for n in walk(init.body) if type(n) is cst.Assign
+                  and type(n.value) is cst.Lambda for t in n.targets if type(t.target) is cst.Name}
+        for call in walk(init.body):
+            if type(call) is not cst.Call:
+                continue
+            for arg in call.args:
+                function = arg.value if type(arg.value) is cst.Lambda else (
+                    local.get(arg.value.value) if type(arg.value) is cst.Name else None)
+                if function is None:
+                    continue
+                reads = [".".join(p) for n in walk(function) if type(n) is cst.Attribute
+                         for p in [self_path(n, me)] if p and p[0] in reached and p[-1] != "value"]
+                if reads:
+                    callee = cst.Module([]).code_for_node(call.func)
+                    self.a.report(arg.value, "BFY212", f"this function reads self.{reads[0]} and is handed to "
+                                  f"{callee}, which keeps it and calls it later, inside a step: there it would "
+                                  "read the Variable itself, not one example's value; read the value in a stepping "
+                                  "method and pass it on as an argument (or make the function a method)")
+                    break
 
     def check_second_names(self, init: cst.FunctionDef) -> None:
         """A Variable stored under a second name (``self.dec = self.enc``) or handed to a child of this

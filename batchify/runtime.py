@@ -613,8 +613,12 @@ def _sweep_reset(node):
         if owner is None:
             return method(*args, **kwargs)
         if not skipped:  # every example as the node resets (the sweep's arguments are the batch's size)
+            # A built-in made in a batching or training mode holds one example as a batch of its mode's
+            # size (1), and resets given it, as bp.reset_state(net, 1) resets the original.
+            mode = getattr(node, "mode", None)
+            one = (mode.batch_size,) if isinstance(mode, bm.BatchingMode) else ()
             with _root_stream(owner):
-                owner._reset_batch(lambda params, state: owner.library.call(params, state, method)[0])
+                owner._reset_batch(lambda params, state: owner.library.call(params, state, method, *one)[0])
 
     reset_state.batch_owners = []
     return reset_state
@@ -786,12 +790,15 @@ def spec_of(cls):
 
 def _read(model, f):
     """The batched model's value of field ``f``: a Variable's array, a container's, a child's pytree."""
+    # While a constructor builds the model, what it has not made yet (a subclass's weights, when the
+    # base's __init__ resets the model) is None, as for a field not built on this path.
+    constructing = _CONSTRUCTING.get()
     if f.kind == "child":  # a child built on some paths only is None on the others: no state
-        child = getattr(model, f.name)
+        child = getattr(model, f.name, None) if constructing else getattr(model, f.name)
         return None if child is None else child.state()
     if f.kind == "library":
         return model.library.state()
-    if f.optional and getattr(model, f.attr, None) is None:  # not built on this path (absent or None)
+    if (f.optional or constructing) and getattr(model, f.attr, None) is None:  # not built (yet), or None
         return None
     variable = getattr(model, f.attr)
     if f.kind == "list":
@@ -959,7 +966,7 @@ class Batched:
         values = {}
         for f in spec.param_fields:
             if f.kind == "child":
-                child = getattr(self, f.name)
+                child = getattr(self, f.name, None) if _CONSTRUCTING.get() else getattr(self, f.name)
                 values[f.name] = None if child is None else child.params()
             elif f.kind == "library":
                 values[f.name] = self.library.params()
@@ -1035,6 +1042,11 @@ class Batched:
 
     def reset_state(self, batch_size=None):
         """Reset every example as the model's ``reset_state()`` does; a new ``batch_size`` resizes first."""
+        if _CONSTRUCTING.get():  # `self.reset_state()` in __init__: the one example the constructor builds
+            if hasattr(self, "reset_state_pure") or self._resets_tree():
+                with self._example_library():
+                    self.set_state(unwrap(self.reset_example(self.params(), self.state())))
+            return
         if batch_size is not None and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
         if hasattr(self, "reset_state_pure") or self._resets_tree():

@@ -468,3 +468,140 @@ def test_a_loss_harness_takes_a_loss_of_shape_one_with_two_auxiliary_outputs(tmp
     loss, accuracy = harness.evaluate(batch.params(), xs, ys, batch_size=3)
     assert abs(loss - np.mean(want)) < 1e-4 and accuracy is not None
     assert accuracy == float(np.mean([float(source.loss_fun(xs[i], ys[i])[1][0]) for i in range(4)]))
+
+
+# -- a third probe, of realistic models (2026-12-04) ------------------------------------------------------
+
+def run_example_by_example(model_class, init, xs, batch):
+    """The original, a fresh model per example: outputs [B, T, ...]."""
+    outs = []
+    for e in range(batch):
+        bm.random.seed(0)
+        model = model_class(*init)
+        outs.append([np.asarray(model.update(xs[t, e])) for t in range(xs.shape[0])])
+    return np.asarray(outs)
+
+
+def test_a_constructor_ending_in_reset_state_builds_the_batch(tmp_path) -> None:
+    """main: RNNBatched(3, 8, 2, batch_size=4) raised MathError: 'The shape of the original data is (8,), while
+    we got (8, 8)' (the constructor's self.reset_state() mapped over the neurons of its one example)."""
+    source = HEAD + textwrap.dedent('''
+        class RNN(bp.DynamicalSystem):
+            def __init__(self, n_in, n_rec):
+                super().__init__()
+                self.w_in = bm.TrainVar(bm.random.normal(0., 0.5, (n_in, n_rec)))
+                self.h0 = bm.TrainVar(bm.random.normal(0., 1., (n_rec,)))
+                self.h = bm.Variable(bm.zeros(n_rec))
+                self.reset_state()
+
+            def reset_state(self, batch_size=None):
+                self.h.value = bm.tanh(self.h0.value)
+
+            def update(self, x):
+                self.h.value = 0.5 * self.h + bm.tanh(x @ self.w_in)
+                return self.h.value
+    ''')
+    src, gen = generated(tmp_path, "rnn_h0", source)
+    bm.random.seed(0)
+    batched = gen.RNNBatched(3, 8, batch_size=4)
+    np.testing.assert_allclose(np.asarray(batched.h.value), np.tile(np.tanh(np.asarray(batched.h0.value)), (4, 1)),
+                               rtol=1e-6)
+    xs = np.random.default_rng(1).normal(size=(5, 4, 3)).astype(np.float32)
+    got = np.stack([np.asarray(batched.update(xs[t])) for t in range(5)], 1)
+    np.testing.assert_allclose(got, run_example_by_example(src.RNN, (3, 8), xs, 4), rtol=1e-5, atol=1e-6)
+
+
+def test_a_subclass_adding_weights_after_a_base_that_resets_builds_the_batch(tmp_path) -> None:
+    """main: AdaptiveCellBatched(6, batch_size=4) raised AttributeError: 'AdaptiveCellBatched' object has no
+    attribute 'w_in' (the base's __init__ resets the model before the subclass makes its weight)."""
+    source = HEAD + textwrap.dedent('''
+        class BaseCell(bp.DynamicalSystem):
+            def __init__(self, num):
+                super().__init__()
+                self.num = num
+                self.reset_state()
+
+            def reset_state(self, batch_size=None):
+                self.V = bm.Variable(bm.zeros(self.num))
+
+            def update(self, x):
+                self.V.value = 0.9 * self.V + x
+                return self.V.value
+
+
+        class AdaptiveCell(BaseCell):
+            def __init__(self, num):
+                super().__init__(num)
+                self.a = bm.Variable(bm.ones(num))
+                self.w_in = bm.TrainVar(bm.ones(num) * 0.5)
+
+            def update(self, x):
+                self.V.value = 0.9 * self.V + x * self.w_in - 0.1 * self.a
+                self.a.value = 0.8 * self.a + self.V
+                return self.V.value
+    ''')
+    src, gen = generated(tmp_path, "chain", source)
+    batched = gen.AdaptiveCellBatched(6, batch_size=4)
+    xs = np.random.default_rng(2).normal(size=(5, 4, 6)).astype(np.float32)
+    got = np.stack([np.asarray(batched.update(xs[t])) for t in range(5)], 1)
+    np.testing.assert_allclose(got, run_example_by_example(src.AdaptiveCell, (6,), xs, 4), rtol=1e-5, atol=1e-6)
+
+
+def test_bp_reset_state_with_the_batch_size_resets_training_mode_built_ins(tmp_path) -> None:
+    """main: bp.reset_state(batched, 4) raised MathError '(16,) ... ()': the sweep called each training-mode
+    built-in's reset_state without the one example's batch size (1), as bp.reset_state(net, 1) gives it."""
+    source = HEAD + textwrap.dedent('''
+        class SNN(bp.DynSysGroup):
+            def __init__(self, n_in, n_hid):
+                super().__init__()
+                self.r = bp.dyn.Lif(n_hid, mode=bm.training_mode, spk_fun=bm.surrogate.arctan)
+                self.fc = bp.dnn.Linear(n_in, n_hid, mode=bm.training_mode)
+
+            def update(self, x):
+                return self.r(self.fc(x))
+    ''')
+    _, gen = generated(tmp_path, "train_mode", source)
+    batched = gen.SNNBatched(5, 16, batch_size=4)
+    bp = pytest.importorskip("brainpy")
+    with bm.environment(dt=0.1):
+        bp.share.save(t=0.0, i=0, dt=0.1)
+        for _ in range(3):
+            batched.update(bm.ones((4, 1, 5)) * 3.0)
+        assert float(jnp.abs(batched.library.batched["r.V"].value).sum()) > 0
+        bp.reset_state(batched, 4)
+    assert float(jnp.abs(batched.library.batched["r.V"].value).sum()) == 0.0
+
+
+@pytest.mark.parametrize("handed", [
+    "self.leaky.add_inp_fun('wc', lambda *args: 3.0 * self.wc.x.value)",
+    "self.integral = bp.odeint(lambda v, t: -v + self.S)",
+])
+def test_a_function_reading_a_variable_handed_to_another_object_is_refused(handed: str) -> None:
+    """main: exited 0; with add_inp_fun the batched model read the built-in's one-example value, which
+    the library had put back, for every example (verify FAIL at step 0, max rel error 0.574); with
+    odeint it failed at run time saying the Variable belonged to a model handed to this one."""
+    source = HEAD + textwrap.dedent(f'''
+        class Leaky(bp.dyn.NeuDyn):
+            def __init__(self, size):
+                super().__init__(size)
+                self.V = bm.Variable(bm.zeros(self.num))
+
+            def update(self, x=0.):
+                self.V.value = 0.9 * self.V + self.sum_inputs(self.V.value) + x
+                return self.V.value
+
+
+        class Model(bp.DynSysGroup):
+            def __init__(self, n):
+                super().__init__()
+                self.S = bm.Variable(bm.ones(n))
+                self.wc = bp.dyn.WilsonCowanModel(n)
+                self.leaky = Leaky(n)
+                {handed}
+
+            def update(self, x):
+                self.wc(x)
+                return self.leaky(0.5 * x)
+    ''')
+    message = refused(source, "BFY212")
+    assert "and is handed to" in message and "which keeps it and calls it later" in message
