@@ -498,6 +498,16 @@ class _ClassScan:
                     path = self_path(node.targets[0].target, me) if me else None
                     if path and path[0] in fields and path[1:] in ([], ["value"]):
                         direct.add(id(node.value))
+        # BrainPy's registry of delays (``self.register_delay(...)`` / ``self.get_delay_data(...)``, the 2.x
+        # API): the delay lives in the registry, not on an attribute, so nothing would batch it.
+        for func in self.functions():
+            me = self_name_of(func)
+            for node in walk(func.body) if me else ():
+                if type(node) is cst.Call and self_path(node.func, me) == ["register_delay"]:
+                    self.a.report(node, "BFY103", "self.register_delay(...) keeps the delay in BrainPy's registry "
+                                  "of the model's delays, which batchify does not batch; hold the delay on an "
+                                  "attribute instead (self.delay = bp.VarDelay(self.pre.spike, ...) or "
+                                  "bm.LengthDelay) and read it in the step (self.delay(step))")
         # Every other Variable construction in the class is unsupported for now.
         for func in self.functions():
             for node in walk(func):
@@ -1685,10 +1695,17 @@ def check_stateful_overrides(a: Analysis, ir: ModuleIR, cls: ModelClass) -> None
         callers = sorted(m for m, meth in inherited.items()
                          if m in base.stateful and name in meth.self_calls and m not in cls.methods)
         if callers:
-            a.report(method.node.name, "BFY217", f"{cls.name}.{name}() touches state, but the {base.name}.{name}() "
-                     f"it overrides does not, and {base.name}.{callers[0]}() calls it as plain code: the batched "
-                     f"{callers[0]}() would run this override on the whole batch; override {callers[0]}() in "
-                     f"{cls.name} too, or keep the state change in a method {base.name} knows to be stateful")
+            changes = bool(method.writes or method.draws)
+            touches = "changes state" if changes else "reads state (or weights)"
+            shown = f"{name}" if method.kind == "property" else f"{name}()"
+            what = "the property" if method.kind == "property" else "it"
+            uses = "reads" if method.kind == "property" else "calls"
+            way = ("keep the state change in a method " + base.name + " knows to be stateful" if changes else
+                   f"pass what {shown} reads to it as an argument")
+            a.report(method.node.name, "BFY217", f"{cls.name}.{shown} {touches}, but the {base.name}.{shown} "
+                     f"{what} overrides does not, and {base.name}.{callers[0]}() {uses} it as plain code: the "
+                     f"batched {callers[0]}() would run this override on the whole batch; override "
+                     f"{callers[0]}() in {cls.name} too, or {way}")
 
 
 def mark_stateful(ir: ModuleIR, cls: ModelClass) -> None:

@@ -674,6 +674,14 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     classes = list(dict.fromkeys(getattr(args, "classes", []) or [])) or list(entries) or top
     if not classes:  # checking nothing would pass: not a verification
         raise BatchifyError([Diagnostic(shown, 1, 1, "BFY302", "cannot verify: no model class to check in this file")])
+    # Flags that say how one class is built and driven would be ignored for several: say so.
+    class_flags = [flag for flag, dest in (("--init", "init"), ("--method", "method"), ("--input-shape", "input_shape"),
+                                           ("--shared", "shared"), ("--port", "port"), ("--function", "functions"))
+                   if getattr(args, dest, None)]
+    if class_flags and len(classes) > 1 and not getattr(args, "classes", None):
+        raise BatchifyError([Diagnostic(shown, 1, 1, "BFY301", f"{class_flags[0]} drives one class, and this file has "
+                                        f"{len(classes)} to verify ({', '.join(classes)}): name the one it is for with "
+                                        "--class NAME")])
     plans = []
     diagnostics = []
     for name in classes:

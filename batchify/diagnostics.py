@@ -50,7 +50,7 @@ CODES: dict[str, Code] = {
     # Model structure.
     "BFY101": Code("a Variable is created outside __init__"),
     "BFY102": Code("a Variable is created but not assigned directly to a self attribute"),
-    "BFY103": Code("an unsupported Variable container (TimeDelay, NodeList, NodeDict)"),
+    "BFY103": Code("an unsupported Variable container (TimeDelay, NodeList, NodeDict, self.register_delay)"),
     "BFY104": Code("a BrainPy built-in held as library code reaches a model of this file built for it alone, "
                    "or a weight of this file"),
     "BFY105": Code("child models are held in a container (list, dict, Sequential) or handed to the base "

@@ -901,6 +901,25 @@ RULES: tuple[Rule, ...] = (
                     'return bfy.unwrap(state), None')),
     ),
     Rule(
+        'masked write',
+        f"{STMT}.indexed_write",
+        'writes through a boolean mask',
+        '`self.V[self.V > th] = 0.`, `self.V[m] = self.R[m]`, `self.S[(self.V < a) & ~r] += 2.`',
+        ('`state.V = jnp.where(state.V > th, 0., state.V)` (`x[m]` as the value: `x`), `jnp.where(m, state.S + 2., '
+         'state.S)`: a mask selects a number of elements no trace can know (`.at[mask]` raises '
+         '`NonConcreteBooleanIndexError` under `vmap`)'),
+        Case(before=('self.V.value = self.V + x\n'
+                     'self.V[self.V > 1.] = self.S[self.V > 1.]'),
+             after=('state = state._replace(V=state.V + x)\n'
+                    'state = state._replace(V=jnp.where(state.V > 1., state.S, state.V))\n'
+                    'return bfy.unwrap(state), None')),
+        Case(before=('self.V.value = self.V + x\n'
+                     'self.V[self.S] = 0.'),
+             after=('state = state._replace(V=state.V + x)\n'
+                    'state = state._replace(V=state.V.at[state.S].set(0.))\n'
+                    'return bfy.unwrap(state), None')),
+    ),
+    Rule(
         'item write',
         f"{STMT}.container_item_write",
         'writes of a `bm.VarList` / `bm.VarDict` item',

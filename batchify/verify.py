@@ -368,7 +368,8 @@ class Verifier:
             raise DriveError(f"--function {name}: give its per-example inputs with --input-shape "
                              f"({', '.join(f'{p}=SHAPE' for p in missing)})")
         rng = np.random.default_rng(d.seed + 11)
-        values = [random_input(rng, d.inputs[p], d.batch, 1)[:, 0] for p in params]
+        # jax arrays, as a user's loop hands them over (a numpy array indexed by a traced step fails)
+        values = [jax.numpy.asarray(random_input(rng, d.inputs[p], d.batch, 1)[:, 0]) for p in params]
         call = (lambda *a: function(model, *a)) if takes else function
         initial = snapshot(model)
         train_vars = model.train_vars().unique()
@@ -393,7 +394,7 @@ class Verifier:
         compare(report, f"fn {name} loss", None, np.asarray([float(w[1]) for w in want]), losses, d.rtol, d.atol)
         if has_aux:
             stacked_aux = jax.tree.map(lambda *xs: np.stack(xs), *[to_numpy(w[2]) for w in want])
-            compare(report, f"fn {name} aux", None, stacked_aux, aux, d.rtol, d.atol)
+            compare(report, f"fn {name} aux", None, stacked_aux, to_numpy(aux), d.rtol, d.atol)
         for key in train_vars:
             stacked = np.stack([np.asarray(w[0][key]) for w in want])
             compare(report, f"fn {name} grad {key} (mean)", None, stacked.mean(0), grads[key], rtol, atol)

@@ -605,3 +605,130 @@ def test_a_function_reading_a_variable_handed_to_another_object_is_refused(hande
     ''')
     message = refused(source, "BFY212")
     assert "and is handed to" in message and "which keeps it and calls it later" in message
+
+
+GATED = """'''GRU-like rate RNN classifier trained with a single-example loss function (module-level model).'''
+import functools
+import brainpy as bp
+import brainpy.math as bm
+import numpy as np
+
+
+class GatedRNN(bp.DynamicalSystem):
+    def __init__(self, n_in, n_rec, n_out):
+        super().__init__()
+        self.n_rec = n_rec
+        self.Wz = bm.TrainVar(bm.random.normal(0., 1. / np.sqrt(n_in + n_rec), (n_in + n_rec, n_rec)))
+        self.Wh = bm.TrainVar(bm.random.normal(0., 1. / np.sqrt(n_in + n_rec), (n_in + n_rec, n_rec)))
+        self.Wo = bm.TrainVar(bm.random.normal(0., 1. / np.sqrt(n_rec), (n_rec, n_out)))
+        self.h = bm.Variable(bm.zeros(n_rec))
+
+    def reset_state(self, batch_size=None):
+        self.h.value = bm.zeros(self.n_rec)
+
+    def update(self, x):
+        xh = bm.concatenate([x, self.h.value])
+        z = bm.sigmoid(xh @ self.Wz)
+        hc = bm.tanh(xh @ self.Wh)
+        self.h.value = (1 - z) * self.h + z * hc
+        return self.h @ self.Wo
+
+
+model = GatedRNN(4, 16, 3)
+opt = bp.optim.Adam(lr=1e-2, train_vars=model.train_vars().unique())
+
+
+def step(t, xs):
+    return model.update(xs[t])
+
+
+def loss_fun(xs, y):
+    model.reset_state()
+
+    outs = bm.for_loop(functools.partial(step, xs=xs), bm.arange(xs.shape[0]))
+    logits = outs[-1]
+    loss = bp.losses.cross_entropy_loss(logits, y)
+    acc = bm.asarray(logits.argmax() == y, dtype=bm.float32)
+    return loss, acc
+"""
+
+
+def test_verify_of_a_loss_function_returning_a_brainpy_array_indexing_its_input(tmp_path) -> None:
+    """main: verify --function said FAIL (transformation bug) on `acc = bm.asarray(...)`: 'aux (structure
+    PyTreeDef(*) vs PyTreeDef(CustomNode(Array[None], [*])))' at an error of 6e-7; and BFY302 'the model's own
+    code raised TracerArrayConversionError' for `xs[t]` under bm.for_loop, as it handed numpy arrays."""
+    (tmp_path / "gated.py").write_text(GATED)
+    made = subprocess.run([sys.executable, "-m", "batchify", "gated.py", "-o", "gated_batched.py", "--function",
+                           "loss_fun"], capture_output=True, text=True, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    checked = subprocess.run([sys.executable, "-m", "batchify", "verify", "gated.py", "gated_batched.py", "--init",
+                              "4, 16, 3", "--input-shape", "x=4", "--function", "loss_fun", "--input-shape", "xs=10x4",
+                              "--input-shape", "y=1:int32:3", "--no-speed"], capture_output=True, text=True,
+                             cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "loss_fun(): losses and outputs ok, gradients (mean and per example) ok" in checked.stdout
+
+
+MASKED = """import brainpy as bp
+import brainpy.math as bm
+
+
+class M(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.V = bm.Variable(bm.zeros(n))
+        self.R = bm.Variable(bm.ones(n))
+
+    def update(self, x):
+        self.V.value = self.V + x
+        self.V[self.V > 1.] = self.R[self.V > 1.]
+        self.R[(self.V < 0.5) & (x > 0)] += 2.0
+        return self.V.value
+"""
+
+
+def test_writes_through_a_boolean_mask_verify(tmp_path) -> None:
+    """main wrote state.V.at[state.V > 1.].set(...): verify BFY303 NonConcreteBooleanIndexError."""
+    (tmp_path / "masked.py").write_text(MASKED)
+    text = transform(MASKED.encode(), "masked.py", command="batchify").text
+    assert "jnp.where(state.V > 1., state.R, state.V)" in text
+    (tmp_path / "masked_batched.py").write_text(text)
+    checked = subprocess.run([sys.executable, "-m", "batchify", "verify", "masked.py", "masked_batched.py", "--init",
+                              "5", "--input-shape", "x=5:float32:1.0", "--no-speed", "--strict"],
+                             capture_output=True, text=True, cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "state moved 2/2, examples differ" in checked.stdout
+
+
+RATE_TRACE = """import brainpy as bp
+import brainpy.math as bm
+
+
+class Pop(bp.DynSysGroup):
+    def __init__(self, n=20):
+        super().__init__()
+        self.N = bp.dyn.LifRef(n, V_rest=0., V_th=1., V_reset=0., tau=5., tau_ref=1.)
+        self.rate_trace = bm.Variable(bm.zeros(()))
+
+    def rate(self):
+        return self.N.spike.value.mean()
+
+    def update(self, x):
+        self.N(x)
+        self.rate_trace.value = 0.9 * self.rate_trace + 0.1 * self.rate()
+        return self.rate_trace.value, self.N.V.value
+"""
+
+
+def test_a_read_of_an_own_field_beside_a_call_that_only_runs_built_in_code_is_kept(tmp_path) -> None:
+    """main: BFY215 'this reads state before a call in the same statement changes it' for
+    `0.9 * self.rate_trace + 0.1 * self.rate()`, where rate() only reads a built-in: built-in code changes
+    the built-ins' state (and own Variables handed to them), never rate_trace."""
+    (tmp_path / "rate.py").write_text(RATE_TRACE)
+    text = transform(RATE_TRACE.encode(), "rate.py", command="batchify").text
+    (tmp_path / "rate_batched.py").write_text(text)
+    checked = subprocess.run([sys.executable, "-m", "batchify", "verify", "rate.py", "rate_batched.py",
+                              "--input-shape", "x=20:float32:40.0", "--dt", "0.1", "--steps", "40", "--no-speed",
+                              "--strict"], capture_output=True, text=True, cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "state moved 4/4, examples differ" in checked.stdout

@@ -102,6 +102,7 @@ BAD_SOURCES = {
     "model-class-nested-in-a-model": (model("\n    class Cell(bp.DynamicalSystem):\n        def __init__(self, n):\n"
                                             "            super().__init__()\n            self.h = bm.Variable(bm.zeros(n))\n",
                                             "        self.cell = self.Cell(n)\n"), "BFY106"),
+    "legacy-register-delay": (model("", "        self.pos = self.register_delay('v', 2, self.v)\n"), "BFY103"),
     "star-import-of-brainpy-math": (GOOD.replace("import brainpy.math as bm\n", "import brainpy.math as bm\n"
                                                  "from brainpy.math import *\n"), "BFY012"),
 }
@@ -462,3 +463,16 @@ def test_check_reports_a_hand_edited_output_as_stale_with_exit_1(tmp_path: Path)
     edited = batchify(str(src), "-o", str(out), "--check", cwd=tmp_path)
     assert edited.returncode == 1 and b"BFY008 is stale: it was edited since it was generated" in edited.stderr
     assert out.read_text().endswith("# edit\n")
+
+
+def test_verify_flags_for_one_class_in_a_file_of_several_ask_for_class(tmp_path: Path) -> None:
+    """main applied --init and --input-shape to no class when the file had two top-level models, then said
+    'missing --input-shape x=SHAPE' for the flag just given."""
+    src = tmp_path / "two.py"
+    src.write_text(GOOD + GOOD.split("\n\n\n", 1)[1].replace("class Leaky", "class Other"))
+    out = tmp_path / "two_batched.py"
+    assert batchify(str(src), "-o", str(out), cwd=tmp_path).returncode == 0
+    result = batchify("verify", str(src), str(out), "--init", "3", "--input-shape", "x=3", cwd=tmp_path)
+    err = result.stderr.decode()
+    assert result.returncode == CODES["BFY301"].exit_code and " BFY301 --init drives one class" in err, err
+    assert "--class NAME" in err and "Traceback" not in err

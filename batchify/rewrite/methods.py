@@ -477,8 +477,11 @@ class ExprRewriter(Transformer):
                 continue
             seen.add(name)
             for found in (m[name] for m in methods if name in m):
-                if found.child_calls or found.reads & libraries:
+                if found.child_calls:
                     return None
+                if found.reads & libraries:  # built-in code may change the built-ins' state, and the own
+                    # Variables handed to them (`bm.LengthDelay(self.x)`), nothing else of this class
+                    written |= {"library", *(f for c in self.ctx.ir.chain(cls) for f in c.library_fields)}
                 written |= found.writes
                 todo.extend(found.self_calls)
         return frozenset(written)
@@ -1193,6 +1196,15 @@ class MethodRewriter:
         """``self.V[i] = e`` -> ``state.V.at[i].set(e)``; ``self.V[i] += e`` -> ``.at[i].set(state.V[i] + e)``
         (duplicate indices do not accumulate, as in the original)."""
         idx_node = [self.expr(el, hoist=False)[1] for el in index]  # an index only reads
+        if len(index) == 1 and type(index[0].slice) is cst.Index and is_mask(index[0].slice.value):
+            # `self.V[self.V > th] = 0.`: a boolean mask selects a number of elements no trace can know
+            # (NonConcreteBooleanIndexError); the same write as jnp.where(mask, value, V), elementwise.
+            mask = idx_node[0].slice.value
+            if type(value) is cst.Subscript and len(value.slice) == 1 and value.slice[0].deep_equals(idx_node[0]):
+                value = value.value  # `V[m] = x[m]`: x where m holds
+            if op is not None:
+                value = cst.BinaryOperation(current, op(), _paren(value, op))
+            return cst.Call(attr(name("jnp"), "where"), [cst.Arg(mask), cst.Arg(value), cst.Arg(current)])
         if op is not None:
             value = cst.BinaryOperation(cst.Subscript(current, idx_node), op(), _paren(value, op))
         return cst.Call(attr(cst.Subscript(attr(current, "at"), idx_node), "set"), [cst.Arg(value)])
@@ -1555,6 +1567,17 @@ class _DropValue(Transformer):
             if path and isinstance(self.ctx.resolve(path), FieldRef):
                 return updated_node.value
         return updated_node
+
+
+def is_mask(node: cst.BaseExpression) -> bool:
+    """A boolean mask as written: a comparison, or ``~``, ``&``, ``|``, ``^`` of masks (``(V > a) & ~r``)."""
+    if type(node) is cst.Comparison:
+        return True
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.BitInvert:
+        return is_mask(node.expression)
+    if type(node) is cst.BinaryOperation and type(node.operator) in (cst.BitAnd, cst.BitOr, cst.BitXor):
+        return is_mask(node.left) or is_mask(node.right)
+    return False
 
 
 class _HolderCalls(Transformer):
