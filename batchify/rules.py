@@ -334,6 +334,28 @@ RULES: tuple[Rule, ...] = (
                     '        self.T = bm.Variable(bm.zeros(3))\n')),
     ),
     Rule(
+        'class factories',
+        'rewrite.classes.ClassRewriter.factory',
+        'a classmethod building the class',
+        '`@classmethod def from_config(cls, cfg): return cls(cfg["n"])`',
+        ('copied, taking the batch size as the batched constructor does (`*, batch_size`, and `seed=None` '
+         'for a random model) and passing it on: `cls(cfg["n"], batch_size=batch_size)`'),
+        Case(before='return self.V.value',
+             after='def make(cls, *, batch_size):',
+             where='def:make',
+             extra=('\n'
+                    '    @classmethod\n'
+                    '    def make(cls):\n'
+                    '        return cls()\n')),
+        Case(before='return self.V.value',
+             after='def names(cls):',
+             where='def:names',
+             extra=('\n'
+                    '    @classmethod\n'
+                    '    def names(cls):\n'
+                    '        return [cls.__name__]\n')),
+    ),
+    Rule(
         'Variables made in a local',
         f"{INIT}.batched_local",
         'a Variable made into a name of `__init__`, then stored on `self`',

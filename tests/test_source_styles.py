@@ -80,3 +80,29 @@ def test_an_optional_import_and_a_module_level_loop_the_model_reads_are_copied(t
     assert "\ntry:\n    import numpy as np\nexcept ImportError:\n    np = None\n\nACC = 0\n\nfor _i in range(3):\n" in text
     np_out = module.RateBatched(3, batch_size=2).update(bm.ones((2, 3)))
     assert float(np_out[0, 0]) == 3.0
+
+
+def test_a_classmethod_factory_builds_the_batched_class(tmp_path: Path) -> None:
+    """main copied `return cls(cfg['n'])` as written: GrabBatched.from_config({'n': 4}) raised TypeError
+    (missing keyword-only argument 'batch_size'), and the copy had no way to take it."""
+    source = HEAD + textwrap.dedent('''
+        class Grab(bp.DynamicalSystem):
+            def __init__(self, n, tau=None):
+                super().__init__()
+                self.tau = tau or 2.0
+                self.h = bm.Variable(bm.zeros(n))
+
+            @classmethod
+            def from_config(cls, cfg):
+                return cls(cfg['n'], cfg.get('tau'))
+
+            def update(self, x):
+                self.h.value = self.h / self.tau + bm.random.normal(size=x.shape) * 0.0 + x
+                return self.h.value
+    ''')
+    module = imported(tmp_path, source, "factory")
+    text = (tmp_path / "factory_batched.py").read_text()
+    assert "    def from_config(cls, cfg, *, batch_size, seed=None):\n" in text
+    assert "        return cls(cfg['n'], cfg.get('tau'), batch_size=batch_size, seed=seed)\n" in text
+    built = module.GrabBatched.from_config({"n": 4, "tau": 4.0}, batch_size=3, seed=1)
+    assert built.batch_size == 3 and built.h.value.shape == (3, 4) and built.tau == 4.0

@@ -187,6 +187,36 @@ class ClassRewriter:
         rewritten = init.visit(ConstructorRewriter(self.ir, self.cls, self_name_of(init) or "self", seed_name))
         return self.source_comment(init) + statement_code(self.renamed(rewritten))
 
+    def factory(self, func: cst.FunctionDef) -> cst.FunctionDef:
+        """A classmethod building the class (``return cls(cfg['n'])``): the batched constructor needs the
+        batch size (and takes a seed), so the copy takes them as the constructor does and passes them on."""
+        params = func.params.params
+        cls_name = params[0].name.value if params else None
+        builds = [n for n in walk(func.body) if type(n) is cst.Call and type(n.func) is cst.Name
+                  and n.func.value == cls_name]
+        taken = {p.name.value for p in (*params, *func.params.kwonly_params)}
+        if not builds or "batch_size" in taken:
+            return func
+        init = self.init_node
+        own = {p.name.value for p in (*init.params.params, *init.params.kwonly_params)} if init is not None else set()
+        seed = "batch_seed" if "seed" in own else "seed"  # as the batched constructor names it
+        added = ["batch_size", *([seed] if self.cls.random and seed not in taken else [])]
+
+        class PassOn(cst.CSTTransformer):
+            def leave_Call(self, original_node, updated_node):
+                if not any(original_node is b for b in builds):
+                    return updated_node
+                args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated_node.args]
+                return updated_node.with_changes(args=[*args, *(keyword_arg(k, cst.Name(k)) for k in added)])
+
+        tight = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+        kwonly = [*func.params.kwonly_params, *(cst.Param(cst.Name(k)) if k == "batch_size" else
+                                                cst.Param(cst.Name(k), default=cst.Name("None"), equal=tight)
+                                                for k in added)]
+        star = func.params.star_arg if func.params.star_arg is not cst.MaybeSentinel.DEFAULT or not kwonly else (
+            cst.ParamStar())
+        return func.visit(PassOn()).with_changes(params=func.params.with_changes(star_arg=star, kwonly_params=kwonly))
+
     def methods(self) -> list[str]:
         out = []
         for method in self.cls.methods.values():
@@ -195,7 +225,8 @@ class ClassRewriter:
                 out.append(comment + self.construction_helper(method.node))
                 continue
             if method.name not in self.cls.stateful:
-                out.append(comment + statement_code(self.renamed(method.node)) + self.accessors(method.name))
+                node = self.factory(method.node) if method.kind == "class" else method.node
+                out.append(comment + statement_code(self.renamed(node)) + self.accessors(method.name))
                 continue
             if method.name in self.cls.context_properties:  # an integrator's derivatives: no pure twin
                 prop, diagnostics = rewrite_context_property(self.ir, self.cls, method)
