@@ -198,4 +198,16 @@ def driver_methods(module: cst.Module, models: dict[str, cst.ClassDef], names: I
 def returns_aux(func: cst.FunctionDef) -> bool:
     """Whether a loss returns ``(loss, aux, ...)``: its returns are tuples of two or more."""
     returns = [n for n in walk(func.body) if type(n) is cst.Return and n.value is not None]
-    return bool(returns) and all(type(r.value) is cst.Tuple and len(r.value.elements) >= 2 for r in returns)
+    # `res = (loss, err); return res`: the tuples a returned name is bound to
+    bound = {}
+    for n in walk(func.body):
+        if type(n) is cst.Assign and len(n.targets) == 1 and type(n.targets[0].target) is cst.Name:
+            bound.setdefault(n.targets[0].target.value, []).append(n.value)
+
+    def is_tuple(value: cst.BaseExpression) -> bool:
+        if type(value) is cst.Name and value.value in bound:
+            values = [v for v in bound[value.value] if type(v) is not cst.Name]
+            return bool(values) and all(is_tuple(v) for v in values)
+        return type(value) is cst.Tuple and len(value.elements) >= 2
+
+    return bool(returns) and all(is_tuple(r.value) for r in returns)

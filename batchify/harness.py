@@ -47,6 +47,8 @@ class HarnessOptions(NamedTuple):
                                      ("loss", self.loss, LOSSES)):
             if value not in allowed and not (value.startswith(FUNCTION) and value[len(FUNCTION):].isidentifier()):
                 out.append(f"unknown {what} {value!r} (one of {', '.join(allowed)}, or function:NAME)")
+        if self.steps is not None and self.steps < 1:  # a rollout of no step has no output: a NaN loss
+            out.append(f"--harness-steps must be at least 1, not {self.steps}")
         return out
 
 
@@ -87,6 +89,13 @@ def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics:
              f"(one of {', '.join(stepping) or 'none'})")
         return None
     func = methods[method].node
+    reset = methods.get("reset_state")
+    required = [p.name.value for p in (reset.node.params.params[1:] if reset is not None else [])
+                if p.default is None and p.name.value != "batch_size"]
+    if required:  # each rollout resets its example with reset_state(): it could give these nothing
+        fail(f"harness for {cls.name}: reset_state() requires {', '.join(required)}, which the harness's reset "
+             f"of each example cannot give; give {required[0]} a default", reset.node)
+        return None
     if not options.readout.startswith(FUNCTION) and not returns_a_value(func):
         fail(f"harness for {cls.name}: {method}() returns nothing, so the {options.readout} readout has no "
              "output to read: return the output, or read the state with --readout function:NAME", func)

@@ -1376,14 +1376,19 @@ def value_and_grads(model, function, has_aux, shared, args, kwargs, train_vars, 
         return jnp.reshape(loss, ()), (state, aux)
 
     params, state = model.params(), model.state()
+    # A model with no state and only shared arguments maps nothing: vmap is told the batch size. Otherwise
+    # it reads the size off the arguments, which are a chunk of the batch under `microbatch`.
+    mapped = any(axis == 0 for axis in axes) or (
+        bool(jax.tree.leaves(state)) if state_axes == 0 else any(a == 0 for a in jax.tree.leaves(state_axes)))
+    axis_size = None if mapped else size
     with batch_state_only(model, function.__name__.removesuffix("_pure")):
         if per_example:
             grad_one = jax.value_and_grad(one, has_aux=True)
-            (losses, (state, aux)), grads = jax.vmap(grad_one, in_axes=(None, state_axes, *axes), axis_size=size)(
-                params, state, *values)
+            (losses, (state, aux)), grads = jax.vmap(grad_one, in_axes=(None, state_axes, *axes),
+                                                     axis_size=axis_size)(params, state, *values)
         else:
             def mean_loss(params, state, *values):
-                losses, (state, aux) = jax.vmap(one, in_axes=(None, state_axes, *axes), axis_size=size)(
+                losses, (state, aux) = jax.vmap(one, in_axes=(None, state_axes, *axes), axis_size=axis_size)(
                     params, state, *values)
                 return jnp.mean(losses), (losses, state, aux)
 
@@ -1854,6 +1859,18 @@ def _examples(tree, k):
     return jax.tree.map(lambda a: jax.ShapeDtypeStruct((k, *jnp.shape(a)[1:]), _dtype(a)), tree)
 
 
+def with_example_key(model, state, key):
+    """One example's ``state`` drawing from ``key``: its ``rng_key``, and each random stream of the
+    model's own (a ``bm.random.RandomState`` held as library code) from a key folded from it."""
+    state = state._replace(rng_key=key)
+    library = getattr(model, "library", None) if "library" in getattr(state, "_fields", ()) else None
+    streams = [k for k, v in library.variables.items() if isinstance(v, bm.random.RandomState)] if library else []
+    if not streams:
+        return state
+    return state._replace(library={**state.library, **{k: jax.random.fold_in(key, i + 1)
+                                                       for i, k in enumerate(sorted(streams))}})
+
+
 class Harness:
     """Training machinery around a generated harness: ``class FooHarness(bfy.Harness, model=FooBatched)``.
 
@@ -1938,19 +1955,22 @@ class Harness:
         self._evaluate_batch = jax.jit(jax.vmap(self._evaluate_example, in_axes=in_axes))
 
     # -- one example -----------------------------------------------------------------------------
-    def rollout(self, params, x, key=None):
+    def rollout(self, params, x, key=None, fit=True):
         """One example: the outputs of its ``step`` at every step, stacked on a leading time axis.
 
         It starts from the state the model's ``reset_state()`` gives one example, whatever the
-        model did before (with random numbers, the reset draws from ``key`` too).
+        model did before (with random numbers, the reset draws from ``key`` too, and so does each
+        random stream of the model's own, ``bm.random.RandomState``). ``fit``: BrainPy's
+        ``bp.share['fit']`` for the steps, as its trainers set it: True while training (dropout on),
+        False in ``predict`` and ``evaluate``.
         """
-        template = self.template._replace(rng_key=key) if self.random else self.template
+        template = with_example_key(self.model, self.template, key) if self.random else self.template
         state = self.model.reset_example(params, template)
 
         def step(state, inputs):
             t, x_t = inputs
             # BrainPy's shared clock for this step, as DSRunner sets it: bp.share's i, t and dt.
-            with brainstate.environ.context(env=brainpy_env, i=t, t=t * self.dt, dt=self.dt):
+            with brainstate.environ.context(env=brainpy_env, i=t, t=t * self.dt, dt=self.dt, fit=fit):
                 return self.step(params, state, t, x_t)
 
         if self.remat:
@@ -1971,12 +1991,12 @@ class Harness:
         return steps if self.unroll is True else min(self.unroll, max(steps, 1))
 
     def predict(self, params, x, *key):
-        """One example's prediction (the readout over time)."""
-        return self.readout(self.rollout(params, x, *key))
+        """One example's prediction (the readout over time), not training (``bp.share['fit']`` False)."""
+        return self.readout(self.rollout(params, x, *key, fit=False))
 
     def loss_fn(self, params, x, y, *key):
-        """One example's loss."""
-        return self.loss(self.predict(params, x, *key), y)
+        """One example's loss, training (``bp.share['fit']`` True: dropout on, as BrainPy's trainers run it)."""
+        return self.loss(self.readout(self.rollout(params, x, *key, fit=True)), y)
 
     def _evaluate_example(self, params, x, y, *key):
         pred = self.predict(params, x, *key)

@@ -177,10 +177,13 @@ def loss_harness_code(ir: ModuleIR, diagnostics: list[Diagnostic]) -> list[LossH
             if cls.random:  # every example would start from the template's one key: one noise draw for all
                 pos = ir.positions.get(node)
                 diagnostics.append(Diagnostic(ir.path, pos.start.line if pos else 1, 1, "BFY013", (
-                    f"harness: {function}() drives {cls.name}, which draws random numbers, and the --function "
-                    "harness does not give each example its own random key yet (every example would get the same "
-                    f"noise); train with {cls.batched_name}.{method}_grad, which does, or with the --harness "
-                    "of the class itself")))
+                    f"harness: {function}() drives {cls.name}, which "
+                    + ("holds BrainPy built-ins (whose code may draw from BrainPy's random stream)"
+                       if ir.all_libraries(cls) and not any(m.draws for m in ir.all_methods(cls).values())
+                       else "draws random numbers")
+                    + ", and the --function harness does not give each example its own random key yet (every "
+                    f"example would get the same noise); train with {cls.batched_name}.{method}_grad, which "
+                    "does, or with the --harness of the class itself")))
                 continue
             out.append(LossHarnessCode(f"{cls.name}Harness", cls.batched_name,
                                        ("bfy.LossHarness", f"model={cls.batched_name}", *(["has_aux=True"] if has_aux else [])),
