@@ -647,7 +647,9 @@ RULES: tuple[Rule, ...] = (
         'a `@property` that reads state or weights and changes nothing',
         '`@property def w_eff(self): return self.W * self.mask` (a masked or sign-constrained weight), used as `x @ self.w_eff`',
         ("read in place from its pure twin, `x @ self.w_eff_pure(params, state)[1]` (the traced weights, this "
-         "example's state); the property itself is kept as written, for use outside the steps, with its "
+         "example's state); outside the steps, a property reading weights only is kept as written, one reading "
+         "state is `rate = bfy.batched_property(\"rate_pure\")`, each example's value on axis 0 (as written it "
+         "would read the whole batch at once), either with its "
          "`@w_eff.setter` / `.deleter` after it (acting on the batch: a state Variable it sets takes the batch's "
          "values; a step assigning `self.w_eff = ...` is refused, BFY202); a property that changes state is "
          "refused (BFY208)"),
@@ -664,6 +666,28 @@ RULES: tuple[Rule, ...] = (
                     '    @property\n'
                     '    def twice(self):\n'
                     '        return self.gain * 2.0\n')),
+    ),
+    Rule(
+        'state properties outside the steps',
+        f"{CLASS}.reads_state",
+        'a `@property` that reads state, read on the batched model',
+        '`@property def bump_position(self): return bm.angle(bm.sum(self.r * bm.exp(1j * self.x)))`',
+        ('`bump_position = bfy.batched_property("bump_position_pure")`: each example\'s value, stacked on axis '
+         '0 (as written it would read the whole batch at once: one number summed over every example)'),
+        Case(before='return self.rate',
+             after='rate = bfy.batched_property("rate_pure")',
+             where='line:rate',
+             extra=('\n'
+                    '    @property\n'
+                    '    def rate(self):\n'
+                    '        return self.V.sum()\n')),
+        Case(before='return self.V * self.norm',
+             after='@property',
+             where='decorator:norm',
+             extra=('\n'
+                    '    @property\n'
+                    '    def norm(self):\n'
+                    '        return self.W.sum()\n')),
     ),
     Rule(
         'random draw',

@@ -134,8 +134,8 @@ def _at_reset_level(method, level):
     """``method`` marked as ``bp.reset_level(level)`` marks a ``reset_state``, which ``bp.reset_state``
     reads to order the resets of a model's nodes."""
     @functools.wraps(method)
-    def reset_state(self, batch_size=None):
-        return method(self, batch_size)
+    def reset_state(self, *args, **kwargs):
+        return method(self, *args, **kwargs)
 
     reset_state.reset_level = level
     return reset_state
@@ -1040,18 +1040,37 @@ class Batched:
         spec = spec_of(type(self))
         return bool(spec.children) or spec.has_library
 
-    def reset_state(self, batch_size=None):
-        """Reset every example as the model's ``reset_state()`` does; a new ``batch_size`` resizes first."""
+    def reset_state(self, *args, **kwargs):
+        """Reset every example as the model's ``reset_state(...)`` does, with the same arguments (``level=2``:
+        every example's); a new ``batch_size`` resizes first."""
+        batch_size, given = self._reset_arguments(args, kwargs)
+        def reset(params, state):
+            return self.reset_example(params, state, **given)
+
         if _CONSTRUCTING.get():  # `self.reset_state()` in __init__: the one example the constructor builds
             if hasattr(self, "reset_state_pure") or self._resets_tree():
                 with self._example_library():
-                    self.set_state(unwrap(self.reset_example(self.params(), self.state())))
+                    self.set_state(unwrap(reset(self.params(), self.state())))
             return
-        if batch_size is not None and batch_size != self.batch_size:
+        if isinstance(batch_size, int) and not isinstance(batch_size, bool) and batch_size != self.batch_size:
             self.set_batch_size(batch_size)
         if hasattr(self, "reset_state_pure") or self._resets_tree():
             with _root_stream(self):
-                self._reset_batch(self.reset_example)
+                self._reset_batch(reset)
+
+    def _reset_arguments(self, args, kwargs):
+        """``(batch_size, the other arguments by name)`` of a call of the model's ``reset_state``, bound as
+        the original binds them (``reset_state(2)`` of ``reset_state(self, level=0, batch_size=None)``
+        is ``level=2``, not a batch of 2)."""
+        pure = getattr(self, "reset_state_pure", None)
+        if pure is None:
+            return (args[0] if args else kwargs.get("batch_size")), {}
+        try:
+            bound = inspect.signature(pure).bind_partial(None, None, *args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{type(self).__name__}.reset_state(): {exc}") from None
+        given = dict(list(bound.arguments.items())[2:])  # less params and state
+        return given.pop("batch_size", None), given
 
     def reset(self, batch_size=None):
         """Reset every example as ``bp.reset_state`` resets the model: its own, its children's and
@@ -1067,10 +1086,15 @@ class Batched:
             state = jax.vmap(reset, in_axes=(None, state_axes), axis_size=self.batch_size)(params, state)
         self.set_state(self.reduced(state))
 
-    def reset_example(self, params, state):
-        """One example's ``state`` as the model's ``reset_state()`` leaves it (a model that defines
+    def reset_example(self, params, state, **given):
+        """One example's ``state`` as the model's ``reset_state(**given)`` leaves it (a model that defines
         none is reset as BrainPy resets everything: ``reset_all_example``)."""
         if hasattr(self, "reset_state_pure"):
+            if given:  # the arguments a reset_state(...) call gave; a required batch_size is one example's, 1
+                names = [p.name for p in list(inspect.signature(self.reset_state_pure).parameters.values())[2:]]
+                required = dict(zip(names, required_reset_args(self.reset_state_pure, 2)))
+                return self.reset_state_pure(params, state, **{**{k: v for k, v in required.items()
+                                                                  if k == "batch_size"}, **given})[0]
             return self.reset_state_pure(params, state, *required_reset_args(self.reset_state_pure, 2))[0]
         reset = type(self).reset_state
         if reset is not Batched.reset_state and not getattr(reset, "_not_implemented", False):
@@ -1301,6 +1325,22 @@ def step_while_constructing(model, function, args, kwargs):
     state, out = function(params, state, *args, **kwargs)
     model.set_state(unwrap(state))
     return out
+
+
+def batched_property(pure_name):
+    """A property reading state, on the batched class: each example's value, stacked on a leading batch
+    axis (as written it would read the whole batch's Variables at once: ``bm.sum(self.r)`` over every
+    example). While the constructor builds one example, that example's."""
+    name = pure_name.removesuffix("_pure")
+
+    def get(self):
+        function = getattr(self, pure_name)
+        if _CONSTRUCTING.get():
+            return unwrap(function(self.params(), self.state())[1])
+        return vmapped_call(self, function, (), (), {})
+
+    get.__name__ = get.__qualname__ = name
+    return property(get, doc=f"``{name}`` of every example (axis 0), from ``{pure_name}``.")
 
 
 def vmapped_call(model, function, shared, args, kwargs):

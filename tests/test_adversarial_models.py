@@ -732,3 +732,65 @@ def test_a_read_of_an_own_field_beside_a_call_that_only_runs_built_in_code_is_ke
                               "--strict"], capture_output=True, text=True, cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "state moved 4/4, examples differ" in checked.stdout
+
+
+# -- a fourth probe, of classic models (2026-12-04) ------------------------------------------------------
+
+TRIAL = HEAD + textwrap.dedent('''
+    class Trial(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.n = n
+            self.r = bm.Variable(bm.zeros(n))
+            self.x = bm.linspace(-3.0, 3.0, n)
+
+        def reset_state(self, level=0.0, batch_size=None):
+            self.r.value = bm.ones(self.n) * level
+
+        @property
+        def position(self):
+            return bm.angle(bm.sum(self.r * bm.exp(1j * self.x)))
+
+        @property
+        def scale(self):
+            return bm.sum(self.x) * 0.0 + 2.0
+
+        def update(self, x):
+            self.r.value = 0.8 * self.r + x
+            return self.r.value
+''')
+
+
+def test_reset_state_arguments_are_the_originals(tmp_path) -> None:
+    """main: batched.reset_state(2) on a batch of 8 resized the batch to 2 and reset with level=0;
+    reset_state(level=-1.5) raised TypeError: unexpected keyword argument 'level'."""
+    src, gen = generated(tmp_path, "trial", TRIAL)
+    batched = gen.TrialBatched(3, batch_size=8)
+    batched.reset_state(2)
+    assert batched.batch_size == 8
+    np.testing.assert_array_equal(np.asarray(batched.r.value), np.full((8, 3), 2.0))
+    batched.reset_state(level=-1.5)
+    np.testing.assert_array_equal(np.asarray(batched.r.value), np.full((8, 3), -1.5))
+    batched.reset_state(batch_size=4)
+    assert batched.batch_size == 4 and np.asarray(batched.r.value).shape == (4, 3)
+    original = src.Trial(3)
+    original.reset_state(2)
+    np.testing.assert_array_equal(np.asarray(original.r.value), np.full(3, 2.0))
+
+
+def test_a_property_reading_state_gives_each_examples_value(tmp_path) -> None:
+    """main copied the property as written: batched.position was one number, the angle of the sum over
+    every example's r (2.7316 where the examples had -2.007, 0.499 and 2.521)."""
+    src, gen = generated(tmp_path, "trial_prop", TRIAL)
+    batched = gen.TrialBatched(5, batch_size=3)
+    xs = np.random.default_rng(3).normal(size=(4, 3, 5)).astype(np.float32)
+    for t in range(4):
+        batched.update(xs[t])
+    want = []
+    for e in range(3):
+        model = src.Trial(5)
+        for t in range(4):
+            model.update(xs[t, e])
+        want.append(float(model.position))
+    np.testing.assert_allclose(np.asarray(batched.position), want, rtol=1e-5, atol=1e-6)
+    assert float(batched.scale) == 2.0  # reading no state: one value, as written

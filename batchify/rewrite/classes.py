@@ -187,6 +187,25 @@ class ClassRewriter:
         rewritten = init.visit(ConstructorRewriter(self.ir, self.cls, self_name_of(init) or "self", seed_name))
         return self.source_comment(init) + statement_code(self.renamed(rewritten))
 
+    def reads_state(self, method) -> bool:
+        """Whether ``method`` reads state, its own (directly or through methods it calls), a child's or a
+        built-in's: each example has its own, unlike weights."""
+        fields, methods = self.ir.field_map(self.cls), self.ir.all_methods(self.cls)
+        libraries = set(self.ir.all_libraries(self.cls))
+        seen, todo = set(), [method]
+        while todo:
+            m = todo.pop()
+            if m.name in seen:
+                continue
+            seen.add(m.name)
+            if m.child_calls or m.reads & libraries or any(
+                    r in fields and fields[r].kind == "state" for r in m.reads) or m.draws:
+                return True
+            if any(r not in fields for r in m.reads):  # a child's Variable (`self.l1.s`)
+                return True
+            todo.extend(methods[c] for c in m.self_calls if c in methods)
+        return False
+
     def factory(self, func: cst.FunctionDef) -> cst.FunctionDef:
         """A classmethod building the class (``return cls(cfg['n'])``): the batched constructor needs the
         batch size (and takes a seed), so the copy takes them as the constructor does and passes them on."""
@@ -238,9 +257,14 @@ class ClassRewriter:
             bound = frozenset(f for c in self.ir.chain(self.cls) for f in c.bound_functions)
             pure = with_example_for_holders(pure, self.cls, bound)
             block = comment + statement_code(self.renamed(pure, method.node))
-            if method.kind == "property":  # a reader: kept as it is for use outside the steps, and its pure twin
-                out.append(comment + statement_code(self.renamed(method.node)) + self.accessors(method.name)
-                           + "\n\n" + statement_code(self.renamed(pure, method.node)))
+            if method.kind == "property":  # a reader, and its pure twin
+                if self.reads_state(method):  # as written it would read the whole batch's Variables at once
+                    out.append(comment + statement_code(self.renamed(pure, method.node)) + "\n\n"
+                               + f'{method.name} = {RUNTIME}.batched_property("{pure_name(method.name)}")'
+                               + self.accessors(method.name))
+                else:  # weights only: the same for every example, kept as it is for use outside the steps
+                    out.append(comment + statement_code(self.renamed(method.node)) + self.accessors(method.name)
+                               + "\n\n" + statement_code(self.renamed(pure, method.node)))
                 continue
             # bfy.Batched has reset_state; private helpers get no drop-in, a class's own __call__ does.
             if method.name == "__call__" or (method.name != "reset_state" and not method.name.startswith("_")):
