@@ -1557,7 +1557,8 @@ def check_escaping_methods(a: Analysis, cls: ModelClass, scan) -> None:
             for node in refs:
                 name = node.attr.value
                 method = cls.methods[name]
-                reader = not (method.writes or method.draws or method.self_calls or method.child_calls)
+                # (a call of a helper touching no state, `self.H(x)` in a Wong-Wang derivative, changes nothing)
+                reader = not (method.writes or method.draws or method.self_calls & cls.stateful or method.child_calls)
                 if target and len(target) == 1 and integrator and reader and method.kind in ("method", "property"):
                     if local:
                         a.report(node, "BFY208", f"self.{target[0]} is an integrator of derivatives that read state, "

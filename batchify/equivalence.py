@@ -17,7 +17,10 @@ from typing import Any
 
 import brainpy.math as bm
 import jax
+import jax.numpy as jnp
 import numpy as np
+
+from batchify.drive import DriveError
 
 
 @dataclass
@@ -60,7 +63,13 @@ def resolve(obj, path: str):
 def write_ports(model, ports: Sequence[Port], example: int, t: int) -> None:
     """Before step ``t`` of ``example`` on the original: each port's value for it."""
     for port in ports:
-        resolve(model, port.path).value = bm.asarray(port.values[example, t])
+        variable = resolve(model, port.path)
+        value = bm.asarray(port.values[example, t])
+        if jnp.shape(variable.value) != jnp.shape(value):  # a --port shape that is not the Variable's
+            raise DriveError(f"--port {port.path}: the model's {port.path} has shape "
+                             f"{tuple(jnp.shape(variable.value))}, the port gives {tuple(jnp.shape(value))} (write "
+                             f"--port {port.path}={'x'.join(map(str, jnp.shape(variable.value))) or '1'})")
+        variable.value = value
 
 
 def set_in_state(state, path: str, value):

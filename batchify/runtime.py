@@ -340,6 +340,8 @@ def while_loop(body, cond, state, operands):
 
     def step(carry):
         state, x = call(body, *carry)
+        if several and x is None and not carry[1]:  # a body of no operands, returning nothing (BrainPy's too)
+            x = ()
         return unwrap(state), tuple(x) if several else unwrap(x)
 
     return jax.lax.while_loop(lambda carry: call(cond, *carry)[1], step,
@@ -1293,6 +1295,7 @@ def flat_arguments(function, shared, args, kwargs, batch_size):
             layout.append(("=" if parameter.kind is parameter.KEYWORD_ONLY else "", name))
             items = [(name, value)]
         for key, v in items:
+            v = unwrap(v)  # a BrainPy Array (`bm.asarray(idx)`) as its jax Array: vmap takes no __jax_array__
             values.append(v)
             axes.append(None if key in shared or defaulted else example_axis(v, key, batch_size))
 

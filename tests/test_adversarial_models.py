@@ -794,3 +794,141 @@ def test_a_property_reading_state_gives_each_examples_value(tmp_path) -> None:
         want.append(float(model.position))
     np.testing.assert_allclose(np.asarray(batched.position), want, rtol=1e-5, atol=1e-6)
     assert float(batched.scale) == 2.0  # reading no state: one value, as written
+
+
+LOOPS = """import brainpy as bp
+import brainpy.math as bm
+
+
+class MultiCompartment(bp.DynamicalSystem):
+    '''Dendritic compartments in a VarList, sub-stepped with bm.for_loop, settled with bm.while_loop.'''
+    def __init__(self, n, n_comp=3, n_sub=4, tol=1e-3):
+        super().__init__()
+        self.n, self.n_comp, self.n_sub, self.tol = n, n_comp, n_sub, tol
+        self.g_c = bm.TrainVar(bm.ones(n_comp) * 0.3)
+        self.comps = bm.VarList([bm.Variable(bm.zeros(n)) for _ in range(n_comp)])
+        self.soma = bm.Variable(bm.zeros(n))
+        self.iters = bm.Variable(bm.zeros(1, dtype=bm.int32))
+
+    def substep(self, i, x):
+        dt = bp.share['dt'] / self.n_sub
+        total = 0.
+        for k in range(self.n_comp):
+            c = self.comps[k]
+            dc = -c + x * (k + 1) / self.n_comp - self.g_c[k] * (c - self.soma)
+            self.comps[k] = c + dt * dc
+            total = total + self.g_c[k] * (self.comps[k] - self.soma)
+        self.soma += dt * (-self.soma + total)
+
+    def settle(self):
+        def cond():
+            return bm.logical_and(bm.max(bm.abs(self.soma)) > self.tol, self.iters[0] < 5)
+
+        def body():
+            self.soma.value = 0.7 * self.soma
+            self.iters += 1
+
+        self.iters.value = bm.zeros(1, dtype=bm.int32)
+        bm.while_loop(body, cond, ())
+
+    def update(self, x):
+        bm.for_loop(lambda i: self.substep(i, x), bm.arange(self.n_sub))
+        out = self.soma.value
+        self.settle()
+        return out
+"""
+
+ODE_HELPER = """import brainpy as bp
+import brainpy.math as bm
+
+
+class TwoVar(bp.DynamicalSystem):
+    def __init__(self, n=4):
+        super().__init__()
+        self.a = bm.Variable(bm.zeros(n))
+        self.b = bm.Variable(bm.zeros(n))
+        self.drive = bm.Variable(bm.zeros(n))
+        self.integral = bp.odeint(bp.JointEq(self.da, self.db))
+
+    def da(self, a, t, b):
+        return -a + b + self.drive
+
+    def db(self, b, t, a):
+        return -b - 0.5 * a
+
+    def update(self, x):
+        self.drive.value = x
+        a, b = self.integral(self.a, self.b, bp.share['t'], bp.share['dt'])
+        self.a.value = a
+        self.b.value = b
+        return a
+
+
+class OneVar(bp.DynamicalSystem):
+    def __init__(self, n=4):
+        super().__init__()
+        self.a = bm.Variable(bm.zeros(n))
+        self.drive = bm.Variable(bm.zeros(n))
+        self.integral = bp.odeint(self.da)
+
+    def da(self, a, t):
+        return -a + self.sat(self.drive)
+
+    def sat(self, u):
+        return u / (1. + bm.abs(u))
+
+    def update(self, x):
+        self.drive.value = x
+        self.a.value = self.integral(self.a, bp.share['t'], bp.share['dt'])
+        return self.a.value
+"""
+
+
+def verify_cli(tmp_path, name: str, source: str, *flags: str) -> subprocess.CompletedProcess:
+    (tmp_path / f"{name}.py").write_text(source)
+    (tmp_path / f"{name}_batched.py").write_text(transform(source.encode(), f"{name}.py", command="batchify").text)
+    return subprocess.run([sys.executable, "-m", "batchify", "verify", f"{name}.py", f"{name}_batched.py", *flags,
+                           "--no-speed"], capture_output=True, text=True, cwd=tmp_path)
+
+
+def test_a_while_loop_whose_body_returns_nothing_verifies(tmp_path) -> None:
+    """main: BFY303 ... raised TypeError: 'NoneType' object is not iterable (in settle_pure)."""
+    checked = verify_cli(tmp_path, "loops", LOOPS, "--init", "5", "--input-shape", "x=5:float32:5.0", "--steps", "15",
+                         "--dt", "0.5", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+
+
+def test_a_derivative_calling_a_stateless_helper_verifies(tmp_path) -> None:
+    """main: BFY208 'self.da is handed over in __init__ and reads self.drive, a Variable, and it changes state or
+    calls other stateful code' for `-a + self.sat(self.drive)`, sat touching no state."""
+    checked = verify_cli(tmp_path, "ode_helper", ODE_HELPER, "--class", "OneVar", "--init", "4", "--input-shape",
+                         "x=4:float32:3.0", "--dt", "0.1", "--steps", "20", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "state moved 2/2, examples differ" in checked.stdout
+
+
+def test_a_port_of_the_wrong_shape_is_a_drive_error(tmp_path) -> None:
+    """main: BFY900 internal error: MathError: The shape of the original data is (5,), while we got (4,)."""
+    checked = verify_cli(tmp_path, "ode_port", ODE_HELPER, "--class", "OneVar", "--init", "5", "--input-shape",
+                         "x=5", "--port", "drive=4", "--steps", "3")
+    assert checked.returncode == 2 and " BFY302 " in checked.stderr, checked.stderr
+    assert "--port drive: the model's drive has shape (5,), the port gives (4,)" in checked.stderr
+
+
+def test_a_brainpy_array_argument_is_its_array(tmp_path) -> None:
+    """main: ValueError: Triggering __jax_array__() during abstractification is no longer supported."""
+    source = HEAD + textwrap.dedent('''
+        class Hits(bp.DynamicalSystem):
+            def __init__(self, n):
+                super().__init__()
+                self.hits = bm.Variable(bm.zeros(n, dtype=bm.int32))
+
+            def update(self, x, idx):
+                self.hits[idx] += 1
+                return self.hits.value + x
+    ''')
+    _, gen = generated(tmp_path, "hits", source)
+    batched = gen.HitsBatched(4, batch_size=3)
+    out = batched.update(bm.ones((3, 4)), bm.asarray(np.array([0, 1, 3])))
+    np.testing.assert_array_equal(np.asarray(batched.hits.value), np.eye(4, dtype=np.int32)[[0, 1, 3]])
+    assert np.asarray(out).shape == (3, 4)
