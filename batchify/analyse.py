@@ -655,10 +655,19 @@ class _ClassScan:
         def what(name: str) -> str:
             return "weight" if kinds[name] == "param" else "Variable"
 
+        models = {c.name for c in self.children} | set(self.libraries)
         for node in walk(init.body):
             if type(node) is cst.Assign and len(node.targets) == 1:
                 target = self_path(node.targets[0].target, me)
                 source = variable(node.value)
+                held = self_path(node.value, me) if type(node.value) is cst.Attribute else None
+                if target and len(target) == 1 and held and len(held) == 1 and held[0] in models \
+                        and held[0] != target[0]:  # `self.dec = self.enc`, a tied child model
+                    self.a.report(node, "BFY213", f"self.{target[0]} is the model self.{held[0]} under a second "
+                                  "name: batchify batches each child by one name, and a step would run "
+                                  f"self.{target[0]} as it is, for the whole batch; use self.{held[0]} wherever "
+                                  f"you use self.{target[0]}")
+                    continue
                 if target and len(target) == 1 and source and target[0] != source:
                     self.a.report(node, "BFY213", f"self.{target[0]} is the {what(source)} self.{source} under a "
                                   "second name: batchify follows each Variable by one name, and a step would read "

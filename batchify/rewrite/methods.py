@@ -1602,8 +1602,9 @@ class _HolderCalls(Transformer):
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
                                   updated_node: cst.SimpleStatementLine):
-        if not any(type(n) is cst.Call and (p := self_path(n.func, self.self_name)) and p[0] in self.holders
-                   for n in walk(original_node)):
+        # `self.integral(...)`, or the integrator handed on (`bfy.with_rng(state, self.integral, ...)`, an sdeint)
+        if not any(type(n) is cst.Attribute and (p := self_path(n, self.self_name)) and len(p) == 1
+                   and p[0] in self.holders for n in walk(updated_node)):
             return updated_node
         item = cst.WithItem(cst.Call(runtime(self.context), [cst.Arg(name(v)) for v in
                                                             (self.self_name, self.params, self.state)]))
