@@ -453,6 +453,10 @@ class _ClassScan:
     def functions(self) -> list[cst.FunctionDef]:
         return [s for s in self.cls.body.body if type(s) is cst.FunctionDef]
 
+    def held_models(self) -> set[str]:
+        """The attributes holding models: same-file children and built-ins."""
+        return {c.name for c in self.children} | set(self.libraries)
+
     def methods(self) -> list[cst.FunctionDef]:
         """The functions that are methods of their own: not a property's setter or deleter."""
         return [f for f in self.functions() if accessor_of(f) is None]
@@ -595,14 +599,14 @@ class _ClassScan:
             if not (type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) is cst.Lambda):
                 continue
             path = self_path(node.targets[0].target, me)
-            paths = [p for n in walk(node.value) if type(n) is cst.Attribute for p in [self_path(n, me)] if p]
-            read = sorted({p[0] for p in paths if p[0] in fields})
+            called = {id(n.func) for n in walk(node.value) if type(n) is cst.Call}
+            paths = [(p, id(n) in called) for n in walk(node.value) if type(n) is cst.Attribute
+                     for p in [self_path(n, me)] if p]
+            read = sorted({p[0] for p, _ in paths if p[0] in fields})
             if not (path and len(path) == 1 and read):
                 continue
-            called = {id(n.func) for n in walk(node.value) if type(n) is cst.Call}
-            models = {c.name for c in self.children} | set(self.libraries)
-            beyond = sorted({p[0] for n in walk(node.value) if type(n) is cst.Attribute for p in [self_path(n, me)]
-                             if p and (p[0] in models or (id(n) in called and p[0] not in fields))})
+            models = self.held_models()
+            beyond = sorted({p[0] for p, call in paths if p[0] in models or (call and p[0] not in fields)})
             if beyond:
                 self.a.report(node.value, "BFY212", f"self.{path[0]} is a function that reads self.{read[0]}, a "
                               f"Variable, and reaches self.{beyond[0]}: called in a stepping method it would run "
@@ -617,7 +621,7 @@ class _ClassScan:
         Variable itself, not one example's value: for a built-in's, the value the library put back, so
         every example silently got the same input (BFY212)."""
         me = self_name_of(init) or "self"
-        reached = {f.name for f in self.fields} | {c.name for c in self.children} | set(self.libraries)
+        reached = {f.name for f in self.fields} | self.held_models()
         local = {s.name.value: s for s in init.body.body if type(s) is cst.FunctionDef}
         local |= {t.target.value: n.value for n in walk(init.body) if type(n) is cst.Assign
                   and type(n.value) is cst.Lambda for t in n.targets if type(t.target) is cst.Name}
@@ -655,7 +659,7 @@ class _ClassScan:
         def what(name: str) -> str:
             return "weight" if kinds[name] == "param" else "Variable"
 
-        models = {c.name for c in self.children} | set(self.libraries)
+        models = self.held_models()
         for node in walk(init.body):
             if type(node) is cst.Assign and len(node.targets) == 1:
                 target = self_path(node.targets[0].target, me)
@@ -931,7 +935,7 @@ def variable_locals(a: Analysis, func: cst.FunctionDef, me: str) -> dict[str, li
             if len(paths) == 1 and paths[0] is not None and len(paths[0]) == 1:
                 stores[node.value.value] = stores.get(node.value.value, 0) + 1
                 allowed.add(id(node.value))
-    for name, bound in held.items():
+    for bound in held.values():
         allowed.update(id(n) for v in bound if type(v) is cst.Call for n in walk(v))
     # Names that are not reads: assignment targets, attribute names (`self.h`), keywords (`h=...`).
     not_reads = {id(t.target) for n in walk(func.body) if type(n) is cst.Assign for t in n.targets} | {
@@ -1307,10 +1311,11 @@ def check_class_changes(a: Analysis, targets: set[str]) -> list[cst.CSTNode]:
         if type(stmt) is cst.ClassDef and stmt.name.value in targets and stmt.decorators:
             decorator = stmt.decorators[0]
             found.append(decorator)
-            a.report(decorator.decorator, "BFY014", f"@{cst.Module([]).code_for_node(decorator.decorator)} may change the model class "
-                     f"{stmt.name.value} as Python defines it; the generated module defines {stmt.name.value}Batched "
-                     "from the class statement alone and does not apply it: make the change in the class body "
-                     "(class attributes and methods) and remove the decorator")
+            written = cst.Module([]).code_for_node(decorator.decorator)
+            a.report(decorator.decorator, "BFY014", f"@{written} may change the model class {stmt.name.value} as "
+                     f"Python defines it; the generated module defines {stmt.name.value}Batched from the class "
+                     "statement alone and does not apply it: make the change in the class body (class attributes "
+                     "and methods) and remove the decorator")
     return found
 
 

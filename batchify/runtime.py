@@ -1092,12 +1092,10 @@ class Batched:
         """One example's ``state`` as the model's ``reset_state(**given)`` leaves it (a model that defines
         none is reset as BrainPy resets everything: ``reset_all_example``)."""
         if hasattr(self, "reset_state_pure"):
-            if given:  # the arguments a reset_state(...) call gave; a required batch_size is one example's, 1
-                names = [p.name for p in list(inspect.signature(self.reset_state_pure).parameters.values())[2:]]
-                required = dict(zip(names, required_reset_args(self.reset_state_pure, 2)))
-                return self.reset_state_pure(params, state, **{**{k: v for k, v in required.items()
-                                                                  if k == "batch_size"}, **given})[0]
-            return self.reset_state_pure(params, state, *required_reset_args(self.reset_state_pure, 2))[0]
+            # What a call gave, over what a reset gets for the parameters it requires (the leading ones).
+            names = list(inspect.signature(self.reset_state_pure).parameters)[2:]
+            required = dict(zip(names, required_reset_args(self.reset_state_pure, 2)))
+            return self.reset_state_pure(params, state, **{**required, **given})[0]
         reset = type(self).reset_state
         if reset is not Batched.reset_state and not getattr(reset, "_not_implemented", False):
             return state  # its own reset_state changes no state
@@ -1906,8 +1904,9 @@ def with_example_key(model, state, key):
     """One example's ``state`` drawing from ``key``: its ``rng_key``, and each random stream of the
     model's own (a ``bm.random.RandomState`` held as library code) from a key folded from it."""
     state = state._replace(rng_key=key)
-    library = getattr(model, "library", None) if "library" in getattr(state, "_fields", ()) else None
-    streams = [k for k, v in library.variables.items() if isinstance(v, bm.random.RandomState)] if library else []
+    library = getattr(model, "library", None) if "library" in state._fields else None
+    streams = [] if library is None else [k for k, v in library.variables.items()
+                                           if isinstance(v, bm.random.RandomState)]
     if not streams:
         return state
     return state._replace(library={**state.library, **{k: jax.random.fold_in(key, i + 1)

@@ -191,17 +191,14 @@ class ClassRewriter:
         """Whether ``method`` reads state, its own (directly or through methods it calls), a child's or a
         built-in's: each example has its own, unlike weights."""
         fields, methods = self.ir.field_map(self.cls), self.ir.all_methods(self.cls)
-        libraries = set(self.ir.all_libraries(self.cls))
         seen, todo = set(), [method]
         while todo:
             m = todo.pop()
             if m.name in seen:
                 continue
             seen.add(m.name)
-            if m.child_calls or m.reads & libraries or any(
-                    r in fields and fields[r].kind == "state" for r in m.reads) or m.draws:
-                return True
-            if any(r not in fields for r in m.reads):  # a child's Variable (`self.l1.s`)
+            # (a read of anything but an own weight: a state field, a built-in, a child's Variable `self.l1.s`)
+            if m.child_calls or m.draws or any(r not in fields or fields[r].kind == "state" for r in m.reads):
                 return True
             todo.extend(methods[c] for c in m.self_calls if c in methods)
         return False
@@ -232,8 +229,7 @@ class ClassRewriter:
         kwonly = [*func.params.kwonly_params, *(cst.Param(cst.Name(k)) if k == "batch_size" else
                                                 cst.Param(cst.Name(k), default=cst.Name("None"), equal=tight)
                                                 for k in added)]
-        star = func.params.star_arg if func.params.star_arg is not cst.MaybeSentinel.DEFAULT or not kwonly else (
-            cst.ParamStar())
+        star = cst.ParamStar() if func.params.star_arg is cst.MaybeSentinel.DEFAULT else func.params.star_arg
         return func.visit(PassOn()).with_changes(params=func.params.with_changes(star_arg=star, kwonly_params=kwonly))
 
     def methods(self) -> list[str]:
@@ -259,8 +255,7 @@ class ClassRewriter:
             block = comment + statement_code(self.renamed(pure, method.node))
             if method.kind == "property":  # a reader, and its pure twin
                 if self.reads_state(method):  # as written it would read the whole batch's Variables at once
-                    out.append(comment + statement_code(self.renamed(pure, method.node)) + "\n\n"
-                               + f'{method.name} = {RUNTIME}.batched_property("{pure_name(method.name)}")'
+                    out.append(block + "\n\n" + f'{method.name} = {RUNTIME}.batched_property("{pure_name(method.name)}")'
                                + self.accessors(method.name))
                 else:  # weights only: the same for every example, kept as it is for use outside the steps
                     out.append(comment + statement_code(self.renamed(method.node)) + self.accessors(method.name)
@@ -499,17 +494,20 @@ class ConstructorRewriter(Transformer):
     def batched_local(self, attribute: str, value: cst.Name, updated: cst.BaseExpression) -> cst.BaseExpression | None:
         """``h = bm.Variable(...)``, then ``self.h = h`` -> ``self.h = bfy.batched(h, batch_size)``."""
         if attribute in self.state and (attribute, value.value) in self.cls.local_variables:
-            return cst.Call(cst.Attribute(cst.Name(RUNTIME), cst.Name("batched")), [cst.Arg(updated, comma=cst.Comma(
-                whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(self.batch_size)])
+            return self.batched_call(updated)
         return None
 
     def batched_variable(self, attribute: str, value: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         """``self.V = bm.Variable(...)`` -> ``self.V = bfy.batched(bm.Variable(...), batch_size)``."""
         if attribute in self.state and {q.name for q in self.ir.qualified.get(value.func, ())} & (
                 STATE_VARIABLES | STATE_FACTORIES | set(VARIABLE_CONTAINERS)):
-            return cst.Call(cst.Attribute(cst.Name(RUNTIME), cst.Name("batched")), [cst.Arg(updated, comma=cst.Comma(
-                whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(self.batch_size)])
+            return self.batched_call(updated)
         return None
+
+    def batched_call(self, variable: cst.BaseExpression) -> cst.Call:
+        """``bfy.batched(variable, batch_size)``."""
+        return cst.Call(cst.Attribute(cst.Name(RUNTIME), cst.Name("batched")), [cst.Arg(variable, comma=cst.Comma(
+            whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(self.batch_size)])
 
     def batched_child(self, attribute: str, value: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         """``self.c = Child(n)`` -> ``self.c = ChildBatched(n, batch_size=batch_size)``."""
