@@ -437,21 +437,24 @@ class Library(bp.BrainPyObject):
         given = {id(v) for v in self.fields.values()}
         found = {}
         # A built-in left None on this path (`bp.dnn.Linear(n, 2) if readout else None`) holds nothing.
-        names = [name for name in names if getattr(owner, name, None) is not None]
+        names = [name for name in names if held(owner, name) is not None]
         for name in names:
-            module = getattr(owner, name)
+            module = held(owner, name)
             if isinstance(module, brainstate.State):  # a RandomState held directly
                 found.setdefault(id(module), (name, module))
                 continue
             for path, variable in module.vars(method="relative").items():
                 if id(variable) not in given:
                     found.setdefault(id(variable), (f"{name}.{path}", variable))
-        self.modules = {name: getattr(owner, name) for name in names}  # a dict: not nodes of this one
+        self.modules = {name: held(owner, name) for name in names}  # a dict: not nodes of this one
         self.weights = {k: v for k, v in found.values() if isinstance(v, bm.TrainVar)}
         self.variables = {k: v for k, v in found.values() if not isinstance(v, bm.TrainVar)}
         axis = None if batch_size is None else 0  # None: one example's library (``Batched._example_library``)
         self.batched = bm.VarDict({k: bm.Variable(self.stacked(v, batch_size), batch_axis=axis)
                                    for k, v in self.variables.items()})
+        self.batch_size = batch_size
+        self._keys = {id(v): k for k, v in self.variables.items()}
+        self._calls = 0  # library calls running now: inside one, a built-in is one example's again
 
     @staticmethod
     def stacked(variable, batch_size):
@@ -492,8 +495,23 @@ class Library(bp.BrainPyObject):
                     vars(node)[path[-1]] = variable
 
     def set_batch_size(self, batch_size):
+        self.batch_size = batch_size
         for k, v in self.batched.items():
             v.value = self.stacked(self.variables[k], batch_size)
+
+    def view(self, value):
+        """``value`` (a built-in, one of its nodes or Variables) as the batch sees it: a one-example
+        state Variable is the batch's (``batched.E.V``, shape ``(B, *shape)``), a node holding any is a
+        ``BatchView``; weights and constants are the built-in's own. Inside a library call, and in a
+        model a constructor is still building, ``value`` itself."""
+        if self.batch_size is None or self._calls:
+            return value
+        if isinstance(value, bm.Variable):
+            key = self._keys.get(id(value))
+            return value if key is None else self.batched[key]
+        if isinstance(value, bp.BrainPyObject) and any(id(v) in self._keys for v in value.vars().values()):
+            return BatchView(value, self)
+        return value
 
     def reset(self, params, state):
         """One example's ``state`` with every built-in reset as ``bp.reset_state`` resets it (in
@@ -553,11 +571,13 @@ class Library(bp.BrainPyObject):
 
     def call(self, params, state, function, *args, **kwargs):
         """Run ``function`` (a built-in, or one of its methods) on one example: ``(state, result)``."""
+        function, args = unviewed(function), [unviewed(a) for a in args]
         everything = {**self.weights, **self.variables}
         given = {**params.library, **state.library}
         # BrainPy's Variables are brainstate States: a trace stack lets them hold traced values
         # and records every State the call writes, so that each gets its old value back.
         trace = brainstate.StateTraceStack()
+        self._calls += 1
         try:
             with trace:
                 for k, v in everything.items():
@@ -577,7 +597,86 @@ class Library(bp.BrainPyObject):
                 raise RuntimeError(f"{function} wrote Variables that are not one example's state: {stray + learned}")
             return state._replace(library=new, rng_key=rng_key, **fields), unwrap(out)
         finally:
+            self._calls -= 1
             trace.recovery_original_values()
+
+
+def held(owner, name):
+    """The built-in ``owner`` holds at ``name`` itself, not the batch's view of it (``BuiltinAttribute``)."""
+    return unviewed(getattr(owner, name, None))
+
+
+def unviewed(value):
+    return object.__getattribute__(value, "_module") if type(value) is BatchView else value
+
+
+class BatchView:
+    """A built-in a batched model holds, as a user or BrainPy's ``DSRunner`` reaches it by path:
+    ``batched.E.V`` is the batch's Variable (``monitors=['E.V']``, ``inputs=[('E.input', I)]``),
+    ``batched.E.num`` the built-in's own. ``isinstance`` sees the built-in's class; calling it
+    runs the built-in (the generated code hands it to ``library.call``, which runs one example)."""
+
+    __slots__ = ("_module", "_library")
+
+    def __init__(self, module, library):
+        object.__setattr__(self, "_module", module)
+        object.__setattr__(self, "_library", library)
+
+    @property
+    def __class__(self):
+        return type(object.__getattribute__(self, "_module"))
+
+    def __getattr__(self, name):
+        return self._library.view(getattr(self._module, name))
+
+    def __setattr__(self, name, value):
+        current = self._library.view(getattr(self._module, name, None))
+        if isinstance(current, bm.Variable) and current is not getattr(self._module, name, None):
+            current.value = value  # BrainPy's setattr writes into a Variable: here, the batch's
+        else:
+            setattr(self._module, name, value)
+
+    def __getitem__(self, index):
+        return self._library.view(self._module[index])
+
+    def __iter__(self):
+        return (self._library.view(item) for item in self._module)
+
+    def __len__(self):
+        return len(self._module)
+
+    def __call__(self, *args, **kwargs):
+        return self._module(*args, **kwargs)
+
+    def __dir__(self):
+        return dir(self._module)
+
+    def __repr__(self):
+        return f"{self._module!r} (the batch's Variables: batch_size={self._library.batch_size})"
+
+
+class BuiltinAttribute:
+    """The class attribute of a batched model for a built-in it holds (``batched.E``): the batch's
+    view of it (``BatchView``) once the model is a batch; the built-in itself in the constructor."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __get__(self, owner, objtype=None):
+        if owner is None:
+            return self
+        try:
+            module = vars(owner)[self.name]
+        except KeyError:
+            raise AttributeError(self.name) from None
+        library = vars(owner).get("library")
+        return library.view(module) if isinstance(library, Library) else module
+
+    def __set__(self, owner, value):
+        vars(owner)[self.name] = value
+
+    def __delete__(self, owner):
+        vars(owner).pop(self.name, None)
 
 
 def hold_resets(owner, modules, skip=()):
@@ -875,6 +974,9 @@ class Batched:
             cls.__init__ = _constructor(cls.__dict__["__init__"])
         if state is not None and cls.__batchify__.has_library and not getattr(cls.clear_input, "clears_library", False):
             cls.clear_input = _clearing_library(cls.clear_input)
+        for name in cls.__batchify__.builtins if state is not None else ():
+            if getattr(cls, name, None) is None:  # (a name the class defines itself stays its own)
+                setattr(cls, name, BuiltinAttribute(name))
         if "reset_state_pure" in cls.__dict__:  # ``@bp.reset_level(n)``: bp.reset_state orders resets by it
             level = _reset_level(cls)
             cls.reset_state = Batched.reset_state if level is None else _at_reset_level(Batched.reset_state, level)

@@ -109,3 +109,34 @@ def test_verify_clears_inputs_after_each_step_as_dsrunner_does(tmp_path: Path) -
     out.write_text(out.read_text() + "\n\nNetBatched.clear_input = bp.DynamicalSystem.clear_input\n")
     failed = subprocess.run([sys.executable, "-m", "batchify", *args], capture_output=True, text=True, cwd=tmp_path)
     assert failed.returncode == 1 and "FAIL" in failed.stdout, failed.stdout + failed.stderr
+
+
+def test_monitors_and_inputs_by_path_under_a_built_in_child_reach_the_batch(tmp_path: Path) -> None:
+    """``monitors=['E.V']`` and ``inputs=[('E.V', 0.5, 'fix', '+')]`` resolve ``batched.E.V``: the
+    batch's Variable. On main ``batched.E`` was the one-example built-in the library runs: the monitor
+    read a stale copy of shape (n,) that only took the runner's input, and the batch never got it
+    (the output went on without the +0.5 mV per step)."""
+    import brainpy as bp
+    import brainpy.math as bm
+
+    original, batched = generated(tmp_path, "legacy_child", LEGACY_CHILD)
+    xs = (np.random.default_rng(1).random((3, 80, 4)) * 0.5).astype(np.float32)
+    model = batched.NetBatched.from_model(original.Net(4, 5), batch_size=3)
+    runner = bp.DSRunner(model, inputs=[("E.V", 0.5, "fix", "+")], monitors=["E.V", "trace"], progress_bar=False)
+    got = np.asarray(runner.run(inputs=xs))
+    assert np.asarray(runner.mon["E.V"]).shape == (3, 80, 5)
+    for e in range(3):
+        one = original.Net(4, 5)
+        reference = bp.DSRunner(one, inputs=[("E.V", 0.5, "fix", "+")], monitors=["E.V", "trace"], progress_bar=False)
+        want = np.asarray(reference.run(inputs=xs[e]))
+        assert np.asarray(reference.mon["trace"]).max() > 0.5  # the runner's input makes the neurons spike
+        np.testing.assert_allclose(got[e], want, atol=1e-4)
+        np.testing.assert_allclose(np.asarray(runner.mon["E.V"])[e], np.asarray(reference.mon["E.V"]), atol=1e-4)
+        np.testing.assert_allclose(np.asarray(runner.mon["trace"])[e], np.asarray(reference.mon["trace"]), atol=1e-4)
+    # Read by path as a user would: the batch's Variable, one row an example; the built-in's own kind.
+    assert model.E.V.shape == (3, 5) and model.E.V.batch_axis == 0
+    assert isinstance(model.E, bp.neurons.LIF) and model.E.num == 5
+    np.testing.assert_allclose(np.asarray(model.E.V.value), np.asarray(runner.mon["E.V"])[:, -1], atol=1e-6)
+    # The original the batch was made from keeps its own one-example Variables.
+    assert original.Net(4, 5).E.V.shape == (5,)
+    assert isinstance(model.w, bm.TrainVar)
