@@ -1029,9 +1029,11 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
 
 
 def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Iterable[str] = (),
-            functions: Iterable[str] = (), declarations_needed: bool = True, drivers: Iterable[str] = ()) -> ModuleIR:
+            functions: Iterable[str] = (), declarations_needed: bool = True, drivers: Iterable[str] = (),
+            also: Iterable[str] = ()) -> ModuleIR:
     """``functions``: module-level functions to copy besides what the classes need (the harness's);
-    ``drivers``: the user's functions to batch (``--function``, see ``drivers.py``)."""
+    ``drivers``: the user's functions to batch (``--function``, see ``drivers.py``); ``also``: module-level
+    names to keep with what they need, where the source defines them (what verify's ``--init`` names)."""
     a = Analysis(module, path)
     refuse_star_imports(a)
     models = find_model_classes(a)
@@ -1253,6 +1255,16 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         else:
             a.diagnostics.append(Diagnostic(path, 1, 1, "BFY013", f"harness: no module-level function named "
                                             f"'{name}' in the source"))
+    binders = {}  # module-level names -> the statement binding them (the last one)
+    for s in a.module.body:
+        if type(s) in (cst.FunctionDef, cst.ClassDef):
+            binders[s.name.value] = s
+        elif isinstance(s, cst.SimpleStatementLine):
+            for small in s.body:
+                targets = ([t.target for t in small.targets] if isinstance(small, cst.Assign)
+                           else [small.target] if isinstance(small, cst.AnnAssign) and small.value is not None else [])
+                binders.update((t.value, s) for t in targets if isinstance(t, cst.Name))
+    kept = {name: binders[name] for name in also if name in binders}
     # The user's functions that became methods need what they read, less the instance and each other.
     skipped = {}
     for name, instance in driven.items():
@@ -1270,6 +1282,11 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     for name in functions:  # the functions themselves are copied too
         if name in defined:
             needed.setdefault(id(defined[name]), set()).add(name)
+    if kept:  # (model classes too: what ``--init`` builds may build them)
+        for key, names in support_statements(a, list(kept.values()), set()).items():
+            needed.setdefault(key, set()).update(names)
+    for name, stmt in kept.items():
+        needed.setdefault(id(stmt), set()).add(name)
     check_shared_names(a, ir, shared)
     originals = [s for s in a.module.body if id(s) in needed]
     ir.support = [_prune_imports(s, needed[id(s)]) for s in originals]

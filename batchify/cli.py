@@ -647,7 +647,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     """Plan (no jax), then run (imports jax and brainpy), then report."""
     from batchify.analyse import analyse
     from batchify.config import ConfigError, find_config
-    from batchify.drive import Drive, DriveError, Plan, from_toml, with_flags
+    from batchify.drive import Drive, DriveError, Plan, from_toml, init_names, with_flags
     from batchify.parse import decode, parse
 
     root = project_root(src.resolve().parent)
@@ -728,7 +728,8 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     functions = list(dict.fromkeys(f for plan in plans for f in plan.drive.functions))
     try:
         with contextlib.redirect_stdout(sys.stderr):
-            original = load_models(src, only=requested, functions=functions)
+            original = load_models(src, only=requested, functions=functions,
+                                   also=sorted(set().union(*(init_names(plan.drive) for plan in plans))))
     except Exception as exc:  # noqa: BLE001 - the source's own module-level code (an import) raised
         diagnostic = raised_in(exc, src, shown, generated)
         if diagnostic is None:

@@ -13,6 +13,7 @@ import ast
 import inspect
 import types
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from batchify.names import SHARED_DICT_PARAMS
 
@@ -164,22 +165,30 @@ def _signature(sig: inspect.Signature) -> str:
 
 
 @dataclass(frozen=True)
-class BrainPyExpr:
-    """A constructor argument built from BrainPy (``mode=bm.training_mode``, ``pre=bp.dyn.Lif(10)``):
-    resolved when the model is built, by name lookups and calls under ``bp``/``bm`` only."""
+class InitExpr:
+    """A constructor argument built by a call (``mode=bm.training_mode``, ``pre=bp.dyn.Lif(10)``,
+    ``Config(n=4)``): resolved when the model is built, from BrainPy (``bp``/``bm``) and the source
+    file's own names, calling only BrainPy's functions and classes and the source file's own."""
 
     node: ast.expr
     text: str
 
-    def resolve(self):
+    def resolve(self, module=None):
         import brainpy
         import brainpy.math
 
         roots = {"bp": brainpy, "brainpy": brainpy, "bm": brainpy.math}
+        own = getattr(module, "__name__", None)
+        where = f"{Path(module.__file__).name}" if getattr(module, "__file__", None) else "the source"
 
         def value(node):
-            if isinstance(node, ast.Name) and node.id in roots:
-                return roots[node.id]
+            if isinstance(node, ast.Name):
+                if module is not None and hasattr(module, node.id):
+                    return getattr(module, node.id)
+                if node.id in roots:
+                    return roots[node.id]
+                raise DriveError(f"--init {self.text!r}: {node.id} is not a class, function or constant defined "
+                                 f"in {where} (only those and BrainPy's bp/bm may be used)")
             if isinstance(node, ast.Attribute):
                 found = getattr(value(node.value), node.attr)
                 if isinstance(found, types.ModuleType) and not found.__name__.startswith(BRAINPY_NAMESPACES):
@@ -188,13 +197,17 @@ class BrainPyExpr:
                 return found
             if isinstance(node, ast.Call):
                 function = value(node.func)
-                if not str(getattr(function, "__module__", "") or "").startswith(BRAINPY_NAMESPACES):
-                    raise DriveError(f"--init {self.text!r}: {ast.unparse(node.func)} is not a BrainPy function "
-                                     "or class; only BrainPy's own may be called")
+                home = str(getattr(function, "__module__", "") or "")
+                if not (home.startswith(BRAINPY_NAMESPACES) or (own is not None and home == own)):
+                    raise DriveError(f"--init {self.text!r}: {ast.unparse(node.func)} is neither a function or "
+                                     f"class of {where} nor BrainPy's; only those may be called")
                 return function(*[value(a) for a in node.args], **{k.arg: value(k.value) for k in node.keywords})
             if isinstance(node, (ast.List, ast.Tuple)):
                 items = [value(e) for e in node.elts]
                 return items if isinstance(node, ast.List) else tuple(items)
+            if isinstance(node, ast.UnaryOp):
+                operand = value(node.operand)
+                return -operand if isinstance(node.op, ast.USub) else +operand
             return ast.literal_eval(node)
 
         try:
@@ -209,43 +222,51 @@ class BrainPyExpr:
 # parts of its family it exposes under bm (bm.random is brainstate's, bm.surrogate braintools').
 BRAINPY_NAMESPACES = ("brainpy", "brainstate", "braintools.surrogate")
 
-# The only syntax a BrainPy --init expression may use: names, public attributes, calls with
-# plain arguments, literals, lists and tuples.
+# The only syntax an --init expression may use: names, public attributes, calls with plain
+# arguments, literals, lists and tuples.
 _INIT_NODES = (ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.List, ast.Tuple, ast.keyword, ast.Load,
                ast.UnaryOp, ast.USub, ast.UAdd)
 
 
 def _init_value(node: ast.expr, text: str):
-    """A literal, or a BrainPy expression (rooted at bp / bm) to resolve when the model is built."""
+    """A literal, or an expression of BrainPy's and the source file's names to resolve when the model is built."""
     try:
         return ast.literal_eval(node)
     except ValueError:
         nodes = list(ast.walk(node))
-        roots = [n for n in nodes if isinstance(n, ast.Name)]
         allowed = (all(isinstance(n, _INIT_NODES) for n in nodes)
-                   and all(n.id in ("bp", "brainpy", "bm") for n in roots)
+                   and not any(isinstance(n, ast.Name) and n.id.startswith("_") for n in nodes)
                    and not any(isinstance(n, ast.Attribute) and n.attr.startswith("_") for n in nodes)
                    and not any(isinstance(n, ast.keyword) and n.arg is None for n in nodes))
-        if roots and allowed:
-            return BrainPyExpr(node, ast.get_source_segment(text, node) or "")
+        if allowed:
+            return InitExpr(node, ast.get_source_segment(text, node) or "")
         raise
 
 
-def resolve_init(value):
-    return value.resolve() if isinstance(value, BrainPyExpr) else value
+def init_names(drive: Drive) -> set[str]:
+    """The names a drive's ``--init`` expressions read (``Config`` of ``Config(n=SIZE)``, and ``SIZE``)."""
+    values = [*drive.init_args, *drive.init_kwargs.values()]
+    return {n.id for v in values if isinstance(v, InitExpr) for n in ast.walk(v.node) if isinstance(n, ast.Name)}
+
+
+def resolve_init(value, module=None):
+    """A constructor argument's value: an ``InitExpr`` built with ``module``'s (the source's) names."""
+    return value.resolve(module) if isinstance(value, InitExpr) else value
 
 
 def parse_init(text: str) -> tuple[tuple, dict]:
-    """``64, 32, tau=8.0`` -> ``((64, 32), {"tau": 8.0})``: Python literals, or BrainPy objects
-    built from ``bp``/``bm`` (``mode=bm.training_mode``, ``pre=bp.dyn.Lif(10)``); never other code."""
+    """``64, 32, tau=8.0`` -> ``((64, 32), {"tau": 8.0})``: Python literals, or objects built from
+    ``bp``/``bm`` (``mode=bm.training_mode``, ``pre=bp.dyn.Lif(10)``) and the source file's own
+    names (``Config(n=64)``); never other code."""
     try:
         source = f"f({text})"
         call = ast.parse(source, mode="eval").body
         return (tuple(_init_value(a, source) for a in call.args),
                 {k.arg: _init_value(k.value, source) for k in call.keywords})
     except (ValueError, SyntaxError, TypeError):
-        raise DriveError(f"cannot read --init {text!r}: give Python literals or BrainPy objects built under "
-                         "bp/bm, e.g. --init '64, 32, tau=8.0, mode=bm.training_mode'") from None
+        raise DriveError(f"cannot read --init {text!r}: give Python literals, BrainPy objects built under bp/bm "
+                         "or objects of the source file's own classes, e.g. --init '64, 32, tau=8.0, "
+                         "mode=bm.training_mode' or --init 'Config(n=64)'") from None
 
 
 def from_toml(cls: str, table: dict) -> Drive:

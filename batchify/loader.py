@@ -17,15 +17,17 @@ from batchify.analyse import analyse
 from batchify.parse import decode, parse
 
 
-def load_models(path: str | Path, module_name: str | None = None, only=(), functions=()) -> types.ModuleType:
+def load_models(path: str | Path, module_name: str | None = None, only=(), functions=(), also=()) -> types.ModuleType:
     """A module object holding the model classes of ``path`` (and what they need), nothing else;
     with ``only``, just those classes and what they need; with ``functions``, the user's functions
     that drive a model instance too (``--function``), and ``__batchify_driven__``, what each drives:
-    the caller binds the instance (never the script's own ``model = ...``, which is not run)."""
+    the caller binds the instance (never the script's own ``model = ...``, which is not run); with
+    ``also``, the module-level definitions of those names (``Config``, ``SIZE``: what ``--init`` reads)."""
     path = Path(path)
     source = path.read_bytes()
     text = decode(source, str(path))
-    ir = analyse(parse(text, str(path)), str(path), only=only, declarations_needed=False, drivers=functions)
+    ir = analyse(parse(text, str(path)), str(path), only=only, declarations_needed=False, drivers=functions,
+                 also=also)
     keep = set(ir.source_lines)
     module_ast_names = {n: stmt for stmt in ir.module.body if hasattr(stmt, "name")
                         for n in [getattr(stmt.name, "value", None)] if n in ir.driven}

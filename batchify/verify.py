@@ -277,8 +277,8 @@ class Verifier:
 
     def construct(self, cls, **extra):
         """``cls(*init, **extra)``, in the drive's global computing mode if it names one."""
-        args = [resolve_init(a) for a in self.drive.init_args]
-        kwargs = {**{k: resolve_init(v) for k, v in self.drive.init_kwargs.items()}, **extra}
+        args = [resolve_init(a, self.module) for a in self.drive.init_args]
+        kwargs = {**{k: resolve_init(v, self.module) for k, v in self.drive.init_kwargs.items()}, **extra}
         if self.drive.mode:  # a model that reads the global computing mode
             with bm.environment(mode=getattr(bm, f"{self.drive.mode}_mode")):
                 return cls(*args, **kwargs)

@@ -195,10 +195,10 @@ def test_old_tdi_signature_and_neighbours_do_not_get_in_the_way(tmp_path: Path) 
 def test_init_builds_brainpy_objects_and_source_classes_are_shared(tmp_path: Path) -> None:
     """`--init` may build BrainPy objects under bp/bm (a mode), and a source Enum compared in
     update is the same class on both sides of the check."""
-    from batchify.drive import BrainPyExpr, parse_init
+    from batchify.drive import InitExpr, parse_init
 
     args, kwargs = parse_init("4, mode=bm.training_mode, kind='a'")
-    assert args == (4,) and kwargs["kind"] == "a" and isinstance(kwargs["mode"], BrainPyExpr)
+    assert args == (4,) and kwargs["kind"] == "a" and isinstance(kwargs["mode"], InitExpr)
     import brainpy.math as bm_
 
     assert kwargs["mode"].resolve() is bm_.training_mode
@@ -307,3 +307,36 @@ def test_a_source_whose_own_import_fails_is_the_sources_error(tmp_path: Path) ->
     assert ("noisy.py:3:1: BFY302 cannot verify: the model's own code raised ModuleNotFoundError: No module named "
             "'brainpy.math.random'") in result.stderr
     assert "BFY900" not in result.stderr
+
+
+def test_init_builds_objects_of_the_source_file(tmp_path: Path) -> None:
+    """``--init 'Config(n=3, tau=5.0)'``: a model configured by a class of its own file can be
+    verified (on main: "cannot read --init", only literals and bp/bm were allowed). Only the
+    source's own classes and functions and BrainPy's may be called; anything else is a clean error."""
+    src = tmp_path / "configured.py"
+    src.write_text(
+        "import dataclasses\nimport os\n\nimport brainpy as bp\nimport brainpy.math as bm\n\n\n"
+        "@dataclasses.dataclass\nclass Config:\n    n: int\n    tau: float = 10.0\n\n"
+        "    @classmethod\n    def small(cls):\n        return cls(2, 4.0)\n\n\n"
+        "SIZE = 3\n\n\n"
+        "class Leaky(bp.DynamicalSystem):\n"
+        "    def __init__(self, cfg: Config):\n        super().__init__()\n        self.decay = 1.0 - 1.0 / cfg.tau\n"
+        "        self.v = bm.Variable(bm.zeros(cfg.n))\n\n"
+        "    def update(self, x):\n        self.v.value = self.decay * self.v + x\n        return self.v.value\n")
+    out = tmp_path / "configured_batched.py"
+    subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out)], check=True, capture_output=True)
+
+    def verify(init: str, shape: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "batchify", "verify", str(src), str(out), "--init", init,
+                               "--input-shape", f"x={shape}", "--steps", "6", "--no-speed"],
+                              capture_output=True, text=True, cwd=tmp_path)
+
+    for init, shape in (("Config(n=SIZE, tau=5.0)", "3"), ("Config.small()", "2"), ("cfg=Config(4)", "4")):
+        result = verify(init, shape)
+        assert result.returncode == 0 and "PASS" in result.stdout, (init, result.stdout + result.stderr)
+    for init, why in (("os.getcwd()", "os is not a class, function or constant defined in configured.py"),
+                      ("Missing(3)", "Missing is not a class"),
+                      ("Config(n=len('abc'))", "len")):
+        result = verify(init, "3")
+        assert result.returncode == 2 and "Traceback" not in result.stderr, (init, result.stdout + result.stderr)
+        assert why in result.stderr + result.stdout, (init, result.stdout + result.stderr)
