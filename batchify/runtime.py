@@ -1305,9 +1305,31 @@ def batch_state_only(model, what):
         paths = {id(v): path for path, v in model.vars(method="relative").items()}
         return ", ".join(paths.get(id(s), f"a {type(s).__name__} of shape {jnp.shape(s.value)}") for s in states)
 
-    stray = [s for s in trace.get_write_states() if _holds_leaked_tracer(s.value)]
-    if stray:
+    # A write that outlives the call: every write a pure method makes through the library is put
+    # back, so one still in place came from code batchify did not rewrite.
+    escaped = [st for st, written, before in zip(trace.states, trace.been_writen, trace.original_state_values)
+               if written and st._value is not before]
+    if escaped:
         trace.recovery_original_values()
+    ours = {id(v) for v in model.vars().values()}
+    batch = {id(v) for v in model.vars().values() if getattr(v, "batch_axis", None) == 0}  # the batch's state
+    if any(isinstance(st, bm.random.RandomState) and id(st) not in ours for st in escaped):
+        raise RuntimeError(
+            f"{type(model).__name__}.{what} drew random numbers from BrainPy's global stream "
+            f"(bm.random) in code batchify did not rewrite (a module-level helper, a staticmethod, a "
+            f"function of another file): every example would draw the same numbers. Draw them in a "
+            f"method of the class (self.noise(...) calling bm.random...), which batchify gives each "
+            f"example's own key.")
+    own = [st for st in escaped if id(st) in batch]
+    if own:
+        raise RuntimeError(
+            f"{type(model).__name__}.{what} wrote {named(own)} as it is, in code batchify did not rewrite "
+            f"(a method of a base class that is not a BrainPy model, a function given self, a method "
+            f"reached through a local name or type(self)): the write would act on the whole batch at once "
+            f"and be lost with the step's new state. Its value is put back. Write the state in a method of "
+            f"a model class of this file, called as self.method(...).")
+    if escaped:  # a Variable of another object: written for the whole batch at once
+        stray = escaped
         raise RuntimeError(
             f"{type(model).__name__}.{what} wrote {named(stray)}, which is not part of the batch's state: it "
             f"belongs to an object batchify does not batch, called as it is for the whole batch (a model "
@@ -1322,16 +1344,6 @@ def batch_state_only(model, what):
             f"imported from another file. batchify batches the models one file builds together: batch the "
             f"class that builds both (it runs a model given its parent's models as library code, one "
             f"example at a time), or define that model in this file.")
-
-
-def _holds_leaked_tracer(value):
-    """A traced value whose transformation has ended: what a write under ``jax.vmap`` leaves behind."""
-    for leaf in jax.tree.leaves(value):
-        if isinstance(leaf, jax.core.Tracer):
-            valid = getattr(getattr(leaf, "_trace", None), "is_valid", None)  # JAX >= 0.4.36
-            if valid is None or not valid():
-                return True
-    return False
 
 
 class batched_method:
@@ -2108,6 +2120,12 @@ class Harness:
         ``bp.share['fit']`` for the steps, as its trainers set it: True while training (dropout on),
         False in ``predict`` and ``evaluate``.
         """
+        # Traced like the batched class's own calls: code batchify did not rewrite (a helper drawing
+        # from bm.random, a mixin writing self.V) fails naming what it touched.
+        with batch_state_only(self.model, "step"):
+            return self._rollout(params, x, key, fit)
+
+    def _rollout(self, params, x, key, fit):
         template = with_example_key(self.model, self.template, key) if self.random else self.template
         state = self.model.reset_example(params, template)
 

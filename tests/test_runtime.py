@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from batchify import names, runtime, transform
+from batchify.harness import HarnessOptions
 from batchify.loader import load_generated
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -354,3 +355,100 @@ def test_a_batched_gradient_in_chunks_equals_the_whole_batchs(tmp_path) -> None:
     np.testing.assert_allclose(np.asarray(chunked.w), np.asarray(whole.w), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(np.asarray(chunk_losses), np.asarray(losses), rtol=1e-6)
     assert float(jnp.abs(whole.w).sum()) > 0
+
+
+UNREWRITTEN = {
+    "helper_draws": ('''import brainpy as bp
+import brainpy.math as bm
+
+
+def noise(shape, amp):
+    return amp * bm.random.normal(0.0, 1.0, shape)
+
+
+class Cell(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+        self.V = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.V.value = 0.9 * self.V + x + noise(self.n, 0.5)
+        return self.V.value
+''', "drew random numbers from BrainPy's global stream"),
+    "mixin_writes": ('''import brainpy as bp
+import brainpy.math as bm
+
+
+class LeakMixin:
+    leak = 0.9
+
+    def apply_leak(self):
+        self.V.value = self.V * self.leak
+
+
+class Cell(LeakMixin, bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.w = bm.TrainVar(bm.ones((n, n)) * 0.1)
+        self.V = bm.Variable(bm.ones(n))
+
+    def update(self, x):
+        self.apply_leak()
+        self.V += x @ self.w
+        return self.V.value
+''', "wrote V as it is, in code batchify did not rewrite"),
+    "child_alias_writes": ('''import brainpy as bp
+import brainpy.math as bm
+
+
+class Leaky(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.w = bm.TrainVar(bm.ones((n, n)) * 0.1)
+        self.h = bm.Variable(bm.ones(n))
+
+    def update(self, x):
+        self.h.value = 0.8 * self.h + x @ self.w
+        return self.h.value
+
+
+class Cell(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.cell = Leaky(n)
+
+    def update(self, x):
+        y = self.cell(x)
+        c = self.cell
+        c.h.value = c.h * 0.5
+        return y
+''', "wrote cell.h as it is, in code batchify did not rewrite"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNREWRITTEN))
+def test_code_batchify_did_not_rewrite_fails_the_step_naming_what_it_touched(tmp_path, monkeypatch, case) -> None:
+    """A module-level helper drawing from bm.random, a mixin's method writing self.V, a write through
+    a local alias of a child: the batch's step and the harness ran that code as it is. On main the
+    helper gave every example the same noise (three equal rows: -0.0873 -0.3981 0.4264 -0.2114) and
+    the writes were lost with the step's new state (largest output error 4.83 on the probe's mixin):
+    no error anywhere. Now the step fails naming it, and the value is put back."""
+    source, message = UNREWRITTEN[case]
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / f"{case}.py").write_text(source)
+    text = transform(source.encode(), f"{case}.py", command="batchify", harness=HarnessOptions(readout="sum")).text
+    (tmp_path / f"{case}_batched.py").write_text(text)
+    module = load_generated(tmp_path / f"{case}_batched.py", f"{case}_batched")
+    original = __import__(case)
+    batched = module.CellBatched.from_model(original.Cell(4), 3)
+    before = {k: np.asarray(v.value) for k, v in batched.vars().unique().items()}
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        batched.update(jnp.ones((3, 4)))
+    for k, v in batched.vars().unique().items():  # put back: no traced or half-stepped value left
+        np.testing.assert_array_equal(np.asarray(v.value), before[k], err_msg=k)
+    if case == "helper_draws":  # no weights: no harness to train
+        return
+    harness = module.CellHarness(batched)
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        harness.value_and_grad(batched.params(), jnp.ones((3, 3, 4)), jnp.zeros(3, jnp.int32))
