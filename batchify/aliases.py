@@ -308,6 +308,13 @@ class Normaliser:
                 if type(target) is not cst.Name or target.value in aliases:
                     continue
                 path = self.variable_path(node.value)
+                container = (self_path(node.value.value, self.me) if type(node.value) is cst.Subscript else None)
+                if path is None and container and len(container) == 1 and (
+                        container[0] in self.known.lists):
+                    # `fast = self.traces[0]`: an item of a bm.VarList / VarDict, the Variable object
+                    self.check_maybe_variable(node, target.value, [container], f"an item of self.{container[0]}",
+                                              written_names)
+                    continue
                 if path is None:
                     if type(node.value) in (cst.IfExp, cst.BooleanOperation):
                         self.check_maybe_variable(node, target.value, self.candidates(node.value, aliases),
@@ -444,6 +451,8 @@ class Normaliser:
         original sees through it; batchify cannot follow it there."""
         written = self.names_written_through(func)
         for node in self.nodes:
+            if type(node) is cst.For:
+                self.check_item_loop(node)
             # `for v in (self.a, self.b): v += e`: each pass writes a Variable through the loop name.
             if (type(node) is cst.For and type(node.iter) in (cst.List, cst.Tuple, cst.Set)
                     and type(node.target) is cst.Name and node.target.value in written):
@@ -454,6 +463,27 @@ class Normaliser:
                                     f"'{node.target.value}'; batchify cannot follow a Variable there: write each "
                                     "Variable in a statement of its own (or keep them in a bm.VarList)")
                         break
+                continue
+            # `lambda v=self.h: v * 2.0`: the default is the Variable object, read when called.
+            if type(node) in (cst.Lambda, cst.FunctionDef):
+                for param in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
+                    path = self.variable_path(param.default) if param.default is not None else None
+                    if path is not None and self.known.variable(path):
+                        self.report(param.default, "BFY213", f"the default of '{param.name.value}' is "
+                                    f"self.{'.'.join(path)} itself, the Variable object (read when the function "
+                                    "is called, after later writes); batchify cannot follow it there. Give it "
+                                    f"self.{'.'.join(path)}.value, or read self.{'.'.join(path)} in the body")
+                continue
+            # `outs.append(self.h)`: the list holds the Variable object, as a literal would.
+            if (type(node) is cst.Call and type(node.func) is cst.Attribute
+                    and node.func.attr.value in ("append", "insert", "add")):
+                for arg in node.args[-1:]:
+                    name = arg.value.value if type(arg.value) is cst.Name else None
+                    path = aliases[name][0] if name in aliases else self.variable_path(arg.value)
+                    if path is not None and self.known.variable(path):
+                        self.report(arg.value, "BFY213", f"self.{'.'.join(path)} is put into a container here, as "
+                                    "the Variable object (later writes show through it in the original); batchify "
+                                    f"cannot follow it there. Put its value in (self.{'.'.join(path)}.value)")
                 continue
             if not (type(node) is cst.Assign and type(node.value) in (cst.List, cst.Set, cst.Dict, cst.Tuple)):
                 continue
@@ -468,6 +498,35 @@ class Normaliser:
                     self.report(v, "BFY213", f"self.{'.'.join(path)} is put into a container here, as the Variable "
                                 "object; batchify cannot follow it there. Put its value in (self."
                                 f"{'.'.join(path)}.value), or use the Variable directly")
+
+    def check_item_loop(self, loop: cst.For) -> None:
+        """``for k, v in self.mats.items(): self.mats[k] = ...; total += v``: the loop name is the item,
+        the Variable object, so the original reads the value just written; the batched loop would
+        read the old one. Refused when the name is read after the container is written in the body."""
+        iterated, target = loop.iter, loop.target
+        wrapped = type(iterated) is cst.Call and type(iterated.func) is cst.Name and iterated.func.value == "enumerate"
+        if wrapped and iterated.args:
+            iterated = iterated.args[0].value
+            target = target.elements[-1].value if type(target) is cst.Tuple and len(target.elements) == 2 else None
+        elif (type(iterated) is cst.Call and type(iterated.func) is cst.Attribute and not iterated.args
+              and iterated.func.attr.value in ("values", "items")):
+            if iterated.func.attr.value == "items":
+                target = target.elements[-1].value if type(target) is cst.Tuple and len(target.elements) == 2 else None
+            iterated = iterated.func.value
+        path = self_path(iterated, self.me)
+        if type(target) is not cst.Name or not path or len(path) != 1 or not (
+                path[0] in self.known.lists or path[0] in self.known.fields):
+            return
+        body = [n for n in walk(loop.body)]
+        write = next((i for i, n in enumerate(body) if isinstance(n, cst.BaseSmallStatement)
+                      and written_paths(n, self.me) & {tuple(path)}), None)
+        if write is None:
+            return
+        inside = {id(n) for n in walk(body[write])}
+        if any(type(n) is cst.Name and n.value == target.value and id(n) not in inside for n in body[write + 1:]):
+            self.report(target, "BFY213", f"'{target.value}' is an item of self.{path[0]}, the Variable object, and "
+                        f"is read after self.{path[0]} is written in the loop: the original's '{target.value}' sees "
+                        f"the new value, batchify's would see the old; read self.{path[0]}[...] itself there")
 
     # -- helpers that change their argument -----------------------------------------------------
     def mutated_params(self, helper: cst.FunctionDef, seen: frozenset[str] = frozenset()) -> set[str]:

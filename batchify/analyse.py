@@ -672,6 +672,15 @@ class _ClassScan:
                                   f"self.{target[0]} as it is, for the whole batch; use self.{held[0]} wherever "
                                   f"you use self.{target[0]}")
                     continue
+                held_inside = [el for sub in walk(node.value) if type(sub) in (cst.List, cst.Tuple, cst.Set, cst.Dict)
+                               for el in sub.elements if variable(el.value)]
+                if target and held_inside:  # `self.group = bm.VarList([self.V, ...])`: a second name, by index
+                    inner = variable(held_inside[0].value)
+                    self.a.report(held_inside[0].value, "BFY213", f"self.{'.'.join(target)} holds the "
+                                  f"{what(inner)} self.{inner} itself: batchify follows each Variable by one name, "
+                                  f"and self.{'.'.join(target)} would become a copy of its own; give it a Variable "
+                                  f"of its own, or use self.{inner} wherever you use its item")
+                    continue
                 if target and len(target) == 1 and source and target[0] != source:
                     self.a.report(node, "BFY213", f"self.{target[0]} is the {what(source)} self.{source} under a "
                                   "second name: batchify follows each Variable by one name, and a step would read "

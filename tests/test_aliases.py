@@ -105,6 +105,11 @@ FOLLOWED = {
 
 # Patterns batchify cannot follow: refused at the marked line with the code.
 REFUSED = {
+    # Probe B: the original's list holds the Variable three times (all three its final value); on main
+    # the batched code returned three snapshots, and a lambda's default read the old value.
+    "AppendedVariable": ("outs = []\nfor k in range(3):\n    self.V += x @ self.W\n    outs.append(self.V)  # <-\n"
+                         "return outs", "BFY213"),
+    "LambdaDefault": ("readout = lambda v=self.V: v * 2.0  # <-\nself.V += x @ self.W\nreturn readout()", "BFY213"),
     "HelperWritesArgument": ("bump(self.V, x @ self.W)  # <-\nreturn self.V.value", "BFY213"),
     "MethodWritesArgument": ("self._bump(self.V, x @ self.W)  # <-\nreturn self.V.value", "BFY213"),
     "ComputedGetattr": ("name = 'V'\ngetattr(self, name).value = x  # <-\nreturn x", "BFY213"),
@@ -236,6 +241,8 @@ class {name}(bp.DynamicalSystem):
 {body}
 '''
 INIT_ALIASES = {
+    "StateInAVarList": ("self.group = bm.VarList([self.h, bm.Variable(bm.ones(n))])  # <-",
+                        "return self.group[1] * 2.0"),
     "TiedWeight": ("self.dec = self.enc  # <-", "return self.h @ self.dec.T"),
     "StateAlias": ("self.trace = self.h  # <-", "return self.trace * 2.0"),
     "WeightToAChild": ("self.decoder = Decoder(self.enc)  # <-", "return self.decoder(self.h)"),
@@ -364,3 +371,43 @@ def test_a_method_returning_its_own_call_is_followed_once(tmp_path: Path) -> Non
     its returns recursed without end (BFY009, "nests too deeply") before the cycle was cut."""
     _, out, result = transform(tmp_path, "rec.py", RECURSIVE_PICK)
     assert_refused_at_mark(RECURSIVE_PICK, "rec.py", "BFY213", result, out)
+
+
+ITEMS = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Items(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.w = bm.TrainVar(bm.random.normal(0.0, 0.5, (n, n)))
+        self.mats = bm.VarDict({{"a": bm.Variable(bm.zeros(n)), "b": bm.Variable(bm.ones(n))}})
+        self.traces = bm.VarList([bm.Variable(bm.zeros(n)) for _ in range(2)])
+
+    def update(self, x):
+        drive = x @ self.w
+        total = bm.zeros_like(drive)
+{body}
+        return total
+'''
+ITEM_ALIASES = {
+    "DictItems": "for k, v in self.mats.items():  # <-\n    self.mats[k] = v * 0.5 + drive\n    total = total + v",
+    "Enumerated": "for i, tr in enumerate(self.traces):  # <-\n    self.traces[i] += drive\n    total = total + tr",
+    "ItemAlias": "fast = self.traces[0]  # <-\nself.traces[0] = 0.5 * fast + drive\ntotal = total + fast * 2.0",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ITEM_ALIASES))
+def test_an_item_of_a_varlist_or_vardict_read_after_its_write_is_refused(tmp_path: Path, name: str) -> None:
+    """The loop name or local is the item, the Variable object: the original reads the value just
+    written. On main the batched code read the old one (probe A: largest output error 16.9; an
+    alias a step behind). Reads before the write, and loops that only read, still transform."""
+    text = ITEMS.format(body=textwrap.indent(ITEM_ALIASES[name], " " * 8))
+    _, out, result = transform(tmp_path, "items.py", text)
+    assert_refused_at_mark(text, "items.py", "BFY213", result, out)
+    fine = ITEMS.format(body=textwrap.indent("for k, v in self.mats.items():\n    total = total + v\n"
+                                             "    self.mats[k] = v * 0.5 + drive\nfast = self.traces[0]\n"
+                                             "total = total + fast\nself.traces[0] = 0.5 * fast + drive", " " * 8))
+    _, out, result = transform(tmp_path, "fine.py", fine)
+    assert result.returncode == 0, result.stderr
