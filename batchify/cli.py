@@ -97,7 +97,8 @@ def add_drive_flags(p: argparse.ArgumentParser, shared: bool) -> None:
     """How to drive a class for verification; flags override [tool.batchify.verify."path::Class"]."""
     g = p.add_argument_group("verification (driving information)")
     g.add_argument("--init", metavar="ARGS", help="constructor arguments as Python literals: '64, 32, tau=8.0'")
-    g.add_argument("--method", help="the stepping method (default: update, or the only public stateful method)")
+    g.add_argument("--method", action="append", help="the stepping method (default: update, or the only public "
+                   "stateful method); repeat it to check several, each on its own")
     g.add_argument("--input-shape", metavar="NAME=SHAPE", action="append",
                    help="a per-example argument: x=64, x=8x8, x=64:float32:2.0 (shape:dtype:scale); repeatable")
     if shared:
@@ -697,7 +698,11 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
         except DriveError as exc:
             diagnostics.append(Diagnostic(shown, line, 1, "BFY302", f"cannot verify {name}: {exc}"))
             continue
-        plans.append(Plan(name, drive, line))
+        methods = getattr(args, "method", None) or []
+        if (getattr(args, "classes", None) or len(classes) == 1) and len(methods) > 1:
+            plans += [Plan(name, replace(drive, method=m), line) for m in dict.fromkeys(methods)]
+        else:
+            plans.append(Plan(name, drive, line))
     if diagnostics:
         raise BatchifyError(diagnostics)
     # A built-in's subclass, or a group of built-ins without an update of its own: BrainPy's update.
@@ -710,6 +715,21 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
         return methods + ["update"] if group else methods
 
     stateful = {name: stateful_methods(name) for name in classes}
+
+    def unchecked(name: str, checked: list[str]) -> list[str]:
+        """The public stateful methods of ``name`` that the ``checked`` ones never call: not checked by this run."""
+        cls = ir.classes.get(name)
+        if cls is None:
+            return []
+        methods, reached, todo = ir.all_methods(cls), set(), list(checked)
+        while todo:
+            m = todo.pop()
+            if m in methods and m not in reached:
+                reached.add(m)
+                todo += methods[m].self_calls
+        return [m for m in stateful[name] if m not in reached and not m.startswith("_")
+                and m not in ("reset_state", "reset", "clear_input") and methods.get(m) is not None
+                and methods[m].kind == "method"]
 
     def resets_late(name: str) -> bool:  # it, a base or a child leaves its Variables to reset_state()
         cls = ir.classes.get(name)
@@ -755,9 +775,9 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     if missing:
         raise BatchifyError(missing)
 
-    def rerun_argv(name: str) -> list[str]:
-        argv = [str(src), str(generated), "--class", name, "--x64-probe"]
-        for flag in ("init", "method", "steps", "batch", "dt", "rtol", "atol", "seed", "perturb", "mode"):
+    def rerun_argv(name: str, method: str | None) -> list[str]:
+        argv = [str(src), str(generated), "--class", name, "--x64-probe"] + (["--method", method] if method else [])
+        for flag in ("init", "steps", "batch", "dt", "rtol", "atol", "seed", "perturb", "mode"):
             value = getattr(args, flag, None)
             if value is not None:
                 argv += [f"--{flag}", str(value)]
@@ -798,6 +818,8 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     if args.x64_probe:
         sys.stdout.write(json.dumps(engine.probe_summary(results)) + "\n")
         return EXIT_OK
+    for result in results:
+        result.unchecked = unchecked(result.cls, [r.method for r in results if r.cls == result.cls])
     if fmt == "json":
         sys.stdout.write(json.dumps(engine.to_json(results)) + "\n")
     else:

@@ -92,6 +92,7 @@ class ClassResult:
     classification: str | None = None  # round-off / transformation bug / undetermined, after the float64 rerun
     x64_max_abs: float | None = None
     strength: Strength = field(default_factory=Strength)
+    unchecked: list[str] = field(default_factory=list)  # public stateful methods no checked method calls
 
     @property
     def ok(self) -> bool:
@@ -626,7 +627,7 @@ def run_plans(plans: list[Plan], original_module, generated_module, stateful: di
             continue
         result = Verifier(original, batched, plan.drive, method, original_module).run(speed)
         if not result.ok and rerun_argv is not None:
-            classify(result, rerun_in_float64(rerun_argv(plan.cls)))
+            classify(result, rerun_in_float64(rerun_argv(plan.cls, method)))
         results.append(result)
     return results
 
@@ -664,6 +665,9 @@ def format_table(results: list[ClassResult], src: str, generated: str) -> str:
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
     for r in results:
         lines.append(f"  {r.cls}: covered: {r.strength.summary()}")
+        if r.unchecked:
+            lines.append(f"  {r.cls}: not checked: {', '.join(m + '()' for m in r.unchecked)}, stateful and never "
+                         "called by the method checked; check each with --method NAME (repeatable)")
         for s in r.sections:
             if s.name.startswith("fn ") and not s.name.endswith("/grad"):
                 grad = next(g for g in r.sections if g.name == f"{s.name}/grad")

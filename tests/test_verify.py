@@ -340,3 +340,49 @@ def test_init_builds_objects_of_the_source_file(tmp_path: Path) -> None:
         result = verify(init, "3")
         assert result.returncode == 2 and "Traceback" not in result.stderr, (init, result.stdout + result.stderr)
         assert why in result.stderr + result.stdout, (init, result.stdout + result.stderr)
+
+
+TWO_STEPS = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class TwoSteps(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.w = bm.TrainVar(bm.linspace(0.5, 1.5, n))
+        self.h = bm.Variable(bm.zeros(n))
+
+    def _leak(self):
+        self.h.value = 0.9 * self.h
+
+    def update(self, x):
+        self._leak()
+        self.h.value = self.h + x * self.w
+        return self.h.value
+
+    def run_substeps(self, x):
+        for k in range(3):
+            self.h += x * self.w
+        return self.h.value
+'''
+
+
+def test_verify_names_the_stateful_methods_it_did_not_check_and_checks_each_method_given(tmp_path: Path) -> None:
+    """On main verify checked update() and PASSed --strict saying nothing of run_substeps(), a second
+    stepping method it never ran; and ``--method a --method b`` kept the last one only."""
+    src = tmp_path / "two_steps.py"
+    src.write_text(TWO_STEPS)
+    out = tmp_path / "two_steps_batched.py"
+    subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out)], check=True, capture_output=True)
+    base = [sys.executable, "-m", "batchify", "verify", str(src), str(out), "--init", "4", "--input-shape", "x=4",
+            "--steps", "5", "--no-speed"]
+    one = subprocess.run(base, capture_output=True, text=True, cwd=tmp_path)
+    assert one.returncode == 0, one.stdout + one.stderr
+    assert "TwoSteps: not checked: run_substeps(), stateful and never called by the method checked" in one.stdout, one.stdout
+    assert "_leak" not in one.stdout  # called by update(): checked through it
+    both = subprocess.run([*base, "--method", "update", "--method", "run_substeps", "--format", "json"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert both.returncode == 0, both.stdout + both.stderr
+    classes = json.loads(both.stdout)["classes"]
+    assert [(c["method"], c["verdict"]) for c in classes] == [("update", "PASS"), ("run_substeps", "PASS")]
+    assert classes[0]["unchecked"] == classes[1]["unchecked"] == []
