@@ -1227,3 +1227,22 @@ def test_a_construction_helper_a_subclass_overrides_verifies(tmp_path: Path) -> 
     src, out, text = transformed(tmp_path, "adaptive", OVERRIDDEN_HELPER, "--class", "Adaptive")
     assert "        super()._init_state(n)\n        self.a = bfy.batched(bm.Variable(bm.ones(n) * 0.1), self.batch_size)" in text
     assert_strict_pass(src, out, "--class", "Adaptive", "--init", "3, 4", "--input-shape", "x=3:float32:1.0")
+
+
+@pytest.mark.parametrize("name, draws", [("batch_size", False), ("rng_key", True), ("library", False)])
+def test_a_plain_attribute_named_like_a_member_the_generated_code_sets_is_refused(tmp_path: Path, name: str,
+                                                                                  draws: bool) -> None:
+    """``self.batch_size = chunk``: on main the rename that makes ``self.params`` ``self.params_`` renamed
+    the constructor's own ``self.batch_size = batch_size`` too, and ``Batched(5, batch_size=4)`` raised
+    AttributeError (verify: BFY900); ``self.rng_key = 7`` was overwritten by the batch's keys (BFY303)."""
+    noise = " + 0.1 * bm.random.normal(0.0, 1.0, self.h.shape)" if draws else ""
+    text = (f"import brainpy as bp\nimport brainpy.math as bm\n\n\nclass Cell(bp.DynamicalSystem):\n"
+            f"    def __init__(self, n, chunk=2):\n        super().__init__()\n        self.{name} = chunk\n"
+            f"        self.w = bm.TrainVar(bm.ones(n))\n        self.h = bm.Variable(bm.zeros(n))\n\n"
+            f"    def update(self, x):\n        self.h.value = 0.9 * self.h + x * self.w * self.{name}{noise}\n"
+            f"        return self.h.value\n")
+    src = tmp_path / "cell.py"
+    src.write_text(text)
+    result = batchify(str(src), "-o", str(tmp_path / "cell_batched.py"), cwd=tmp_path)
+    assert result.returncode == 1 and f"cell.py:8:9: BFY010 self.{name} is the batched class's own" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "cell_batched.py").exists()
