@@ -1170,12 +1170,11 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                 # Members the generated constructor sets and its code reads: a plain attribute of the
                 # same name would be renamed with them (the others are `self.params_`, and so on).
                 me = self_name_of(func) or "self"
-                fields = {f.name for f in scan.fields}
                 for node in walk(func.body):
                     for target in assigned(node):
                         path = self_path(target, me)
                         if path and len(path) == 1 and path[0] in ("batch_size", "rng_key", "library") \
-                                and path[0] not in fields:
+                                and path[0] not in fields:  # (`fields`: every field of the class, above)
                             a.report(target, "BFY010", f"self.{path[0]} is the batched class's own (set by its "
                                      f"constructor, read by its code); rename this attribute")
                 continue

@@ -118,7 +118,8 @@ class Strength:
     """What a check covered, measured on the original's run (each example alone)."""
 
     state_leaves: int = 0  # state Variables of the original (children and built-ins included)
-    moved: int = 0  # of those, how many changed from their start at some step of some example
+    moved: int = 0  # of those, how many changed from their start (beyond a perturbed start's relaxing)
+    unmoved: list[str] = field(default_factory=list)  # the others, by path
     examples_differ: bool = False  # some output or state differs between two examples at some step
     spikes: int | None = None  # true values seen in boolean state over the run; None without any
     outputs: int = 0  # float output leaves per step
@@ -162,7 +163,9 @@ class Strength:
         return reasons
 
     def summary(self) -> str:
-        parts = [f"state moved {self.moved}/{self.state_leaves}" if self.state_leaves else "no state",
+        unmoved = ", ".join(self.unmoved[:4]) + (", ..." if len(self.unmoved) > 4 else "")
+        parts = [(f"state moved {self.moved}/{self.state_leaves}" + (f" (not: {unmoved})" if self.unmoved else ""))
+                 if self.state_leaves else "no state",
                  "examples differ" if self.examples_differ else "examples alike"]
         if self.spikes is not None:
             parts.append(f"{self.spikes} spikes")
@@ -453,8 +456,23 @@ def measure(starts: list[dict], outputs, states) -> Strength:
     s = Strength()
     names = sorted(states[0][0]) if states and states[0] else []
     s.state_leaves = len(names)
-    s.moved = sum(any(not np.array_equal(step[name], starts[e][name]) for e in range(len(states))
-                      for step in states[e]) for name in names)
+
+    def moved(name: str) -> bool:
+        # In example 0 (its start as the model has it), or in another example further than its start
+        # was perturbed: a state that only relaxes from its perturbation (a refractory counter whose
+        # branch the inputs never take) was not driven, and a wrong branch there could not show.
+        def far(e: int) -> float:
+            return max((float(np.max(np.abs(np.asarray(step[name], float) - np.asarray(starts[e][name], float))))
+                        for step in states[e] if np.size(step[name])), default=0.0)
+
+        if any(not np.array_equal(step[name], starts[0][name]) for step in states[0]):
+            return True
+        return any(far(e) > float(np.max(np.abs(np.asarray(starts[e][name], float)
+                                                - np.asarray(starts[0][name], float)), initial=0.0))
+                   for e in range(1, len(states)))
+
+    unmoved = [name for name in names if not moved(name)]
+    s.moved, s.unmoved = len(names) - len(unmoved), unmoved
     flat = [[[np.asarray(x) for x in jax.tree.leaves(out)] + [step[n] for n in names]
              for out, step in zip(outputs[e], states[e])] for e in range(len(outputs))]
     s.examples_differ = any(not np.array_equal(a, b) for e in range(1, len(flat))

@@ -377,13 +377,28 @@ class Verifier:
         probe = call(*[v[0] for v in values])
         has_aux = isinstance(probe, tuple) and len(probe) >= 2
         restore(model, initial)
-        grad_f = bm.grad(call, grad_vars=train_vars, has_aux=has_aux, return_value=True)
+
+        def scalar(loss):  # a loss of shape [1] (a [1] label) is the scalar it is, as the harness takes it
+            loss = bm.as_jax(loss)
+            return loss.reshape(()) if loss.shape == (1,) else loss
+
+        def reference(*args):
+            out = call(*args)
+            return (scalar(out[0]), *out[1:]) if has_aux else scalar(out)
+
+        grad_f = bm.grad(reference, grad_vars=train_vars, has_aux=has_aux, return_value=True)
         want = []
         for e in range(d.batch):
             restore(model, initial)
             if self.random:
                 seed_example(model, d.seed, e, initial)
-            want.append(grad_f(*[v[e] for v in values]))
+            try:
+                want.append(grad_f(*[v[e] for v in values]))
+            except Exception as exc:  # noqa: BLE001 - the user's loss under bm.grad: theirs to fix
+                restore(model, initial)
+                raise DriveError(f"--function {name}: bm.grad of the original {name}() raised "
+                                 f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} (a loss "
+                                 "must be a scalar, or of shape [1])") from None
         restore(model, initial)
         batched = batch_of(self.batched_cls, model, d.batch, d.seed)
         gradient = getattr(batched, f"{method}_grad")

@@ -386,3 +386,78 @@ def test_verify_names_the_stateful_methods_it_did_not_check_and_checks_each_meth
     classes = json.loads(both.stdout)["classes"]
     assert [(c["method"], c["verdict"]) for c in classes] == [("update", "PASS"), ("run_substeps", "PASS")]
     assert classes[0]["unchecked"] == classes[1]["unchecked"] == []
+
+
+def test_a_state_that_only_relaxes_from_its_perturbed_start_is_not_counted_as_moved() -> None:
+    """A refractory counter whose branch the inputs never take: 0 in example 0, and in the perturbed
+    examples it decays from its small start to 0. On main it counted as moved ('state moved 2/2')
+    while a bug planted in its branch PASSed (probe B); now the summary names it: 'moved 1/2 (not: ref)'."""
+    from batchify.equivalence import measure
+
+    starts = [{"V": np.zeros(2), "ref": np.zeros(2)}, {"V": np.full(2, 0.01), "ref": np.full(2, 0.005)}]
+    states = [[{"V": np.full(2, 0.5 * t), "ref": np.zeros(2)} for t in range(1, 4)],
+              [{"V": np.full(2, 0.5 * t + 0.01), "ref": np.full(2, 0.005 / 2 ** t)} for t in range(1, 4)]]
+    outputs = [[np.full(2, float(t))] for t in range(3)], [[np.full(2, float(t))] for t in range(3)]
+    strength = measure(starts, list(outputs), states)
+    assert (strength.moved, strength.unmoved) == (1, ["ref"])
+    assert "state moved 1/2 (not: ref)" in strength.summary()
+    # Driven past its perturbation in another example: moved.
+    states[1][2]["ref"] = np.full(2, 3.0)
+    assert measure(starts, list(outputs), states).moved == 2
+
+
+LOSS_ONE = '''import functools
+
+import brainpy as bp
+import brainpy.math as bm
+import numpy as np
+
+
+class Net(bp.DynamicalSystem):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.n_out = n_out
+        self.w = bm.TrainVar(bm.random.normal(0.0, 0.5, (n_in, n_out)))
+        self.h = bm.Variable(bm.zeros(n_out))
+
+    def reset_state(self, batch_size=None):
+        self.h.value = bm.zeros(self.n_out)
+
+    def step_run(self, i, x):
+        self.h.value = bm.tanh(0.7 * self.h + x @ self.w)
+        return self.h.value
+
+
+model = Net(4, 3)
+
+
+def loss_fun(x_single, y_single):
+    model.reset_state()
+    outs = bm.for_loop(functools.partial(model.step_run, x=x_single), np.arange(5))
+    logits = bm.mean(outs, axis=0)
+    return {shape}
+'''
+
+
+@pytest.mark.parametrize("shape, ok", [("-logits[y_single]", True), ("-logits", False)])
+def test_a_function_loss_of_shape_one_verifies_and_a_vector_loss_is_a_clear_error(tmp_path: Path, shape: str,
+                                                                                  ok: bool) -> None:
+    """A ``[1]`` loss (a ``[1]`` label) is the scalar it is, as the harness takes it; on main verify's
+    reference bm.grad raised and the run ended in BFY900 (internal error). A vector loss is the
+    user's to fix: BFY302 naming bm.grad's complaint."""
+    src = tmp_path / "loss_one.py"
+    src.write_text(LOSS_ONE.format(shape=shape))
+    out = tmp_path / "loss_one_batched.py"
+    made = subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out), "--function", "loss_fun",
+                           "--shared", "i"], capture_output=True, text=True, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    result = subprocess.run([sys.executable, "-m", "batchify", "verify", str(src), str(out), "--init", "4, 3",
+                             "--method", "step_run", "--shared", "i=time", "--input-shape", "x=4", "--function",
+                             "loss_fun", "--input-shape", "x_single=4", "--input-shape", "y_single=1:int32:3",
+                             "--no-speed"], capture_output=True, text=True, cwd=tmp_path)
+    if ok:
+        assert result.returncode == 0 and "loss_fun(): losses and outputs ok" in result.stdout, \
+            result.stdout + result.stderr
+    else:
+        assert result.returncode == 2 and "BFY302" in result.stderr and "bm.grad of the original loss_fun()" \
+            in result.stderr and "Traceback" not in result.stderr, result.stdout + result.stderr
