@@ -1819,10 +1819,27 @@ def class_label(y):
 
 
 def padded(batch, size):
-    """``batch`` (a NumPy array) grown to ``size`` examples by repeating its first one."""
-    if len(batch) == size:
+    """``batch`` (a NumPy array, or a dict or tuple of them) grown to ``size`` examples by repeating its first one."""
+    if examples_in(batch) == size:
         return batch
-    return np.concatenate([batch, np.repeat(batch[:1], size - len(batch), axis=0)])
+    return jax.tree.map(lambda a: np.concatenate([a, np.repeat(a[:1], size - len(a), axis=0)]), batch)
+
+
+def examples_in(data):
+    """How many examples ``data`` holds: its length, or the leading axis of a dict or tuple of arrays."""
+    if not isinstance(data, (dict, tuple)):
+        return len(data)
+    sizes = {np.shape(a)[0] for a in jax.tree.leaves(data)}
+    if len(sizes) != 1:
+        raise ValueError(f"the arrays of a dataset must share their first axis, the examples: got sizes {sorted(sizes)}")
+    return sizes.pop()
+
+
+def examples_at(data, index):
+    """The examples of ``data`` at ``index`` (a slice or an index array), as NumPy arrays."""
+    if not isinstance(data, (dict, tuple)):
+        return np.asarray(data[index])
+    return jax.tree.map(lambda a: np.asarray(a[index]), data)
 
 
 def first_output(outputs):
@@ -2372,11 +2389,11 @@ class Harness:
         Compiled once per harness and chunk size: the last chunk is padded, not compiled again.
         """
         key = jax.random.PRNGKey(0) if key is None else key
-        batch_size = min(batch_size, len(xs))
+        batch_size = min(batch_size, examples_in(xs))
         losses, hits = [], []
-        for start in range(0, len(xs), batch_size):
-            x, y = np.asarray(xs[start:start + batch_size]), np.asarray(ys[start:start + batch_size])
-            n = len(x)
+        for start in range(0, examples_in(xs), batch_size):
+            x, y = examples_at(xs, slice(start, start + batch_size)), examples_at(ys, slice(start, start + batch_size))
+            n = examples_in(x)
             keys = (fold_keys(key, batch_size, start),) if self.random else ()  # example start + i: its own key
             result = self._evaluate_batch(params, padded(x, batch_size), padded(y, batch_size), *keys)
             if self.classifies:
@@ -2413,19 +2430,20 @@ class Harness:
             params, opt_state, key, start, rng_state, history = saver.restore(params, opt_state, key)
             params = jax.device_put(params, self.replicated)
             rng.bit_generator.state = rng_state
-        n_batches = len(xs) // batch_size
+        count = examples_in(xs)
+        n_batches = count // batch_size
         if not n_batches:  # no step would run: a history of NaN, and weights as they were
-            raise ValueError(f"batch_size {batch_size} is larger than the {len(xs)} training examples; pass "
-                             f"batch_size={len(xs)} or less")
+            raise ValueError(f"batch_size {batch_size} is larger than the {count} training examples; pass "
+                             f"batch_size={count} or less")
         for epoch in range(start, epochs):
-            order = rng.permutation(len(xs)) if shuffle else np.arange(len(xs))
+            order = rng.permutation(count) if shuffle else np.arange(count)
             losses = []
             # tqdm shows rate, ETA and the running loss; disable=None: silent when not on a terminal.
             bar = tqdm.tqdm(total=n_batches, desc=f"epoch {epoch + 1}/{epochs}", unit="batch",
                             disable=None if progress else True)
             for b in range(n_batches):
                 idx = order[b * batch_size:(b + 1) * batch_size]
-                x, y = self.shard((np.asarray(xs[idx]), np.asarray(ys[idx])))
+                x, y = self.shard((examples_at(xs, idx), examples_at(ys, idx)))
                 if self.random:
                     key, step_key = jax.random.split(key)
                     params, opt_state, loss = self.train_step(params, opt_state, x, y, step_key)
@@ -2566,15 +2584,16 @@ class LossHarness(Harness):
 
     def evaluate(self, params, xs, ys, batch_size=256, key=None):
         """Mean loss, and the mean of a scalar auxiliary output (None without one), over a dataset."""
-        batch_size = min(batch_size, len(xs))
+        batch_size = min(batch_size, examples_in(xs))
         losses, aux = [], []
-        for start in range(0, len(xs), batch_size):
-            x, y = np.asarray(xs[start:start + batch_size]), np.asarray(ys[start:start + batch_size])
+        for start in range(0, examples_in(xs), batch_size):
+            x, y = examples_at(xs, slice(start, start + batch_size)), examples_at(ys, slice(start, start + batch_size))
+            n = examples_in(x)
             loss, extra = self._evaluate_batch(params, padded(x, batch_size), padded(y, batch_size))
-            losses.append(np.asarray(loss)[:len(x)])
+            losses.append(np.asarray(loss)[:n])
             if isinstance(extra, tuple):  # several auxiliary outputs: the first
                 extra = extra[0] if extra else None
             if extra is not None and np.ndim(extra) >= 1 and np.size(extra) == np.shape(extra)[0]:
-                aux.append(np.reshape(np.asarray(extra), -1)[:len(x)])  # a scalar per example, [B] or [B, 1]
+                aux.append(np.reshape(np.asarray(extra), -1)[:n])  # a scalar per example, [B] or [B, 1]
         mean_aux = float(np.mean(np.concatenate(aux))) if aux else None
         return float(np.mean(np.concatenate(losses))), mean_aux

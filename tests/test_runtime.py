@@ -452,3 +452,53 @@ def test_code_batchify_did_not_rewrite_fails_the_step_naming_what_it_touched(tmp
     harness = module.CellHarness(batched)
     with pytest.raises(RuntimeError, match=re.escape(message)):
         harness.value_and_grad(batched.params(), jnp.ones((3, 3, 4)), jnp.zeros(3, jnp.int32))
+
+
+DICT_INPUTS = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class DictIn(bp.DynamicalSystem):
+    def __init__(self, n_a, n_b, n_rec, n_out):
+        super().__init__()
+        self.n_rec = n_rec
+        self.wa = bm.TrainVar(bm.random.normal(0.0, 0.5, (n_a, n_rec)))
+        self.wb = bm.TrainVar(bm.random.normal(0.0, 0.5, (n_b, n_rec)))
+        self.w_out = bm.TrainVar(bm.random.normal(0.0, 0.5, (n_rec, n_out)))
+        self.h = bm.Variable(bm.zeros(n_rec))
+
+    def reset_state(self, batch_size=None):
+        self.h.value = bm.zeros(self.n_rec)
+
+    def update(self, inp):
+        self.h.value = bm.tanh(0.8 * self.h + inp["a"] @ self.wa + inp["b"] @ self.wb)
+        return self.h @ self.w_out
+'''
+
+
+def test_evaluate_and_fit_take_a_dict_of_inputs_as_train_step_does(tmp_path, monkeypatch) -> None:
+    """``xs = {"a": [B, T, 2], "b": [B, T, 3]}``: value_and_grad and train_step took it; on main
+    evaluate raised KeyError slice(0, 2, None) and fit said 'batch_size 4 is larger than the 2
+    training examples' (len of the dict: its keys). Now chunks, padding and shuffling go leaf by leaf."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "dict_in.py").write_text(DICT_INPUTS)
+    text = transform(DICT_INPUTS.encode(), "dict_in.py", command="batchify",
+                     harness=HarnessOptions(loss="mse")).text
+    (tmp_path / "dict_in_batched.py").write_text(text)
+    module = load_generated(tmp_path / "dict_in_batched.py", "dict_in_batched")
+    original = __import__("dict_in")
+    bm.random.seed(1)
+    batched = module.DictInBatched.from_model(original.DictIn(2, 3, 4, 2), 8)
+    harness = module.DictInHarness(batched)
+    rng = np.random.default_rng(0)
+    xs = {"a": rng.standard_normal((8, 5, 2)).astype(np.float32), "b": rng.standard_normal((8, 5, 3)).astype(np.float32)}
+    ys = rng.standard_normal((8, 2)).astype(np.float32)
+    params = batched.params()
+    loss, _ = harness.value_and_grad(params, xs, ys)
+    whole, _ = harness.evaluate(params, xs, ys, batch_size=3)  # chunks of 3, the last padded
+    each = [harness.evaluate(params, {k: v[i:i + 1] for k, v in xs.items()}, ys[i:i + 1])[0] for i in range(8)]
+    np.testing.assert_allclose([whole, np.mean(each)], [float(loss)] * 2, rtol=1e-5)
+    _, history = harness.fit(xs, ys, epochs=2, batch_size=4, progress=False)
+    assert len(history["loss"]) == 2 and all(np.isfinite(history["loss"]))
+    with pytest.raises(ValueError, match="share their first axis"):
+        harness.evaluate(params, {"a": xs["a"], "b": xs["b"][:5]}, ys)
