@@ -21,6 +21,7 @@ import pytest
 from batchify import transform
 from batchify.cli import main
 from batchify.diagnostics import BatchifyError
+from batchify.harness import HarnessOptions
 from batchify.loader import load_generated
 
 HERE = Path(__file__).resolve().parent
@@ -345,3 +346,18 @@ def test_an_index_written_with_state_is_not_itself_state() -> None:
     transform(source.encode(), "rec.py", command="batchify rec.py")
     with pytest.raises(BatchifyError, match="BFY210"):
         transform(source.replace("if i % 2 == 0:", "if record.sum() > 0:").encode(), "rec.py", command="batchify")
+
+
+def test_a_harness_on_a_loss_that_does_not_reset_the_model_is_refused() -> None:
+    """The harness starts every example from its reset state. On main a loss without
+    ``model.reset_state()`` got a harness anyway, training on another loss than the user's (probe B:
+    loss_fun_grad matched bm.grad, [1.1095, 0.6790, ...], the harness gave [1.633, 0.605, ...])."""
+    text = SCRIPT.read_text().replace("    model.reset_state()\n", "", 1)
+    assert "reset_state()" not in text.split("def loss_fun")[1].split("\ndef ")[0]
+    with pytest.raises(BatchifyError) as caught:
+        transform(text.encode(), "seed.py", command="batchify seed.py", functions=["loss_fun"],
+                  harness=HarnessOptions())
+    assert any(d.code == "BFY013" and "loss_fun() does not reset" in d.message for d in caught.value.diagnostics)
+    # Without the harness the loss is batched as written: loss_fun_grad runs it so.
+    assert "def loss_fun_pure" in transform(text.encode(), "seed.py", command="batchify seed.py",
+                                            functions=["loss_fun"]).text

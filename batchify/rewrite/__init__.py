@@ -185,6 +185,19 @@ def loss_harness_code(ir: ModuleIR, diagnostics: list[Diagnostic]) -> list[LossH
                     f"example would get the same noise); train with {cls.batched_name}.{method}_grad, which "
                     "does, or with the --harness of the class itself")))
                 continue
+            has_state = any(f.kind == "state" for f in ir.all_fields(cls)) or ir.all_children(cls) \
+                or ir.all_libraries(cls)
+            if has_state and not {"reset_state", "reset"} & cls.methods[method].self_calls:
+                # The harness starts every example from a reset; a loss that carries the state on from
+                # whatever ran before would train on another loss than the one verify checks.
+                pos = ir.positions.get(node)
+                diagnostics.append(Diagnostic(ir.path, pos.start.line if pos else 1, 1, "BFY013", (
+                    f"harness: {function}() does not reset {cls.name}, and the harness starts every example "
+                    "from its reset state: it would train on another loss than yours; call "
+                    f"{ir.driven.get(function, 'model')}.reset_state() at the top of {function}() (as a training "
+                    f"loss of one example does), or train with {cls.batched_name}.{method}_grad, which runs it as "
+                    "written")))
+                continue
             out.append(LossHarnessCode(f"{cls.name}Harness", cls.batched_name,
                                        ("bfy.LossHarness", f"model={cls.batched_name}", *(["has_aux=True"] if has_aux else [])),
                                        function, method, args, has_aux))
