@@ -13,6 +13,7 @@ import re
 
 import libcst as cst
 
+from batchify.cstwalk import walk
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.harness import HarnessOptions, harness_classes
 from batchify.harness import context as harness_context
@@ -187,7 +188,9 @@ def loss_harness_code(ir: ModuleIR, diagnostics: list[Diagnostic]) -> list[LossH
                 continue
             has_state = any(f.kind == "state" for f in ir.all_fields(cls)) or ir.all_children(cls) \
                 or ir.all_libraries(cls)
-            if has_state and not {"reset_state", "reset"} & cls.methods[method].self_calls:
+            resets = any(type(n) is cst.Call and type(n.func) is cst.Attribute
+                         and n.func.attr.value in ("reset_state", "reset") for n in walk(node))
+            if has_state and not resets:  # (model.reset_state(), BrainPy's own one too, or bp.reset_state(model))
                 # The harness starts every example from a reset; a loss that carries the state on from
                 # whatever ran before would train on another loss than the one verify checks.
                 pos = ir.positions.get(node)
