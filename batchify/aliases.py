@@ -517,7 +517,7 @@ class Normaliser:
         if type(target) is not cst.Name or not path or len(path) != 1 or not (
                 path[0] in self.known.lists or path[0] in self.known.fields):
             return
-        body = [n for n in walk(loop.body)]
+        body = list(walk(loop.body))
         write = next((i for i, n in enumerate(body) if isinstance(n, cst.BaseSmallStatement)
                       and written_paths(n, self.me) & {tuple(path)}), None)
         if write is None:

@@ -1275,7 +1275,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             a.diagnostics.append(Diagnostic(path, 1, 1, "BFY013", f"harness: no module-level function named "
                                             f"'{name}' in the source"))
     binders = {}  # module-level names -> the statement binding them (the last one)
-    for s in a.module.body:
+    for s in a.module.body if also else ():
         if type(s) in (cst.FunctionDef, cst.ClassDef):
             binders[s.name.value] = s
         elif isinstance(s, cst.SimpleStatementLine):

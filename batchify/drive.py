@@ -310,8 +310,8 @@ def with_flags(drive: Drive, flags) -> Drive:
     if flags.init is not None:
         args, kwargs = parse_init(flags.init)
         changes.update(init_args=args, init_kwargs=kwargs, init_given=True)
-    if flags.method:  # (several: one plan each, made by the caller)
-        changes["method"] = flags.method[0] if isinstance(flags.method, list) else flags.method
+    if flags.method:  # a list (--method repeats): the first; several get one plan each from the caller
+        changes["method"] = flags.method[0]
     inputs = dict(drive.inputs)
     for name, spec in _named(flags.input_shape, "--input-shape", "NAME=SHAPE, e.g. x=64"):
         inputs[name] = Input.parse_shape(spec)

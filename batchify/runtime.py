@@ -630,9 +630,10 @@ class BatchView:
         return self._library.view(getattr(self._module, name))
 
     def __setattr__(self, name, value):
-        current = self._library.view(getattr(self._module, name, None))
-        if isinstance(current, bm.Variable) and current is not getattr(self._module, name, None):
-            current.value = value  # BrainPy's setattr writes into a Variable: here, the batch's
+        own = getattr(self._module, name, None)
+        batch = self._library.view(own)
+        if isinstance(batch, bm.Variable) and batch is not own:
+            batch.value = value  # BrainPy's setattr writes into a Variable: here, the batch's
         else:
             setattr(self._module, name, value)
 
@@ -1329,9 +1330,8 @@ def batch_state_only(model, what):
             f"and be lost with the step's new state. Its value is put back. Write the state in a method of "
             f"a model class of this file, called as self.method(...).")
     if escaped:  # a Variable of another object: written for the whole batch at once
-        stray = escaped
         raise RuntimeError(
-            f"{type(model).__name__}.{what} wrote {named(stray)}, which is not part of the batch's state: it "
+            f"{type(model).__name__}.{what} wrote {named(escaped)}, which is not part of the batch's state: it "
             f"belongs to an object batchify does not batch, called as it is for the whole batch (a model "
             f"imported from another file). Its value is put back. batchify reads one file: define that "
             f"model in this file, so that it is batched with the rest.")
