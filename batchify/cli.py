@@ -598,6 +598,18 @@ def raised_in(exc: BaseException, src: Path, shown: str, generated: Path) -> Dia
                       f"{message} (in {frame.name}); this is a transformation bug, please report it")
 
 
+def not_traceable(exc, src: Path, shown: str, generated: Path) -> Diagnostic:
+    """BFY302 at the source line whose code cannot be traced (``verify.NotTraceable``)."""
+    where = raised_in(exc.error, src, shown, generated)
+    line, col = (where.line, where.column) if where is not None and where.path == shown else (1, 1)
+    message = f"{type(exc.error).__name__}: {exc.error}".splitlines()[0][:300]
+    return Diagnostic(shown, line, col, "BFY302", f"cannot verify: the model's own code cannot be traced: one step "
+                      f"of it under jit (bm.jit, as DSRunner runs it by default) raises {message}, and the batched "
+                      f"model, which always runs traced (vmap), raised {type(exc.batched_error).__name__}. Make the "
+                      f"step traceable: bm.where(mask, value, V) for V[mask] = value, bm.cond or bm.where for an "
+                      f"`if` on a value")
+
+
 def build_verify_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog="batchify verify",
                        description="Check a generated module numerically against its source (imports jax, brainpy).")
@@ -802,6 +814,8 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
                                        speed=not (getattr(args, "no_speed", False) or args.x64_probe))
     except DriveError as exc:
         raise BatchifyError([Diagnostic(shown, 1, 1, "BFY302", f"cannot verify: {exc}")]) from None
+    except engine.NotTraceable as exc:  # the model's code runs eagerly only: the user's to fix
+        raise BatchifyError([not_traceable(exc, src, shown, generated)]) from None
     except RuntimeError as exc:  # the generated code refused to run (a built-in learning its weights online)
         diagnostic = raised_in(exc, src, shown, generated)
         if diagnostic is not None and diagnostic.path == shown:  # the original's own code (NotImplementedError)

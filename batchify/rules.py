@@ -950,19 +950,32 @@ RULES: tuple[Rule, ...] = (
         'masked write',
         f"{STMT}.indexed_write",
         'writes through a boolean mask',
-        '`self.V[self.V > th] = 0.`, `self.V[m] = self.R[m]`, `self.S[(self.V < a) & ~r] += 2.`',
+        ('`self.V[self.V > th] = 0.`, `self.V[m] = self.R[m]`, `self.S[(self.V < a) & ~r] += 2.`; a local '
+         'every binding of which is a mask, `spike = self.V >= th` then `self.V[spike] = 0.`'),
         ('`state.V = jnp.where(state.V > th, 0., state.V)` (`x[m]` as the value: `x`), `jnp.where(m, state.S + 2., '
          'state.S)`: a mask selects a number of elements no trace can know (`.at[mask]` raises '
-         '`NonConcreteBooleanIndexError` under `vmap`)'),
+         '`NonConcreteBooleanIndexError` under `vmap` and `jit`)'),
         Case(before=('self.V.value = self.V + x\n'
-                     'self.V[self.V > 1.] = self.S[self.V > 1.]'),
+                     'self.V[self.V > 1.] = self.S[self.V > 1.]\n'
+                     'spike = self.S > 0.\n'
+                     'quiet = ~spike\n'
+                     'self.S[quiet] = 0.'),
              after=('state = state._replace(V=state.V + x)\n'
                     'state = state._replace(V=jnp.where(state.V > 1., state.S, state.V))\n'
+                    'spike = state.S > 0.\n'
+                    'quiet = ~spike\n'
+                    'state = state._replace(S=jnp.where(quiet, 0., state.S))\n'
                     'return bfy.unwrap(state), None')),
         Case(before=('self.V.value = self.V + x\n'
-                     'self.V[self.S] = 0.'),
+                     'i = x > 0.\n'
+                     'i, j = 0, 1\n'
+                     'self.V[self.S] = 0.\n'
+                     'self.V[i] = 1.'),
              after=('state = state._replace(V=state.V + x)\n'
+                    'i = x > 0.\n'
+                    'i, j = 0, 1\n'
                     'state = state._replace(V=state.V.at[state.S].set(0.))\n'
+                    'state = state._replace(V=state.V.at[i].set(1.))\n'
                     'return bfy.unwrap(state), None')),
     ),
     Rule(

@@ -243,6 +243,23 @@ def section_from(report: Report, name: str, predicate) -> Section:
     return Section(name, not bad, report.max_abs, [asdict(m) for m in bad], of_tolerance=report.of_tolerance)
 
 
+# What JAX raises when code needs a concrete value it is only tracing: code that runs eagerly and
+# not under jit. The batched model always runs traced (vmap), so these come from the model's code
+# whenever the original raises them under jit as well.
+TRACE_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.NonConcreteBooleanIndexError,
+                jax.errors.TracerArrayConversionError, jax.errors.TracerIntegerConversionError)
+
+
+class NotTraceable(Exception):
+    """The batched model raised one of ``TRACE_ERRORS``, and so does one step of the original under
+    ``bm.jit``: the model's own code cannot be traced (``error``, raised where it is), not a
+    transformation bug."""
+
+    def __init__(self, error: BaseException, batched_error: BaseException):
+        super().__init__(str(error))
+        self.error, self.batched_error = error, batched_error
+
+
 class Verifier:
     def __init__(self, original_cls, batched_cls, drive: Drive, method: str, original_module=None):
         self.original_cls = original_cls
@@ -297,9 +314,15 @@ class Verifier:
                 raise DriveError(f"{d.cls}: --port {port.path}: the model has no Variable at that path") from None
             port.values = port.values.astype(dtype)
 
-        report = check_equivalence(model, self.batched_cls, self.method, self.args, batch=d.batch, steps=d.steps,
-                                   rtol=d.rtol, atol=d.atol, dt=d.dt, seed=d.seed, perturb=d.perturb,
-                                   ports=self.ports)
+        try:
+            report = check_equivalence(model, self.batched_cls, self.method, self.args, batch=d.batch,
+                                       steps=d.steps, rtol=d.rtol, atol=d.atol, dt=d.dt, seed=d.seed,
+                                       perturb=d.perturb, ports=self.ports)
+        except TRACE_ERRORS as exc:
+            traced = self.traced_error(model)
+            if traced is not None:
+                raise NotTraceable(traced, exc) from None
+            raise
         sections = [section_from(report, "forward", lambda q: q.startswith("output")),
                     section_from(report, "state", lambda q: q.startswith("state"))]
         resets = section_from(report, "reset", lambda q: q.startswith("reset "))
@@ -312,6 +335,23 @@ class Verifier:
         result = ClassResult(d.cls, self.method, d.batch, d.steps, sections, strength=strength)
         result.speedup = self.speed(model) if speed else None
         return result
+
+    def traced_error(self, model) -> BaseException | None:
+        """What one step of the original raises under ``bm.jit`` (its inputs of example 0, from its
+        state as it is, put back after): one of ``TRACE_ERRORS``, or None when it runs traced."""
+        initial = snapshot(model)
+        step = getattr(model, self.method)
+        try:
+            tick(self.drive.dt, 0)
+            write_ports(model, self.ports, 0, 0)
+            jax.block_until_ready(bm.jit(lambda *xs: call(step, self.args, xs))(*(a.example(0, 0) for a in self.args)))
+        except TRACE_ERRORS as exc:
+            return exc
+        except Exception:  # noqa: BLE001 - anything else is not this question's answer
+            return None
+        finally:
+            restore(model, initial)
+        return None
 
     # -- the batched constructor ---------------------------------------------------------
     def constructor_section(self) -> Section:

@@ -683,15 +683,19 @@ class M(bp.DynamicalSystem):
         self.V.value = self.V + x
         self.V[self.V > 1.] = self.R[self.V > 1.]
         self.R[(self.V < 0.5) & (x > 0)] += 2.0
+        low = self.V < 0.2
+        self.V[low] += 0.1
         return self.V.value
 """
 
 
 def test_writes_through_a_boolean_mask_verify(tmp_path) -> None:
-    """main wrote state.V.at[state.V > 1.].set(...): verify BFY303 NonConcreteBooleanIndexError."""
+    """main wrote state.V.at[state.V > 1.].set(...): verify BFY303 NonConcreteBooleanIndexError; and,
+    until the masks held in locals, state.V.at[low].set(state.V[low] + 0.1) (the same BFY303)."""
     (tmp_path / "masked.py").write_text(MASKED)
     text = transform(MASKED.encode(), "masked.py", command="batchify").text
     assert "jnp.where(state.V > 1., state.R, state.V)" in text
+    assert "jnp.where(low, state.V + 0.1, state.V)" in text
     (tmp_path / "masked_batched.py").write_text(text)
     checked = subprocess.run([sys.executable, "-m", "batchify", "verify", "masked.py", "masked_batched.py", "--init",
                               "5", "--input-shape", "x=5:float32:1.0", "--no-speed", "--strict"],
@@ -994,3 +998,36 @@ def test_a_child_model_under_a_second_name_is_refused() -> None:
                 return self.dec(self.enc(x))
     ''')
     assert "self.dec is the model self.enc under a second name" in refused(source, "BFY213")
+
+
+UNTRACEABLE = """import brainpy as bp
+import brainpy.math as bm
+
+
+class M(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.V = bm.Variable(bm.zeros(n))
+        self.spike = bm.Variable(bm.zeros(n, dtype=bool))
+
+    def update(self, x):
+        self.V.value = self.V + x
+        self.spike.value = self.V > 1.
+        self.V[self.spike.value] = 0.
+        return self.V.value
+"""
+
+
+def test_a_model_that_runs_eagerly_only_is_the_models_to_fix_not_a_transformation_bug(tmp_path) -> None:
+    """A boolean Variable as an index runs eagerly and fails under jit in the original too. main:
+    "BFY303 verification FAIL: the batched model raised NonConcreteBooleanIndexError ... this is a
+    transformation bug, please report it", at the generated line."""
+    checked = verify_cli(tmp_path, "untraceable", UNTRACEABLE, "--init", "4", "--input-shape", "x=4:float32:1.0")
+    assert checked.returncode == 2, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert checked.stderr.startswith("untraceable.py:14:1: BFY302 cannot verify: the model's own code cannot be "
+                                     "traced: one step of it under jit"), checked.stderr[-2000:]
+    assert "NonConcreteBooleanIndexError" in checked.stderr and "transformation bug" not in checked.stderr
+    # The same model traced is not refused: a mask written as a comparison verifies (the rule above).
+    fixed = verify_cli(tmp_path, "fixed", UNTRACEABLE.replace("self.V[self.spike.value] = 0.", "self.V[self.V > 1.] = 0."),
+                       "--init", "4", "--input-shape", "x=4:float32:1.0")
+    assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-2000:]

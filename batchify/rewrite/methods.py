@@ -139,6 +139,7 @@ class Context:
     # return the state, ``def body(state, x) -> (state, y)``.
     closures: set[str] = field(default_factory=set)
     members_of: dict = field(default_factory=dict)  # class name -> (fields, children, built-ins)
+    masks: frozenset[str] = frozenset()  # locals that only ever hold a boolean mask (``mask_locals``)
 
     def report(self, node: cst.CSTNode, code: str, message: str) -> None:
         pos = self.ir.positions.get(node)
@@ -1196,7 +1197,7 @@ class MethodRewriter:
         """``self.V[i] = e`` -> ``state.V.at[i].set(e)``; ``self.V[i] += e`` -> ``.at[i].set(state.V[i] + e)``
         (duplicate indices do not accumulate, as in the original)."""
         idx_node = [self.expr(el, hoist=False)[1] for el in index]  # an index only reads
-        if len(index) == 1 and type(index[0].slice) is cst.Index and is_mask(index[0].slice.value):
+        if len(index) == 1 and type(index[0].slice) is cst.Index and is_mask(index[0].slice.value, self.ctx.masks):
             # `self.V[self.V > th] = 0.`: a boolean mask selects a number of elements no trace can know
             # (NonConcreteBooleanIndexError); the same write as jnp.where(mask, value, V), elementwise.
             mask = idx_node[0].slice.value
@@ -1501,6 +1502,7 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     else:
         check_decorators(ctx, func)
     ctx.closures = loop_closures(ir, func)
+    ctx.masks = mask_locals(func)
     check_stale_closures(ctx, func)
     check_children_as_values(ctx, func)
     body = MethodRewriter(ctx).block(func.body.body)
@@ -1569,15 +1571,70 @@ class _DropValue(Transformer):
         return updated_node
 
 
-def is_mask(node: cst.BaseExpression) -> bool:
-    """A boolean mask as written: a comparison, or ``~``, ``&``, ``|``, ``^`` of masks (``(V > a) & ~r``)."""
+def is_mask(node: cst.BaseExpression, masks: frozenset[str] = frozenset()) -> bool:
+    """A boolean mask as written: a comparison, or ``~``, ``&``, ``|``, ``^`` of masks (``(V > a) & ~r``),
+    or a local of ``masks`` (``spike = V >= th``)."""
     if type(node) is cst.Comparison:
         return True
+    if type(node) is cst.Name:
+        return node.value in masks
     if type(node) is cst.UnaryOperation and type(node.operator) is cst.BitInvert:
-        return is_mask(node.expression)
+        return is_mask(node.expression, masks)
     if type(node) is cst.BinaryOperation and type(node.operator) in (cst.BitAnd, cst.BitOr, cst.BitXor):
-        return is_mask(node.left) or is_mask(node.right)
+        return is_mask(node.left, masks) or is_mask(node.right, masks)
     return False
+
+
+_NESTED_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def mask_locals(func: cst.FunctionDef) -> frozenset[str]:
+    """The locals of ``func`` that hold a boolean mask wherever they are read: every binding of the
+    name in the method is ``name = <mask>`` (``spike = V >= th``, ``m = spike & ~ref``), so that
+    ``self.V[spike] = 0.`` is the masked write it looks like. Any other binding (a parameter, a loop
+    or ``with`` target, unpacking, ``+=``, a walrus, a nested function's own) makes it not one."""
+    values: dict[str, list[cst.BaseExpression]] = {}
+    other: set[str] = {p.name.value for p in walk(func.params) if type(p) is cst.Param}
+
+    def names_in(target: cst.CSTNode) -> set[str]:
+        return {n.value for n in walk(target) if type(n) is cst.Name}
+
+    nested = {id(n) for s in walk(func.body) if isinstance(s, _NESTED_SCOPES) for n in walk(s)}
+
+    def own_scope(node: cst.CSTNode) -> bool:  # not inside a nested function, lambda, class or comprehension
+        return id(node) not in nested
+
+    for node in walk(func.body):
+        kind = type(node)
+        if kind is cst.Assign:
+            for t in node.targets:
+                if type(t.target) is cst.Name and own_scope(node):
+                    values.setdefault(t.target.value, []).append(node.value)
+                else:
+                    other |= names_in(t.target) if type(t.target) is not cst.Subscript else set()
+        elif kind is cst.AnnAssign and type(node.target) is cst.Name and node.value is not None and own_scope(node):
+            values.setdefault(node.target.value, []).append(node.value)
+        elif kind in (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor):
+            target = node.target
+            other |= names_in(target) if type(target) not in (cst.Subscript, cst.Attribute) else set()
+        elif kind is cst.NamedExpr:
+            other |= names_in(node.target)
+        elif kind is cst.AsName:
+            other |= names_in(node.name)
+        elif kind in (cst.Global, cst.Nonlocal):
+            other |= {n.name.value for n in node.names}
+        elif kind in (cst.FunctionDef, cst.ClassDef):
+            other.add(node.name.value)
+        elif kind is cst.Param:
+            other.add(node.name.value)
+        elif kind in (cst.MatchAs, cst.MatchStar) and node.name is not None:
+            other |= names_in(node.name)
+    masks = {n for n in values if n not in other}
+    while True:  # a mask built from another local is one only if that local is
+        kept = frozenset(n for n in masks if all(is_mask(v, frozenset(masks)) for v in values[n]))
+        if kept == masks:
+            return kept
+        masks = set(kept)
 
 
 class _HolderCalls(Transformer):
