@@ -46,6 +46,7 @@ class Known:
     children: dict[str, Known] = field(default_factory=dict)
     libraries: set[str] = field(default_factory=set)
     lists: set[str] = field(default_factory=set)  # fields holding a bm.VarList
+    dicts: set[str] = field(default_factory=set)  # fields holding a bm.VarDict
     # What each method hands out as the Variable object (``return self.h``), for a parent's calls.
     returns: dict[str, list[list[str]]] = field(default_factory=dict)
 
@@ -90,9 +91,8 @@ def written_paths(node: cst.CSTNode, me: str) -> set[tuple[str, ...]]:
     """The ``self`` paths an assignment writes: ``self.V = e``, ``self.V.value = e``, ``self.V[i] += e``."""
     out = set()
     for el in assigned(node):
-        if type(el) is cst.Subscript:
-            el = el.value
-        if type(el) is cst.Attribute and el.attr.value == "value":
+        # `self.V[i]`, `self.V.value`, an item's `self.xs[i].value`: the Variable or container written
+        while (type(el) is cst.Subscript or (type(el) is cst.Attribute and el.attr.value == "value")):
             el = el.value
         path = self_path(el, me)
         if path:
@@ -310,7 +310,7 @@ class Normaliser:
                 path = self.variable_path(node.value)
                 container = (self_path(node.value.value, self.me) if type(node.value) is cst.Subscript else None)
                 if path is None and container and len(container) == 1 and (
-                        container[0] in self.known.lists):
+                        container[0] in self.known.lists or container[0] in self.known.dicts):
                     # `fast = self.traces[0]`: an item of a bm.VarList / VarDict, the Variable object
                     self.check_maybe_variable(node, target.value, [container], f"an item of self.{container[0]}",
                                               written_names)
@@ -408,6 +408,13 @@ class Normaliser:
         rebound = {id(t) for n in self.nodes for t in assigned(n)}
         if any(type(n) is cst.Name and n.value == name and id(n) not in rebound | before
                for n in self.nodes[first_write + 1:]):
+            if how.startswith("an item of"):  # `t = self.xs[0]`
+                item = cst.Module([]).code_for_node(binding.value) if type(binding) is cst.Assign else f"{which}[...]"
+                self.report(binding, "BFY213", f"'{name}' is {how}, the Variable object, and is read after {which} "
+                            f"is written again in {self.current.name.value}(): the original's '{name}' would see "
+                            f"the new value; if you mean the value then, bind {item}.value; if you mean the current "
+                            f"value, read {item} itself there")
+                return
             then = ("return its .value from that method" if how.startswith("returned")
                     else "bind its .value (self.V.value if ... else self.U.value)")
             self.report(binding, "BFY213", f"'{name}' is {which} ({how}), the Variable object, and is read after "

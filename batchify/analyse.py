@@ -1406,7 +1406,8 @@ def known_variables(ir: ModuleIR, cls: ModelClass) -> Known:
     and, of a child, what its methods hand out as the Variable object (``return self.h``)."""
     known = Known({f.name for f in ir.all_fields(cls)},
                   {ch: known_variables(ir, c) for ch, c in ir.child_map(cls).items()},
-                  set(ir.all_libraries(cls)), {f.name for f in ir.all_fields(cls) if f.container == "list"})
+                  set(ir.all_libraries(cls)), {f.name for f in ir.all_fields(cls) if f.container == "list"},
+                  {f.name for f in ir.all_fields(cls) if f.container == "dict"})
     for name, method in ir.all_methods(cls).items():
         me = self_name_of(method.node) if method.kind == "method" else None
         if me is None:

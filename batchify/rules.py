@@ -423,15 +423,29 @@ RULES: tuple[Rule, ...] = (
         'item read',
         f"{EXPR}.container_item_read",
         'items of a `bm.VarList` / `bm.VarDict`',
-        '`self.traces[i].value`, `for t in self.traces`',
-        '`state.traces[i]`: a list / dict of arrays',
-        Case(before='return self.traces[1].value + self.V',
-             after='return bfy.unwrap(state), state.traces[1] + state.V',
+        ('`self.traces[i].value`, `for t in self.traces` (`t.value`), `t = self.traces[0]`, '
+         '`for k, t in self.stats.items()`'),
+        ('`state.traces[i]`: a list / dict of arrays; a local every binding of which is an item is the '
+         'item\'s value (`t.value` -> `t`)'),
+        Case(before=('total = self.traces[1].value + self.V\n'
+                     'for i, t in enumerate(self.traces):\n'
+                     '    total = total + t.value * i\n'
+                     'return total'),
+             after=('total = state.traces[1] + state.V\n'
+                    'for i, t in enumerate(state.traces):\n'
+                    '    total = total + t * i\n'
+                    'return bfy.unwrap(state), total'),
              init='self.traces = bm.VarList([bm.Variable(bm.zeros(3)), bm.Variable(bm.zeros(3))])'),
-        Case(before='return self.consts[1] + x',
-             after='return self.consts[1] + x',
-             init='self.consts = [1.0, 2.0]',
-             where='update'),
+        Case(before=('t = self.consts[1]\n'
+                     'return t.value + x'),
+             after=('t = self.consts[1]\n'
+                    'return t.value + x'),
+             init='self.consts = [Box(), Box()]',
+             where='update',
+             extra=('\n'
+                    '\n'
+                    'class Box:\n'
+                    '    value = 1.0\n')),
     ),
     Rule(
         'mode read',

@@ -1031,3 +1031,55 @@ def test_a_model_that_runs_eagerly_only_is_the_models_to_fix_not_a_transformatio
     fixed = verify_cli(tmp_path, "fixed", UNTRACEABLE.replace("self.V[self.spike.value] = 0.", "self.V[self.V > 1.] = 0."),
                        "--init", "4", "--input-shape", "x=4:float32:1.0")
     assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-2000:]
+
+
+ITEM_READS = """import brainpy as bp
+import brainpy.math as bm
+
+
+class M(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.traces = bm.VarList([bm.Variable(bm.zeros(n)) for _ in range(3)])
+        self.stats = bm.VarDict({"sum": bm.Variable(bm.zeros(n)), "max": bm.Variable(bm.zeros(n))})
+
+    def update(self, x):
+        for i in range(3):
+            self.traces[i].value = self.traces[i] * 0.9 + x * (i + 1)
+        total = 0.
+        for u in self.traces:
+            total = total + u.value
+        for i, u in enumerate(self.traces):
+            total = total + u.value * i
+        self.stats["sum"].value = self.stats["sum"] + total
+        self.stats["max"].value = bm.maximum(self.stats["max"], x)
+        total = total + sum(v.value for v in self.stats.values())
+        for k, v in self.stats.items():
+            total = total + v.value
+        first = self.traces[0]
+        return total * first.value
+"""
+
+
+def test_items_of_containers_read_through_locals_verify(tmp_path) -> None:
+    """A loop over a bm.VarList / VarDict, or a local bound to one of its items, holds the Variable
+    object in the original and the item's value in the batched code. main: BFY303 "the batched model
+    raised AttributeError: BatchTracer has no attribute value (in update_pure)"."""
+    checked = verify_cli(tmp_path, "items", ITEM_READS, "--init", "4", "--input-shape", "x=4", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "state moved 5/5, examples differ" in checked.stdout
+
+
+@pytest.mark.parametrize("container, item", [("traces", "0"), ("stats", '"sum"')])
+def test_an_item_bound_to_a_local_and_read_after_its_container_is_written_is_refused(container, item) -> None:
+    """The original's local is the Variable object and sees the write; the batched local would hold the
+    old value. main: no diagnostic (the write `self.xs[0].value = ...` was not seen as one of self.xs)."""
+    source = ITEM_READS.split("    def update")[0] + f"""    def update(self, x):
+        t = self.{container}[{item}]
+        self.{container}[{item}].value = t.value + x
+        return t.value
+"""
+    with pytest.raises(BatchifyError) as error:
+        transform(source.encode(), "items.py", command="batchify")
+    assert f"items.py:12:9: BFY213 't' is an item of self.{container}, the Variable object, and is read after " \
+           f"self.{container} is written again in update()" in str(error.value)

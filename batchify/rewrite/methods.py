@@ -140,6 +140,7 @@ class Context:
     closures: set[str] = field(default_factory=set)
     members_of: dict = field(default_factory=dict)  # class name -> (fields, children, built-ins)
     masks: frozenset[str] = frozenset()  # locals that only ever hold a boolean mask (``mask_locals``)
+    items: frozenset[str] = frozenset()  # locals that only ever hold a VarList / VarDict item (``item_locals``)
 
     def report(self, node: cst.CSTNode, code: str, message: str) -> None:
         pos = self.ir.positions.get(node)
@@ -281,8 +282,13 @@ class ExprRewriter(Transformer):
         return updated_node  # constants and methods stay on self; analysis reported unknown `.value`s
 
     def container_item_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
-        """``self.xs[i].value`` of a bm.VarList / VarDict -> ``state.xs[i]``: the item is an array."""
-        if original_node.attr.value == "value" and type(original_node.value) is cst.Subscript:
+        """``self.xs[i].value`` of a bm.VarList / VarDict -> ``state.xs[i]``: the item is an array; so is
+        a local holding one (``for t in self.xs: ... t.value``) -> ``t``."""
+        if original_node.attr.value != "value":
+            return None
+        if type(original_node.value) is cst.Name and original_node.value.value in self.ctx.items:
+            return updated_node.value
+        if type(original_node.value) is cst.Subscript:
             base = self_path(original_node.value.value, self.ctx.self_name)
             item = self.ctx.resolve(base) if base else None
             if isinstance(item, FieldRef) and item.container:
@@ -1502,7 +1508,10 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     else:
         check_decorators(ctx, func)
     ctx.closures = loop_closures(ir, func)
-    ctx.masks = mask_locals(func)
+    bindings = local_bindings(func)
+    ctx.masks = mask_locals(bindings)
+    ctx.items = item_locals(bindings, lambda e: bool(
+        (path := self_path(e, ctx.self_name)) and isinstance(ref := ctx.resolve(path), FieldRef) and ref.container))
     check_stale_closures(ctx, func)
     check_children_as_values(ctx, func)
     body = MethodRewriter(ctx).block(func.body.body)
@@ -1588,53 +1597,101 @@ def is_mask(node: cst.BaseExpression, masks: frozenset[str] = frozenset()) -> bo
 _NESTED_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
-def mask_locals(func: cst.FunctionDef) -> frozenset[str]:
-    """The locals of ``func`` that hold a boolean mask wherever they are read: every binding of the
-    name in the method is ``name = <mask>`` (``spike = V >= th``, ``m = spike & ~ref``), so that
-    ``self.V[spike] = 0.`` is the masked write it looks like. Any other binding (a parameter, a loop
-    or ``with`` target, unpacking, ``+=``, a walrus, a nested function's own) makes it not one."""
-    values: dict[str, list[cst.BaseExpression]] = {}
-    other: set[str] = {p.name.value for p in walk(func.params) if type(p) is cst.Param}
+def local_bindings(func: cst.FunctionDef) -> dict[str, list[tuple[str, object]]]:
+    """Every binding of each local name of ``func``: ``("assign", value)`` for ``name = value`` in the
+    method's own scope, ``("loop", (iter, position))`` for a loop target (``for name in it``: position
+    None; ``for i, name in it``: 1), ``("other", None)`` for any other (a parameter, unpacking, ``+=``,
+    a ``with`` target, a walrus, a nested function's own assignment, ``global``)."""
+    out: dict[str, list[tuple[str, object]]] = {}
 
-    def names_in(target: cst.CSTNode) -> set[str]:
-        return {n.value for n in walk(target) if type(n) is cst.Name}
+    def add(name: str, kind: str, payload: object = None) -> None:
+        out.setdefault(name, []).append((kind, payload))
+
+    def others(target: cst.CSTNode) -> None:
+        if type(target) not in (cst.Subscript, cst.Attribute):  # those write into an object, binding nothing
+            for n in walk(target):
+                if type(n) is cst.Name:
+                    add(n.value, "other")
 
     nested = {id(n) for s in walk(func.body) if isinstance(s, _NESTED_SCOPES) for n in walk(s)}
-
-    def own_scope(node: cst.CSTNode) -> bool:  # not inside a nested function, lambda, class or comprehension
-        return id(node) not in nested
-
+    for p in walk(func.params):
+        if type(p) is cst.Param:
+            add(p.name.value, "other")
     for node in walk(func.body):
         kind = type(node)
         if kind is cst.Assign:
             for t in node.targets:
-                if type(t.target) is cst.Name and own_scope(node):
-                    values.setdefault(t.target.value, []).append(node.value)
+                if type(t.target) is cst.Name and id(node) not in nested:
+                    add(t.target.value, "assign", node.value)
                 else:
-                    other |= names_in(t.target) if type(t.target) is not cst.Subscript else set()
-        elif kind is cst.AnnAssign and type(node.target) is cst.Name and node.value is not None and own_scope(node):
-            values.setdefault(node.target.value, []).append(node.value)
-        elif kind in (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor):
+                    others(t.target)
+        elif kind is cst.AnnAssign and type(node.target) is cst.Name and node.value is not None and id(node) not in nested:
+            add(node.target.value, "assign", node.value)
+        elif kind in (cst.For, cst.CompFor):
             target = node.target
-            other |= names_in(target) if type(target) not in (cst.Subscript, cst.Attribute) else set()
+            if type(target) is cst.Name:
+                add(target.value, "loop", (node.iter, None))
+            elif (type(target) in (cst.Tuple, cst.List) and len(target.elements) == 2
+                  and all(type(e.value) is cst.Name for e in target.elements)):
+                add(target.elements[0].value.value, "other")
+                add(target.elements[1].value.value, "loop", (node.iter, 1))
+            else:
+                others(target)
+        elif kind in (cst.AnnAssign, cst.AugAssign):
+            others(node.target)
         elif kind is cst.NamedExpr:
-            other |= names_in(node.target)
+            others(node.target)
         elif kind is cst.AsName:
-            other |= names_in(node.name)
+            others(node.name)
         elif kind in (cst.Global, cst.Nonlocal):
-            other |= {n.name.value for n in node.names}
+            for n in node.names:
+                add(n.name.value, "other")
         elif kind in (cst.FunctionDef, cst.ClassDef):
-            other.add(node.name.value)
+            add(node.name.value, "other")
         elif kind is cst.Param:
-            other.add(node.name.value)
+            add(node.name.value, "other")
         elif kind in (cst.MatchAs, cst.MatchStar) and node.name is not None:
-            other |= names_in(node.name)
-    masks = {n for n in values if n not in other}
+            others(node.name)
+    return out
+
+
+def mask_locals(bindings: dict[str, list[tuple[str, object]]]) -> frozenset[str]:
+    """The locals that hold a boolean mask wherever they are read: every binding of the name in the
+    method is ``name = <mask>`` (``spike = V >= th``, ``m = spike & ~ref``), so that ``self.V[spike] = 0.``
+    is the masked write it looks like (``bindings``: ``local_bindings`` of the method)."""
+    masks = {n for n, bs in bindings.items() if all(kind == "assign" for kind, _ in bs)}
     while True:  # a mask built from another local is one only if that local is
-        kept = frozenset(n for n in masks if all(is_mask(v, frozenset(masks)) for v in values[n]))
+        kept = {n for n in masks if all(is_mask(v, frozenset(masks)) for _, v in bindings[n])}
         if kept == masks:
-            return kept
-        masks = set(kept)
+            return frozenset(kept)
+        masks = kept
+
+
+def item_locals(bindings: dict[str, list[tuple[str, object]]], container: Callable[[cst.BaseExpression], bool]
+                ) -> frozenset[str]:
+    """The locals that hold an item of a bm.VarList / VarDict field wherever they are read, the
+    Variable object in the original and its value in the batched code: every binding is ``t =
+    self.xs[i]``, ``for t in self.xs`` / ``self.d.values()``, ``for i, t in enumerate(self.xs)`` or ``for
+    k, t in self.d.items()`` (``container(expr)``: whether ``expr`` is such a field). Its ``t.value``
+    reads the item's value: ``t`` itself in the batched code."""
+
+    def item_of(kind: str, payload) -> bool:
+        if kind == "assign":
+            return type(payload) is cst.Subscript and container(payload.value)
+        if kind != "loop":
+            return False
+        iterated, position = payload
+        call = iterated if type(iterated) is cst.Call and not iterated.args else None
+        if position is None:
+            if call is not None and type(call.func) is cst.Attribute and call.func.attr.value == "values":
+                return container(call.func.value)
+            return container(iterated)
+        if type(iterated) is cst.Call and type(iterated.func) is cst.Name and iterated.func.value == "enumerate":
+            return len(iterated.args) == 1 and container(iterated.args[0].value)
+        return call is not None and type(call.func) is cst.Attribute and call.func.attr.value == "items" and container(
+            call.func.value)
+
+    return frozenset(n for n, bs in bindings.items() if all(item_of(kind, payload) for kind, payload in bs))
 
 
 class _HolderCalls(Transformer):
