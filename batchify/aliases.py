@@ -578,13 +578,24 @@ class Normaliser:
         if helper is None:
             return
         changed = self.mutated_params(helper)
+        params = {p.name.value for p in (*helper.params.posonly_params, *helper.params.params)}
+        value_read = {n.value.value for n in walk(helper.body) if type(n) is cst.Attribute and n.attr.value == "value"
+                      and type(n.value) is cst.Name and n.value.value in params}
         for param, arg in self.arguments(call, helper):
             path = self_path(arg, self.me)
-            if param in changed and path is not None and self.known.variable(path):
+            if path is None or not self.known.variable(path):
+                continue
+            dotted = ".".join(path)
+            if param in changed:
                 self.report(arg, "BFY213", f"{helper.name.value}() changes its argument '{param}' in place, and "
-                            f"is given self.{'.'.join(path)}: the Variable would be changed behind batchify's "
+                            f"is given self.{dotted}: the Variable would be changed behind batchify's "
                             f"back; return the new value from {helper.name.value}() and assign it "
-                            f"(self.{'.'.join(path)}.value = ...)")
+                            f"(self.{dotted}.value = ...)")
+            elif param in value_read:  # the batched code hands over each example's value, an array
+                self.report(arg, "BFY213", f"{helper.name.value}() reads {param}.value, and is given self.{dotted}, "
+                            f"the Variable object; batchify hands a helper each example's value, which has no "
+                            f".value. Give it self.{dotted}.value, or read '{param}' itself in "
+                            f"{helper.name.value}()")
 
 
 class _Inline(Transformer):

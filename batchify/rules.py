@@ -996,12 +996,16 @@ RULES: tuple[Rule, ...] = (
         'item write',
         f"{STMT}.container_item_write",
         'writes of a `bm.VarList` / `bm.VarDict` item',
-        '`self.traces[i] = e`, `self.traces[i].value = e`, `self.stats["peak"] = e`',
-        '`state._replace(traces=bfy.replace_item(state.traces, i, e))`',
+        ('`self.traces[i] = e`, `self.traces[i].value = e`, `self.stats["peak"] = e`; elements of an item, '
+         '`self.traces[i][j] += e`'),
+        ('`state._replace(traces=bfy.replace_item(state.traces, i, e))`; the item\'s elements as an '
+         'indexed write, `bfy.replace_item(state.traces, i, state.traces[i].at[j].set(state.traces[i][j] + e))`'),
         Case(before=('self.traces[0] = x\n'
-                     'self.traces[1].value += x'),
+                     'self.traces[1].value += x\n'
+                     'self.traces[1][0] = 2.'),
              after=('state = state._replace(traces=bfy.replace_item(state.traces, 0, x))\n'
                     'state = state._replace(traces=bfy.replace_item(state.traces, 1, state.traces[1] + x))\n'
+                    'state = state._replace(traces=bfy.replace_item(state.traces, 1, state.traces[1].at[0].set(2.)))\n'
                     'return bfy.unwrap(state), None'),
              init='self.traces = bm.VarList([bm.Variable(bm.zeros(3)), bm.Variable(bm.zeros(3))])'),
         Case(before=('items = [x, x]\n'

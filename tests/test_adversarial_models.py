@@ -1083,3 +1083,49 @@ def test_an_item_bound_to_a_local_and_read_after_its_container_is_written_is_ref
         transform(source.encode(), "items.py", command="batchify")
     assert f"items.py:12:9: BFY213 't' is an item of self.{container}, the Variable object, and is read after " \
            f"self.{container} is written again in update()" in str(error.value)
+
+
+ITEM_ELEMENTS = ITEM_READS.split("    def update")[0] + """    def update(self, x):
+        self.stats["sum"].value = self.stats["sum"] + x
+        self.stats["sum"][0] = 0.
+        self.traces[1][1:] += x[1:]
+        self.traces[0][2] = x[0]
+        return self.stats["sum"].value + self.traces[1].value + self.traces[0].value
+"""
+
+
+def test_elements_of_a_container_item_written_in_place_verify(tmp_path) -> None:
+    """main left `state.stats["sum"][0] = 0.` as it was: BFY303 "JAX arrays are immutable"."""
+    checked = verify_cli(tmp_path, "elements", ITEM_ELEMENTS, "--init", "4", "--input-shape", "x=4", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "state moved 3/5 (not: stats-max, traces-2), examples differ" in checked.stdout
+
+
+HELPER_READS_VALUE = """import brainpy as bp
+import brainpy.math as bm
+
+
+def decayed(v, k):
+    return v.value * k
+
+
+class M(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.V = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.V.value = decayed(self.V, 0.5) + x
+        return self.V.value
+"""
+
+
+def test_a_helper_reading_value_of_a_variable_argument_is_refused() -> None:
+    """The batched code hands the helper each example's value, an array. main: BFY303 at verify,
+    "AttributeError ... has no attribute value ... a transformation bug"."""
+    with pytest.raises(BatchifyError) as error:
+        transform(HELPER_READS_VALUE.encode(), "helper.py", command="batchify")
+    assert ("helper.py:15:32: BFY213 decayed() reads v.value, and is given self.V, the Variable object; batchify "
+            "hands a helper each example's value, which has no .value. Give it self.V.value") in str(error.value)
+    fixed = HELPER_READS_VALUE.replace("decayed(self.V,", "decayed(self.V.value,").replace("v.value * k", "v * k")
+    assert "decayed(state.V, 0.5)" in transform(fixed.encode(), "helper.py", command="batchify").text

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import libcst as cst
 
@@ -110,6 +111,13 @@ class FieldRef:
     kind: str
     rest: tuple[str, ...]  # attributes after the field, ``.value`` removed
     container: str | None = None  # "list" / "dict" for a bm.VarList / bm.VarDict
+
+
+class ItemIndex(NamedTuple):
+    """The index of a write into an item of a bm.VarList / VarDict: ``self.xs[key][elements] = e``."""
+
+    key: cst.BaseExpression
+    elements: Sequence[cst.SubscriptElement]
 
 
 @dataclass(frozen=True)
@@ -1090,7 +1098,7 @@ class MethodRewriter:
         pre, new_value, _ = self.expr(value.args[0].value)
         return [*pre, self.ctx.replace_state(ref.children, {ref.name: new_value})]
 
-    def field_target(self, target: cst.BaseExpression) -> tuple[FieldRef, cst.SubscriptElement | None] | None:
+    def field_target(self, target: cst.BaseExpression) -> tuple[FieldRef, Sequence[cst.SubscriptElement] | ItemIndex | None] | None:
         """A write target on a field: ``self.V``, ``self.V.value``, ``self.c.V`` or those subscripted;
         ``self.xs[i].value`` for an item of a bm.VarList / VarDict."""
         index = None
@@ -1101,6 +1109,14 @@ class MethodRewriter:
         if type(target) is cst.Subscript:
             index = target.slice
             target = target.value
+            # `self.xs[k][i] = e` / `self.xs[k].value[i] = e`: elements of a bm.VarList / VarDict item
+            item = target.value if type(target) is cst.Attribute and target.attr.value == "value" else target
+            if not item_value and type(item) is cst.Subscript and len(item.slice) == 1 and type(
+                    item.slice[0].slice) is cst.Index:
+                base = self_path(item.value, self.ctx.self_name)
+                ref = self.ctx.resolve(base) if base else None
+                if isinstance(ref, FieldRef) and not ref.rest and ref.container:
+                    return ref, ItemIndex(item.slice[0].slice.value, index)
         path = self_path(target, self.ctx.self_name)
         if path is None:
             return None
@@ -1181,6 +1197,11 @@ class MethodRewriter:
                             "weights are shared by every example (online learning rules are not supported yet)")
             return None
         current = self.ctx.field_expr(ref, with_rest=False)
+        if isinstance(index, ItemIndex):  # the item with its elements written, put back in the container
+            key = self.expr(index.key, hoist=False)[1]
+            item = cst.Subscript(current, [cst.SubscriptElement(cst.Index(key))])
+            return cst.Call(runtime("replace_item"), [cst.Arg(current), cst.Arg(key),
+                                                      cst.Arg(self.indexed_write(index.elements, item, value, op))])
         if index is not None and ref.container:
             return self.container_item_write(ref, index, current, value, op, node)
         if index is not None:
