@@ -1261,6 +1261,14 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         for name in more:
             need(name)
     ir.targets = [n for n in order if n in targets]
+    for name in ir.targets:  # Python's MRO runs each base's method through super(); batchify follows one base
+        local = [b.value for b in models[name].bases if type(b.value) is cst.Name and b.value.value in models]
+        if len(local) > 1:
+            a.report(local[1], "BFY108", f"{name} derives from {len(local)} model classes of this file ("
+                     f"{', '.join(b.value for b in local)}): batchify follows one model base per class, so "
+                     f"the batched class would leave out what {', '.join(b.value for b in local[1:])} adds (its "
+                     f"Variables, and its methods reached through super()); derive one from the other "
+                     f"(class {local[1].value}({local[0].value})), or hold one as a child model")
     ir.library_models = frozenset(library_models)
     ir.library_targets = {n: derived[n] for n in library_targets}
     ir.library_late = {n: tuple(late_state(a, n, class_defs, derived)) for n in library_targets}
@@ -1665,14 +1673,18 @@ def check_collectors(a: Analysis, ir: ModuleIR, cls: ModelClass) -> None:
         return next((c for callee in sorted(method.self_calls) for c in [plain_reaches(callee, seen | {name})] if c),
                     None)
 
+    # BrainPy's entry points are stepping methods even when they reach state through a collector only
+    # (`for node in self.nodes(...).values(): out += node(x)`): nothing else marks them stateful.
+    has_state = bool(ir.all_fields(cls) or ir.all_children(cls) or ir.all_libraries(cls))
     for method in cls.methods.values():
-        if method.name not in cls.stateful:
+        if method.name not in cls.stateful and not (has_state and method.name in ("update", "__call__")):
             continue
         for call in collectors(method):
+            instead = ("call the models by name instead (self.a(x), self.b(x))" if call.func.attr.value == "nodes"
+                       else "name the Variables instead (self.V, self.w)")
             a.report(call, "BFY213", f"self.{call.func.attr.value}() in {method.name}(), a stepping method: it hands "
                      "out the Variable objects, which the batched step does not read per example (it would see "
-                     "the whole batch's state, and weights outside the gradient); name the Variables instead "
-                     "(self.V, self.w)")
+                     f"the whole batch's state, and weights outside the gradient); {instead}")
         me = self_name_of(method.node)
         for node in walk(method.node.body):
             path = self_path(node.func, me) if type(node) is cst.Call and me else None

@@ -58,6 +58,7 @@ CODES: dict[str, Code] = {
     "BFY106": Code("a model holds an instance of a class of this file that creates Variables but is not a model, "
                    "or a model class is defined inside another"),
     "BFY107": Code("one attribute holds a Variable on one path and a model on another, or models of two classes"),
+    "BFY108": Code("a model class derives from two or more model classes of the same file"),
     # Method bodies.
     "BFY201": Code("a weight (TrainVar / Parameter) is written in a stepping method"),
     "BFY202": Code("a plain attribute is assigned in a stepping method"),

@@ -1129,3 +1129,88 @@ def test_a_helper_reading_value_of_a_variable_argument_is_refused() -> None:
             "hands a helper each example's value, which has no .value. Give it self.V.value") in str(error.value)
     fixed = HELPER_READS_VALUE.replace("decayed(self.V,", "decayed(self.V.value,").replace("v.value * k", "v * k")
     assert "decayed(state.V, 0.5)" in transform(fixed.encode(), "helper.py", command="batchify").text
+
+
+NODES_LOOP = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Cell(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.h = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.h.value = 0.9 * self.h + x
+        return self.h.value
+
+
+class Net(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.a = Cell(n)
+        self.b = Cell(n)
+
+    def update(self, x):
+        out = 0.
+        for node in self.nodes(level=1, include_self=False).subset(bp.DynamicalSystem).values():
+            out = out + node(x)
+        return out
+'''
+
+
+def test_an_update_reaching_its_children_through_self_nodes_only_is_refused() -> None:
+    """Nothing else marked Net.update a stepping method. main: generated NetBatched.update as it was,
+    running the batched children from code batchify never rewrote, and verify had no method to check
+    ("missing --method NAME (one of no stateful method)")."""
+    with pytest.raises(BatchifyError) as error:
+        transform(NODES_LOOP.encode(), "nodes.py", command="batchify")
+    assert ("nodes.py:23:21: BFY213 self.nodes() in update(), a stepping method: it hands out the Variable "
+            "objects") in str(error.value)
+    assert "call the models by name instead (self.a(x), self.b(x))" in str(error.value)
+
+
+DIAMOND = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Base(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.V = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.V.value = self.V * 0.9 + x
+        return self.V.value
+
+
+class Left(Base):
+    def update(self, x):
+        return super().update(x) + 1.
+
+
+class Right(Base):
+    def __init__(self, n):
+        super().__init__(n)
+        self.U = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.U.value = self.U + x
+        return super().update(x) * 2.
+
+
+class Both(Left, Right):
+    pass
+'''
+
+
+def test_a_model_class_with_two_model_bases_of_the_file_is_refused() -> None:
+    """batchify follows one model base per class. main: BFY900 "the generated module reads 'Right',
+    which it never binds ... this is a batchify bug"."""
+    with pytest.raises(BatchifyError) as error:
+        transform(DIAMOND.encode(), "diamond.py", command="batchify")
+    assert str(error.value).startswith("diamond.py:30:18: BFY108 Both derives from 2 model classes of this file "
+                                       "(Left, Right): batchify follows one model base per class")
+    # The classes Both does not need are batched as they are.
+    assert "class LeftBatched(BaseBatched" in transform(DIAMOND.encode(), "diamond.py", command="batchify",
+                                                         classes=["Left", "Right"]).text
