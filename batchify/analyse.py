@@ -1324,7 +1324,30 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                           or any(lo <= d.line <= hi for lo, hi in spans)]
     if wanted_diagnostics:
         raise BatchifyError(sorted(wanted_diagnostics, key=lambda d: (d.line, d.column, d.code)))
+    if not only:
+        ir.warnings = left_out(a, class_defs, set(models) | set(derived))
     return ir
+
+
+STEPPING = frozenset({"update", "__call__", "reset_state"})
+
+
+def left_out(a: Analysis, classes: dict[str, cst.ClassDef], batched: set[str]) -> list[Diagnostic]:
+    """Classes that define a stepping method and derive from a class imported from another module
+    (not BrainPy, JAX, NumPy or the standard library): models of another file, most likely, which
+    a run without --class leaves out, and says so (BFY019, a warning) rather than silently."""
+    out = []
+    for name, node in classes.items():
+        if name in batched or not any(type(s) is cst.FunctionDef and s.name.value in STEPPING for s in node.body.body):
+            continue
+        imported = [q for b in node.bases for q in a.qualified.get(b.value, ())
+                    if q.source is QualifiedNameSource.IMPORT and q.name.split(".")[0] not in names.KNOWN_PACKAGES]
+        if imported:
+            pos = a.positions[node.name]
+            out.append(Diagnostic(a.path, pos.start.line, pos.start.column + 1, "BFY019", f"{describe(a, node)} is "
+                                  f"left out: its base comes from another file, and batchify reads one file. "
+                                  f"Define that base here to batch {name} with the rest", severity="warning"))
+    return out
 
 
 def check_class_changes(a: Analysis, targets: set[str]) -> list[cst.CSTNode]:

@@ -425,11 +425,12 @@ def make_job(src: Path | None, out: Path | None, *, classes=(), shared=(), stdin
                tuple(dict.fromkeys(functions)))
 
 
-def generate(job: Job, source: bytes) -> str:
+def generate(job: Job, source: bytes):
+    """The ``TransformResult``: the generated module's text and its warnings (classes left out, BFY019)."""
     from batchify.pipeline import transform  # LibCST and Jinja: not needed when the header says up to date
 
     return transform(source, job.src_report, header_path=job.src_shown, classes=job.classes,
-                     shared=job.shared, command=job.command, harness=job.harness, functions=job.functions).text
+                     shared=job.shared, command=job.command, harness=job.harness, functions=job.functions)
 
 
 def same_bytes(path: Path, text: str) -> bool:
@@ -539,7 +540,10 @@ def run(args: argparse.Namespace) -> int:
     source = read_source(args.src, job.src_report)
     if args.check and up_to_date(current_output(job.out), source, job.command):
         return EXIT_OK  # its header records this source, these options and this generator
-    text = generate(job, source)
+    result = generate(job, source)
+    text = result.text
+    if result.warnings:
+        report(list(result.warnings), args.format)
 
     current = current_output(job.out) if job.out is not None else None
     refusal = overwrite_refusal(job.out, current) if job.out is not None and not args.force else None
@@ -968,6 +972,7 @@ def hook(args: argparse.Namespace) -> int:
         targets = [t for t in targets if t.source.resolve() in wanted or t.output.resolve() in wanted]
     status = EXIT_OK
     diagnostics: list[Diagnostic] = []
+    warnings: list[Diagnostic] = []  # classes left out (BFY019): reported, and no failure
     for target in targets:
         try:
             refuse_unprintable(str(target.source), "BFY002", "read the source")
@@ -983,7 +988,9 @@ def hook(args: argparse.Namespace) -> int:
             source = read_source(str(target.source), job.src_report)
             if up_to_date(current, source, job.command):
                 continue  # its header records this source, these options and this generator: no transform
-            text = generate(job, source)
+            result = generate(job, source)
+            text = result.text
+            warnings.extend(result.warnings)
         except BatchifyError as exc:
             diagnostics.extend(exc.diagnostics)
             status = max(status, exit_code_for(exc.diagnostics))
@@ -1011,7 +1018,7 @@ def hook(args: argparse.Namespace) -> int:
         diagnostics.append(Diagnostic(escaped(shown), 1, 1, "BFY008", f"was generated from {escaped(source)}, which "
                                       "no longer exists (renamed or deleted?); delete it, or restore its source"))
         status = max(status, EXIT_FAIL)
-    report(diagnostics, args.format)
+    report(diagnostics + warnings, args.format)
     if args.verify and not diagnostics:
         import copy
 

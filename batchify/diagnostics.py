@@ -45,6 +45,8 @@ CODES: dict[str, Code] = {
     "BFY014": Code("copied module-level code uses an instance of a model class (a module-level `model = Foo(...)`), "
                    "or module-level code changes a model class (`Foo.gain = 3.0`, a class decorator)"),
     "BFY015": Code("--shared NAME names no argument of a stepping method and no state Variable"),
+    "BFY019": Code("a warning: a class with a stepping method derives from a class imported from another file, "
+                   "and is left out of the generated module", EXIT_OK),
     "BFY017": Code("a function named with --function is not a module-level function of the source, or cannot "
                    "be made a method of the model it drives"),
     # Model structure.
@@ -115,7 +117,8 @@ class Diagnostic:
 
     def format(self) -> str:
         message = " ".join(self.message.split())  # always one line
-        return f"{self.path}:{self.line}:{self.column}: {self.code} {message}"
+        kind = "" if self.severity == "error" else f"{self.severity}: "
+        return f"{self.path}:{self.line}:{self.column}: {self.code} {kind}{message}"
 
     def to_json(self) -> dict:
         return {

@@ -129,6 +129,8 @@ class ModuleIR:
     takes_instance: frozenset[str] = frozenset()
     # First lines of the source statements the targets consist of (classes and support).
     source_lines: list[int] = field(default_factory=list)
+    # Warnings (severity "warning"): classes that look like models and are left out (BFY019).
+    warnings: list = field(default_factory=list)
     # Metadata of the analysed tree, for the rewrite stage's diagnostics and name lookups.
     positions: Mapping[cst.CSTNode, CodeRange] = field(default_factory=dict)
     qualified: Mapping[cst.CSTNode, Collection[QualifiedName]] = field(default_factory=dict)

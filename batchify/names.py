@@ -7,6 +7,8 @@ tables are consulted, so each entry is written once, in its canonical spelling.
 
 from __future__ import annotations
 
+import sys
+
 # What a generated module binds ``batchify.runtime`` to: ``from batchify import runtime as bfy``.
 RUNTIME = "bfy"
 # The runtime contract generated modules are written against (``batchify.runtime.CONTRACT``).
@@ -295,3 +297,9 @@ def is_builtin_model(qualified: str) -> bool:
         and qualified.startswith(BUILTIN_MODEL_PREFIXES)
         and last[:1].isupper()
     )
+
+# Top-level packages whose classes are no other file's models: a class deriving from one of them is
+# not reported as left out (BFY019).
+KNOWN_PACKAGES = frozenset({"brainpy", "brainstate", "brainunit", "braintools", "brainevent", "saiunit", "jax",
+                            "jaxlib", "numpy", "scipy", "optax", "flax", "equinox", "torch"}) | frozenset(
+    sys.stdlib_module_names)

@@ -24,6 +24,7 @@ from batchify.validate import validate
 class TransformResult(NamedTuple):
     text: str
     classes: tuple[str, ...]
+    warnings: tuple[Diagnostic, ...] = ()  # what was left out (BFY019)
 
 
 def transform(
@@ -52,7 +53,7 @@ def transform(
         code = rewrite_module(ir, harness)
         out = emit(code, source_sha256=source_digest(source), command=command, source_path=ir.shown_path)
         validate(out, path, text)
-        return TransformResult(out, tuple(ir.targets))
+        return TransformResult(out, tuple(ir.targets), tuple(ir.warnings))
 
     try:
         with walks_kept():

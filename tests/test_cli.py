@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import textwrap
 import sys
 from pathlib import Path
 
@@ -476,3 +477,60 @@ def test_verify_flags_for_one_class_in_a_file_of_several_ask_for_class(tmp_path:
     err = result.stderr.decode()
     assert result.returncode == CODES["BFY301"].exit_code and " BFY301 --init drives one class" in err, err
     assert "--class NAME" in err and "Traceback" not in err
+
+
+def test_a_class_deriving_from_another_files_model_is_reported_as_left_out(tmp_path: Path) -> None:
+    """batchify reads one file: ``class Mine(Base)`` with ``Base`` imported is left out, and says so
+    (BFY019, a warning, exit 0) while the file's own models are batched. main said nothing: MineBatched
+    was simply missing from the output."""
+    (tmp_path / "base_mod.py").write_text(textwrap.dedent('''\
+        import brainpy as bp
+        import brainpy.math as bm
+
+
+        class Base(bp.DynamicalSystem):
+            def __init__(self, n):
+                super().__init__()
+                self.V = bm.Variable(bm.zeros(n))
+
+            def update(self, x):
+                self.V.value = self.V * 0.9 + x
+                return self.V.value
+        '''))
+    (tmp_path / "sub.py").write_text(textwrap.dedent('''\
+        import brainpy as bp
+        import brainpy.math as bm
+        from base_mod import Base
+
+
+        class Mine(Base):
+            def update(self, x):
+                return super().update(x) * 2.
+
+
+        class Own(bp.DynamicalSystem):
+            def __init__(self, n):
+                super().__init__()
+                self.U = bm.Variable(bm.zeros(n))
+
+            def update(self, x):
+                self.U.value = self.U + x
+                return self.U.value
+        '''))
+    done = subprocess.run([sys.executable, "-m", "batchify", "sub.py", "-o", "sub_batched.py"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ("sub.py:6:7: BFY019 warning: Mine(Base -> base_mod.Base) is left out: its base comes "
+                           "from another file, and batchify reads one file. Define that base here to batch Mine "
+                           "with the rest\n")
+    assert "class OwnBatched(" in (tmp_path / "sub_batched.py").read_text()
+    as_json = subprocess.run([sys.executable, "-m", "batchify", "sub.py", "-o", "again.py", "--format", "json"],
+                             cwd=tmp_path, capture_output=True, text=True)
+    assert as_json.returncode == 0 and '"code": "BFY019"' in as_json.stderr and '"severity": "warning"' in as_json.stderr
+    # Named with --class, it is refused, as before; a class deriving from BrainPy alone is never reported.
+    named = subprocess.run([sys.executable, "-m", "batchify", "sub.py", "-o", "mine.py", "--class", "Mine"],
+                           cwd=tmp_path, capture_output=True, text=True)
+    assert named.returncode == 1 and "BFY005 --class Mine" in named.stderr
+    own = subprocess.run([sys.executable, "-m", "batchify", "base_mod.py", "-o", "base_batched.py"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert own.returncode == 0 and own.stderr == ""
