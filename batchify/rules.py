@@ -925,12 +925,21 @@ RULES: tuple[Rule, ...] = (
         'augmented write',
         f"{STMT}.aug_assign",
         'augmented writes',
-        '`self.V += e` (every operator), `self.child.u -= e`',
-        '`state._replace(V=state.V + e)` (a lower-precedence operand is parenthesised)',
+        ('`self.V += e` (every operator), `self.child.u -= e`; `r *= g` on a local the state holds too '
+         '(`self.r.value = r` or `r = self.r.value` before it)'),
+        ('`state._replace(V=state.V + e)` (a lower-precedence operand is parenthesised); `r = r * g`: `bm` '
+         'functions return BrainPy Arrays, which `*=` would change in place, state included, where the '
+         'original\'s Variable holds its own copy'),
         Case(before=('self.V -= x - 1\n'
-                     'self.child.u *= 2.0'),
+                     'self.child.u *= 2.0\n'
+                     'r = bm.tanh(x)\n'
+                     'self.S.value = r\n'
+                     'r *= 2.0'),
              after=('state = state._replace(V=state.V - (x - 1))\n'
                     'state = state._replace(child=state.child._replace(u=state.child.u * 2.0))\n'
+                    'r = bm.tanh(x)\n'
+                    'state = state._replace(S=r)\n'
+                    'r = r * 2.0\n'
                     'return bfy.unwrap(state), None')),
         Case(before=('y = x\n'
                      'y += 1.0\n'

@@ -93,6 +93,9 @@ class ClassResult:
     x64_max_abs: float | None = None
     strength: Strength = field(default_factory=Strength)
     unchecked: list[str] = field(default_factory=list)  # public stateful methods no checked method calls
+    # Floating dtypes of the model's Variables narrower than the run's widest (bfloat16, float16; float32
+    # in the float64 rerun): round-off the float64 rerun cannot widen.
+    narrow: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -333,6 +336,9 @@ class Verifier:
         for name in self.functions:
             sections += self.function_sections(model, name, strength)
         result = ClassResult(d.cls, self.method, d.batch, d.steps, sections, strength=strength)
+        widest = 64 if jax.config.jax_enable_x64 else 32
+        result.narrow = sorted({np.dtype(v.dtype).name for v in model.vars().unique().values()
+                                if jnp.issubdtype(v.dtype, jnp.floating) and jnp.finfo(v.dtype).bits < widest})
         result.speedup = self.speed(model) if speed else None
         return result
 
@@ -635,13 +641,18 @@ def float_leaves(tree):
 
 
 def classify(result: ClassResult, rerun: dict | None) -> None:
-    """Round-off if the float64 rerun agrees to 1e-6 of the tolerance; a bug if it still fails."""
+    """Round-off if the float64 rerun agrees to 1e-6 of the tolerance; a bug if it still fails, unless
+    the model keeps Variables narrower than float64 there (bfloat16...): then it cannot tell."""
     if rerun is None:
         result.classification = "undetermined: the float64 rerun did not run"
         return
     result.x64_max_abs = rerun["max_abs"]
     if rerun["ok_strict"]:
         result.classification = "float32 round-off: float64 agrees"
+    elif rerun.get("narrow"):
+        result.classification = (f"undetermined: the model keeps {' and '.join(rerun['narrow'])} Variables, which the "
+                                 f"float64 rerun does not widen: round-off at that precision cannot be told from a "
+                                 f"bug; check with --rtol/--atol suited to it")
     elif not rerun["ok"]:
         result.classification = "transformation bug: float64 disagrees too"
     else:
@@ -692,6 +703,7 @@ def probe_summary(results: list[ClassResult]) -> dict:
         "ok": all(r.ok for r in results),
         "ok_strict": all(r.classification == "strict" for r in results),
         "max_abs": max((s.max_abs for r in results for s in r.sections), default=0.0),
+        "narrow": sorted({dtype for r in results for dtype in r.narrow}),
     }
 
 

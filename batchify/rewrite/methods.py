@@ -149,6 +149,7 @@ class Context:
     members_of: dict = field(default_factory=dict)  # class name -> (fields, children, built-ins)
     masks: frozenset[str] = frozenset()  # locals that only ever hold a boolean mask (``mask_locals``)
     items: frozenset[str] = frozenset()  # locals that only ever hold a VarList / VarDict item (``item_locals``)
+    shares_state: frozenset[int] = frozenset()  # `r *= g` on a local holding the state's object (``state_sharing_updates``)
 
     def report(self, node: cst.CSTNode, code: str, message: str) -> None:
         pos = self.ir.positions.get(node)
@@ -1344,6 +1345,12 @@ class MethodRewriter:
         if self.library_target(small.target) is not None:
             return [*pre, *self.library_write(small.target, value, AUG_OPS[type(small.operator)], small)]
         found = self.field_target(small.target)
+        if found is None and id(small) in self.ctx.shares_state:
+            # `r *= g` on a BrainPy Array that the state holds too would change the state in place; the
+            # original's Variable holds its own jax Array (its setter unwraps), so only `r` changes.
+            op = AUG_OPS[type(small.operator)]
+            return [*pre, line(cst.Assign([cst.AssignTarget(small.target)],
+                                          cst.BinaryOperation(small.target, op(), _paren(value, op))))]
         if found is None:
             if not self.plain_target(small.target):
                 p, target, _ = self.expr(small.target)
@@ -1529,10 +1536,15 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     else:
         check_decorators(ctx, func)
     ctx.closures = loop_closures(ir, func)
+    def field_of(expr: cst.BaseExpression) -> FieldRef | None:  # `self.V`, `self.c.V`, `self.xs`
+        path = self_path(expr, ctx.self_name)
+        ref = ctx.resolve(path) if path else None
+        return ref if isinstance(ref, FieldRef) else None
+
     bindings = local_bindings(func)
     ctx.masks = mask_locals(bindings)
-    ctx.items = item_locals(bindings, lambda e: bool(
-        (path := self_path(e, ctx.self_name)) and isinstance(ref := ctx.resolve(path), FieldRef) and ref.container))
+    ctx.items = item_locals(bindings, lambda e: bool((ref := field_of(e)) and ref.container))
+    ctx.shares_state = state_sharing_updates(func, lambda e: field_of(e) is not None)
     check_stale_closures(ctx, func)
     check_children_as_values(ctx, func)
     body = MethodRewriter(ctx).block(func.body.body)
@@ -1686,6 +1698,40 @@ def mask_locals(bindings: dict[str, list[tuple[str, object]]]) -> frozenset[str]
         if kept == masks:
             return frozenset(kept)
         masks = kept
+
+
+def state_sharing_updates(func: cst.FunctionDef, is_field: Callable[[cst.BaseExpression], bool]) -> frozenset[int]:
+    """The ``r *= g`` (ids of AugAssign nodes) whose local may hold the very object the batched state
+    holds: bound from a field (``out = self.r.value``) or written into one (``self.r.value = r``) before
+    it, or anywhere in a loop around it. In the batched code that object may be a BrainPy Array (what
+    ``bm`` functions return), which ``*=`` changes in place; the original's Variable holds its own
+    jax Array (its setter unwraps). ``is_field(expr)``: ``self.V`` / ``self.c.V``."""
+    def field(expr: cst.BaseExpression) -> bool:
+        if type(expr) is cst.Attribute and expr.attr.value == "value":
+            expr = expr.value
+        return is_field(expr)
+
+    nodes = walk(func.body)
+    order = {id(n): i for i, n in enumerate(nodes)}
+    shared: dict[str, list[int]] = {}  # local -> where it comes to share an object with the state
+    for node in nodes:
+        if type(node) is cst.Assign:
+            names = []
+            if type(node.value) is cst.Name and any(field(t.target) for t in node.targets):
+                names.append(node.value.value)
+            if field(node.value):
+                names += [t.target.value for t in node.targets if type(t.target) is cst.Name]
+            for n in names:
+                shared.setdefault(n, []).append(order[id(node)])
+    loops = [(order[id(n)], order[id(n)] + len(walk(n))) for n in nodes if type(n) in (cst.For, cst.While)]
+    out = set()
+    for node in nodes:
+        if type(node) is cst.AugAssign and type(node.target) is cst.Name and node.target.value in shared:
+            at = order[id(node)]
+            around = [(lo, hi) for lo, hi in loops if lo < at < hi]
+            if any(i < at or any(lo < i < hi for lo, hi in around) for i in shared[node.target.value]):
+                out.add(id(node))
+    return frozenset(out)
 
 
 def item_locals(bindings: dict[str, list[tuple[str, object]]], container: Callable[[cst.BaseExpression], bool]
