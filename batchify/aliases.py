@@ -236,8 +236,14 @@ class Normaliser:
             return [aliases[value.value][0]]
         if type(value) is cst.Call:
             path = self_path(value.func, self.me)
+            helper = self.helper_of(value)
+            # What a helper hands back of its arguments (`maybe_rectify(self.r, flag)` returning `v`)
+            passed = ([p for param, arg in self.arguments(value, helper) if param in returned_params(helper)
+                       for p in self.candidates(arg, aliases, seen)] if helper is not None else [])
             if path and len(path) == 1 and f"self.{path[0]}" in self.helpers:
-                return self.returned_variables(self.helpers[f"self.{path[0]}"], seen)
+                return self.returned_variables(self.helpers[f"self.{path[0]}"], seen) + passed
+            if passed:
+                return passed
             if path and path[0] in self.known.children and len(path) <= 2:  # `self.cell(x)`, `self.cell.step(x)`
                 child = self.known.children[path[0]]
                 return [[path[0], *p] for p in child.returns.get(path[1] if len(path) == 2 else "update", [])]
@@ -355,15 +361,20 @@ class Normaliser:
                 continue
             name = node.targets[0].target.value
             path = self_path(node.value.func, self.me)
-            if not path or name in aliases:
+            if not (path or self.helper_of(node.value) is not None) or name in aliases:
                 continue
-            returned = self.candidates(node.value)
-            callee = f"self.{'.'.join(path)}()"
+            returned = self.candidates(node.value, aliases)
+            callee = f"self.{'.'.join(path)}()" if path else f"{cst.Module([]).code_for_node(node.value.func)}()"
             if returned and name in written:
                 self.report(node, "BFY213", f"'{name}' is the Variable {callee} returns, changed in place "
                             "here; batchify cannot follow it: write that Variable itself (self.NAME.value = ...)")
             elif returned:
-                self.check_maybe_variable(node, name, returned, f"returned by {callee}", written)
+                helper = self.helper_of(node.value)
+                passed = helper is not None and any(
+                    param in returned_params(helper) and self.candidates(arg, aliases)
+                    for param, arg in self.arguments(node.value, helper))
+                how = f"handed back by {callee}, which returns its argument" if passed else f"returned by {callee}"
+                self.check_maybe_variable(node, name, returned, how, written)
         local = set(bound_names(func, self.nodes))  # a module-level name is not an alias (BFY214 covers it)
         for name, node in strong.items():
             if (name in aliases or name in params or name == self.me or name in self.items_loops
@@ -416,6 +427,7 @@ class Normaliser:
                             f"value, read {item} itself there")
                 return
             then = ("return its .value from that method" if how.startswith("returned")
+                    else "give that function its .value" if how.startswith("handed back")
                     else "bind its .value (self.V.value if ... else self.U.value)")
             self.report(binding, "BFY213", f"'{name}' is {which} ({how}), the Variable object, and is read after "
                         f"that Variable is written again in {self.current.name.value}(): the original's '{name}' "
@@ -480,6 +492,17 @@ class Normaliser:
                                     f"self.{'.'.join(path)} itself, the Variable object (read when the function "
                                     "is called, after later writes); batchify cannot follow it there. Give it "
                                     f"self.{'.'.join(path)}.value, or read self.{'.'.join(path)} in the body")
+                continue
+            # `functools.partial(energy, self.s)`: the partial holds the Variable object, read when called.
+            if type(node) is cst.Call and cst.Module([]).code_for_node(node.func) in ("functools.partial", "partial"):
+                for arg in node.args[1:]:
+                    name = arg.value.value if type(arg.value) is cst.Name else None
+                    path = aliases[name][0] if name in aliases else self.variable_path(arg.value)
+                    if path is not None and self.known.variable(path):
+                        self.report(arg.value, "BFY213", f"self.{'.'.join(path)} is bound into a partial here, as "
+                                    "the Variable object (read when the partial is called, after later writes); "
+                                    f"batchify cannot follow it there. Bind self.{'.'.join(path)}.value, or pass "
+                                    "the Variable when calling")
                 continue
             # `outs.append(self.h)`: the list holds the Variable object, as a literal would.
             if (type(node) is cst.Call and type(node.func) is cst.Attribute
@@ -596,6 +619,20 @@ class Normaliser:
                             f"the Variable object; batchify hands a helper each example's value, which has no "
                             f".value. Give it self.{dotted}.value, or read '{param}' itself in "
                             f"{helper.name.value}()")
+
+
+def returned_params(helper: cst.FunctionDef) -> set[str]:
+    """The parameters a function may return as they are: ``return v``, ``return v if c else w``."""
+    params = {p.name.value for p in (*helper.params.posonly_params, *helper.params.params)}
+
+    def names(expr: cst.BaseExpression | None) -> set[str]:
+        if type(expr) is cst.IfExp:
+            return names(expr.body) | names(expr.orelse)
+        if type(expr) is cst.BooleanOperation:
+            return names(expr.left) | names(expr.right)
+        return {expr.value} & params if type(expr) is cst.Name else set()
+
+    return {n for node in walk(helper.body) if type(node) is cst.Return for n in names(node.value)}
 
 
 class _Inline(Transformer):

@@ -1195,16 +1195,21 @@ RULES: tuple[Rule, ...] = (
         'try',
         f"{STMT}.try_",
         '`try` blocks',
-        '`try: ... except ValueError: ...`',
-        'kept, every block threading the state',
+        '`try: ... except ValueError: ... finally: ...`',
+        ('kept, every block threading the state; a `finally` block that writes state after a `return` in its '
+         '`try` is refused (BFY205: the returned state is built before the `finally` block runs)'),
         Case(before=('try:\n'
                      '    self.V += x\n'
                      'except ValueError:\n'
-                     '    self.S += x'),
+                     '    self.S += x\n'
+                     'finally:\n'
+                     '    self.S.value = self.S * 0.5'),
              after=('try:\n'
                     '    state = state._replace(V=state.V + x)\n'
                     'except ValueError:\n'
                     '    state = state._replace(S=state.S + x)\n'
+                    'finally:\n'
+                    '    state = state._replace(S=state.S * 0.5)\n'
                     'return bfy.unwrap(state), None')),
         Case(before=('try:\n'
                      '    y = x * 2\n'

@@ -247,15 +247,15 @@ def section_from(report: Report, name: str, predicate) -> Section:
 
 
 # What JAX raises when code needs a concrete value it is only tracing: code that runs eagerly and
-# not under jit. The batched model always runs traced (vmap), so these come from the model's code
-# whenever the original raises them under jit as well.
+# not under jit. The batched model always runs traced (vmap): when it fails and the original raises
+# one of these under jit, the model's code is what cannot run there.
 TRACE_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.NonConcreteBooleanIndexError,
                 jax.errors.TracerArrayConversionError, jax.errors.TracerIntegerConversionError)
 
 
 class NotTraceable(Exception):
-    """The batched model raised one of ``TRACE_ERRORS``, and so does one step of the original under
-    ``bm.jit``: the model's own code cannot be traced (``error``, raised where it is), not a
+    """The batched model raised, and one step of the original under ``bm.jit`` raises one of
+    ``TRACE_ERRORS``: the model's own code cannot be traced (``error``, raised where it is), not a
     transformation bug."""
 
     def __init__(self, error: BaseException, batched_error: BaseException):
@@ -321,7 +321,9 @@ class Verifier:
             report = check_equivalence(model, self.batched_cls, self.method, self.args, batch=d.batch,
                                        steps=d.steps, rtol=d.rtol, atol=d.atol, dt=d.dt, seed=d.seed,
                                        perturb=d.perturb, ports=self.ports)
-        except TRACE_ERRORS as exc:
+        except Exception as exc:  # noqa: BLE001 - re-raised unless the original cannot be traced either
+            # (a boolean mask the original indexes with eagerly, which traced code cannot: the batched
+            # code may fail otherwise, say on a BrainPy Array the original never holds as state)
             traced = self.traced_error(model)
             if traced is not None:
                 raise NotTraceable(traced, exc) from None

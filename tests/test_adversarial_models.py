@@ -1018,11 +1018,14 @@ class M(bp.DynamicalSystem):
 """
 
 
-def test_a_model_that_runs_eagerly_only_is_the_models_to_fix_not_a_transformation_bug(tmp_path) -> None:
+@pytest.mark.parametrize("spike", ["self.V > 1.", "bm.greater_equal(self.V.value, 1.)"])
+def test_a_model_that_runs_eagerly_only_is_the_models_to_fix_not_a_transformation_bug(tmp_path, spike) -> None:
     """A boolean Variable as an index runs eagerly and fails under jit in the original too. main:
     "BFY303 verification FAIL: the batched model raised NonConcreteBooleanIndexError ... this is a
-    transformation bug, please report it", at the generated line."""
-    checked = verify_cli(tmp_path, "untraceable", UNTRACEABLE, "--init", "4", "--input-shape", "x=4:float32:1.0")
+    transformation bug, please report it", at the generated line; with the mask a BrainPy Array
+    (bm.greater_equal), "raised ValueError: Triggering __jax_array__() ..." (probe C)."""
+    source = UNTRACEABLE.replace("self.spike.value = self.V > 1.", f"self.spike.value = {spike}")
+    checked = verify_cli(tmp_path, "untraceable", source, "--init", "4", "--input-shape", "x=4:float32:1.0")
     assert checked.returncode == 2, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert checked.stderr.startswith("untraceable.py:14:1: BFY302 cannot verify: the model's own code cannot be "
                                      "traced: one step of it under jit"), checked.stderr[-2000:]
@@ -1280,3 +1283,92 @@ def test_a_local_that_the_state_holds_too_changed_in_place_leaves_the_state_alon
     checked = verify_cli(tmp_path, "shared", SHARED_OBJECT, "--init", "4", "--input-shape", "x=4:float32:1.0",
                          "--strict")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+
+
+FINALLY_AFTER_RETURN = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Leaky(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.V = bm.Variable(bm.zeros(n))
+        self.input = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        try:
+            self.input += x
+            self.V += (-self.V + self.input) / 10.
+            return self.V.value
+        finally:
+            self.input.value = bm.zeros_like(self.input.value)
+'''
+
+
+def test_a_finally_block_writing_state_after_a_return_is_refused() -> None:
+    """`return state, out` runs before the finally block: its write would be lost. main generated it,
+    and the input port kept accumulating (verify FAIL, probe C)."""
+    with pytest.raises(BatchifyError) as error:
+        transform(FINALLY_AFTER_RETURN.encode(), "fin.py", command="batchify")
+    assert str(error.value).startswith("fin.py:16:9: BFY205 a finally block writes state after a return in its try")
+    after = FINALLY_AFTER_RETURN.replace("            return self.V.value\n", "").replace(
+        "self.input.value)\n", "self.input.value)\n        return self.V.value\n")
+    assert "finally:" in transform(after.encode(), "fin.py", command="batchify").text
+
+
+HANDED_BACK = '''import functools
+
+import brainpy as bp
+import brainpy.math as bm
+
+
+def maybe_rectify(v, rectify):
+    return bm.relu(v) if rectify else v
+
+
+def energy(s, w):
+    return -0.5 * bm.sum(s * (s @ w))
+
+
+class Hopfield(bp.DynamicalSystem):
+    def __init__(self, n, rectify=False):
+        super().__init__()
+        self.rectify = rectify
+        self.W = bm.TrainVar(bm.random.normal(0.0, 0.3, (n, n)))
+        self.s = bm.Variable(bm.zeros(n))
+
+    def _prep(self, v):
+        return v
+
+    def update(self, x):
+{body}
+'''
+
+
+@pytest.mark.parametrize("body, where, message", [
+    ("        prev = maybe_rectify(self.s, self.rectify)\n"
+     "        self.s.value = bm.tanh(x + self.s @ self.W)\n"
+     "        return self.s.value - prev",
+     "26:9", "'prev' is self.s (handed back by maybe_rectify(), which returns its argument), the Variable object, "
+             "and is read after that Variable is written again in update()"),
+    ("        prev = self._prep(self.s)\n"
+     "        self.s.value = bm.tanh(x + self.s @ self.W)\n"
+     "        return self.s.value - prev",
+     "26:9", "'prev' is self.s (handed back by self._prep(), which returns its argument)"),
+    ("        before = functools.partial(energy, self.s)\n"
+     "        self.s.value = bm.tanh(x + self.s @ self.W)\n"
+     "        return before(self.W)",
+     "26:44", "self.s is bound into a partial here, as the Variable object"),
+])
+def test_a_variable_handed_back_by_a_helper_and_read_after_a_write_is_refused(body, where, message) -> None:
+    """The original's name is the Variable object and sees the write; the batched one held the old
+    value. main generated all three, and verify failed only for the constructor arguments that take
+    the identity path (probe C)."""
+    with pytest.raises(BatchifyError) as error:
+        transform(HANDED_BACK.format(body=body).encode(), "hb.py", command="batchify")
+    assert str(error.value).startswith(f"hb.py:{where}: BFY213 {message}"), str(error.value)
+    # The value, given instead, is what the batched code computes with.
+    fixed = body.replace("(self.s,", "(self.s.value,").replace("(self.s)", "(self.s.value)").replace(
+        ", self.s)", ", self.s.value)")
+    assert "class HopfieldBatched(" in transform(HANDED_BACK.format(body=fixed).encode(), "hb.py",
+                                                   command="batchify").text

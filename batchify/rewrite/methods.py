@@ -941,12 +941,22 @@ class MethodRewriter:
         return [*pre, stmt.with_changes(items=new_items, body=self.suite(stmt.body))]
 
     def try_(self, stmt: cst.Try) -> list[cst.BaseStatement]:
-        return [stmt.with_changes(
+        new = stmt.with_changes(
             body=self.suite(stmt.body),
             handlers=[h.with_changes(body=self.suite(h.body)) for h in stmt.handlers],
             orelse=stmt.orelse.with_changes(body=self.suite(stmt.orelse.body)) if stmt.orelse else None,
             finalbody=stmt.finalbody.with_changes(body=self.suite(stmt.finalbody.body)) if stmt.finalbody else None,
-        )]
+        )
+        if new.finalbody is not None and any(type(n) is cst.Return for part in (stmt.body, *stmt.handlers, stmt.orelse)
+                                             if part is not None for n in outside_functions(part)):
+            if any(type(n) is cst.Assign and any(type(v) is cst.Name and v.value == self.ctx.state
+                                                 for t in n.targets for v in walk(t.target))
+                   for n in outside_functions(new.finalbody)):  # `return state, out` ran before the finally block
+                self.ctx.report(stmt.finalbody, "BFY205", "a finally block writes state after a return in its try: "
+                                "the batched method returns its state when the return runs, before the finally "
+                                "block, so the write would be lost; write it before the return (or return after "
+                                "the try statement)")
+        return [new]
 
     def match_(self, stmt: cst.Match) -> list[cst.BaseStatement]:
         """``match`` on configuration, as a Python ``if`` is: each case threads the state."""
@@ -1628,6 +1638,13 @@ def is_mask(node: cst.BaseExpression, masks: frozenset[str] = frozenset()) -> bo
 
 
 _NESTED_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def outside_functions(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The nodes under ``node`` outside nested functions, lambdas and classes (their returns are theirs)."""
+    inner = {id(n) for s in walk(node) if type(s) in (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+             and s is not node for n in walk(s)}
+    return [n for n in walk(node) if id(n) not in inner]
 
 
 def local_bindings(func: cst.FunctionDef) -> dict[str, list[tuple[str, object]]]:
