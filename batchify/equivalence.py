@@ -263,16 +263,24 @@ def to_numpy(tree):
     return jax.tree.map(np.asarray, tree, is_leaf=lambda x: isinstance(x, bm.Array))
 
 
-def compare(report: Report, quantity: str, step: int | None, want, got, rtol: float, atol: float) -> None:
-    """Compare per-leaf; ``want`` stacked over examples on axis 0, like ``got``."""
+def compare(report: Report, quantity: str, step: int | None, want, got, rtol: float, atol: float,
+            scale=None) -> None:
+    """Compare per-leaf; ``want`` stacked over examples on axis 0, like ``got``.
+
+    ``scale`` (a tree like ``want``) makes it a mean over examples instead: no example axis, and
+    the relative tolerance taken of ``scale``, the mean of the examples' magnitudes. A mean's
+    round-off grows with the terms summed, not with their mean, which cancels to near zero where the
+    examples' gradients point different ways (a chaotic network's, say)."""
+    scales = jax.tree.leaves(scale) if scale is not None else None
     want_paths, want_def = jax.tree_util.tree_flatten_with_path(want)
     got_leaves, got_def = jax.tree.flatten(got)
     if want_def != got_def:
         report.mismatches.append(Mismatch(f"{quantity} (structure {want_def} vs {got_def})", step, None,
                                           float("inf"), float("inf")))
         return
-    for (path, w), g in zip(want_paths, got_leaves):
+    for i, ((path, w), g) in enumerate(zip(want_paths, got_leaves)):
         quantity_leaf = quantity + jax.tree_util.keystr(path)
+        magnitude = np.abs(np.asarray(scales[i], np.float64)) if scales is not None else None
         w, g = np.asarray(w), np.asarray(g)
         if w.shape != g.shape:
             report.mismatches.append(Mismatch(f"{quantity_leaf} (shape {w.shape} vs {g.shape})", step, None,
@@ -281,7 +289,7 @@ def compare(report: Report, quantity: str, step: int | None, want, got, rtol: fl
         if w.dtype.kind in "biu":
             bad = w != g
             if bad.any():
-                example = int(np.argwhere(bad)[0][0]) if bad.ndim else None
+                example = int(np.argwhere(bad)[0][0]) if bad.ndim and scales is None else None
                 err = float(np.abs(w.astype(np.int64) - g.astype(np.int64)).max())
                 report.mismatches.append(Mismatch(quantity_leaf, step, example, err, float("inf")))
             continue
@@ -291,13 +299,13 @@ def compare(report: Report, quantity: str, step: int | None, want, got, rtol: fl
         with np.errstate(invalid="ignore"):
             diff = np.where(same, 0.0, np.nan_to_num(np.abs(w64 - g64), nan=np.inf))
         report.max_abs = max(report.max_abs, float(diff.max(initial=0.0)))
-        tolerance = np.where(np.isfinite(w64), atol + rtol * np.abs(w64), 0.0)
+        tolerance = np.where(np.isfinite(w64), atol + rtol * (np.abs(w64) if magnitude is None else magnitude), 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             used = np.where(diff == 0, 0.0, diff / tolerance)  # an error against a zero tolerance: inf
         report.of_tolerance = max(report.of_tolerance, float(np.nan_to_num(used, nan=np.inf).max(initial=0.0)))
         bad = diff > tolerance
         if bad.any():
-            example = int(np.argwhere(bad)[0][0]) if bad.ndim else None
+            example = int(np.argwhere(bad)[0][0]) if bad.ndim and scales is None else None
             rel = float((diff / np.maximum(np.abs(w), 1e-30)).max())
             report.mismatches.append(Mismatch(quantity_leaf, step, example, float(diff.max()), rel))
 

@@ -461,7 +461,8 @@ class Verifier:
             compare(report, f"fn {name} aux", None, stacked_aux, to_numpy(aux), d.rtol, d.atol)
         for key in train_vars:
             stacked = np.stack([np.asarray(w[0][key]) for w in want])
-            compare(report, f"fn {name} grad {key} (mean)", None, stacked.mean(0), grads[key], rtol, atol)
+            compare(report, f"fn {name} grad {key} (mean)", None, stacked.mean(0), grads[key], rtol, atol,
+                    scale=np.abs(stacked).mean(0))
             compare(report, f"fn {name} grad {key} (example)", None, stacked, each[key], rtol, atol)
         losses_want = np.array([float(w[1]) for w in want])
         if d.batch > 1 and np.all(losses_want == losses_want[0]):
@@ -572,7 +573,7 @@ class Verifier:
             want_each = np.stack([g[p] for g in per_example])
             compare(rep_each, f"gradient {p}", None, want_each, np.asarray(each[p]), d.rtol * 10, d.atol * 10)
             compare(rep_mean, f"gradient {p} (mean)", None, want_each.mean(0), np.asarray(mean[p]),
-                    d.rtol * 10, d.atol * 10)
+                    d.rtol * 10, d.atol * 10, scale=np.abs(want_each).mean(0))
         return [section_from(rep_each, "grad/example", lambda q: True),
                 section_from(rep_mean, "grad/mean", lambda q: True)]
 

@@ -222,6 +222,27 @@ def test_compare_counts_nan_against_a_number_and_allows_equal_infinities() -> No
     assert not equal.mismatches and equal.of_tolerance == 0.0
 
 
+def test_a_mean_over_examples_is_compared_at_the_scale_of_its_terms() -> None:
+    """Gradients of 1e5 that cancel to a mean of 0.5: float32 summation is off by ~0.01, far past
+    1e-4 of 0.5 (main: FAIL, "gradient J (mean) diverges (example 19)", an element index shown as an
+    example; a chaotic RNN in probe C); at 1e-4 of the terms' mean magnitude it passes, with no
+    example named, and a real error (an example dropped from the mean) still fails."""
+    from batchify.equivalence import Report, compare
+
+    each = np.array([[1e5, 3.0], [-1e5 + 1.0, 4.0]])
+    want = each.mean(0)
+    got = np.asarray(np.float32(each[0]) + np.float32(each[1]), np.float64) / 2 + np.array([0.01, 0.0])
+    as_values = Report(steps=1, batch=2)
+    compare(as_values, "gradient J (mean)", None, want, got, 1e-4, 1e-5)
+    assert as_values.mismatches and as_values.mismatches[0].example == 0  # main: element 0 taken for an example
+    as_mean = Report(steps=1, batch=2)
+    compare(as_mean, "gradient J (mean)", None, want, got, 1e-4, 1e-5, scale=np.abs(each).mean(0))
+    assert not as_mean.mismatches
+    dropped = Report(steps=1, batch=2)
+    compare(dropped, "gradient J (mean)", None, want, each[0] / 2, 1e-4, 1e-5, scale=np.abs(each).mean(0))
+    assert dropped.mismatches and dropped.mismatches[0].example is None
+
+
 def test_by_structure_frees_paths_of_automatic_node_names() -> None:
     """Two models built one after the other name their built-ins' nodes Expon2 / Expon4: the
     constructor check reported "constructor state shapes" differing (SurrogateGrad_lif's SNN)."""
