@@ -1284,6 +1284,14 @@ class Batched:
             del vars(self)["library"]
 
 
+def owner_of(model, variable):
+    """The object under ``model`` that holds ``variable`` as an attribute of its own (None if none)."""
+    for node in model.nodes().unique().values():
+        if any(value is variable for value in vars(node).values()):
+            return node
+    return None
+
+
 @contextlib.contextmanager
 def batch_state_only(model, what):
     """Run ``what`` (a pure method under ``jax.vmap``) touching no Variable but the batch's.
@@ -1291,7 +1299,8 @@ def batch_state_only(model, what):
     A pure method threads the batch's state explicitly and reaches built-ins only through the
     library, which binds one example's values into their Variables and puts every value back; so
     it reads no Variable as it is. A Variable still holding a traced value afterwards belongs to an
-    object batchify does not batch (a model imported from another file: batchify reads one file);
+    object batchify does not batch (a model imported from another file, made by a class given as an
+    argument, or built inside a BrainPy built-in: batchify batches the models it sees built by name);
     its old value is put back and the call fails naming it, instead of leaving the model with a
     traced value that fails later, far from its cause (``UnexpectedTracerError``). A Variable read
     as it is (``self.pre.spike`` of a model handed to the constructor) would give every example
@@ -1330,11 +1339,17 @@ def batch_state_only(model, what):
             f"and be lost with the step's new state. Its value is put back. Write the state in a method of "
             f"a model class of this file, called as self.method(...).")
     if escaped:  # a Variable of another object: written for the whole batch at once
+        owner = owner_of(model, escaped[0])
+        kind = type(owner).__qualname__ if owner is not None else ""
+        whose = (f", a Variable of {'an' if kind[:1] in 'AEIOU' else 'a'} {kind} (from {type(owner).__module__})"
+                 if owner is not None else "")
         raise RuntimeError(
-            f"{type(model).__name__}.{what} wrote {named(escaped)}, which is not part of the batch's state: it "
-            f"belongs to an object batchify does not batch, called as it is for the whole batch (a model "
-            f"imported from another file). Its value is put back. batchify reads one file: define that "
-            f"model in this file, so that it is batched with the rest.")
+            f"{type(model).__name__}.{what} wrote {named(escaped)}{whose}, which is not part of the batch's "
+            f"state: it belongs to an object batchify does not batch, run as it is for the whole batch. That "
+            f"is a model batchify cannot see being built: imported from another file, made by a class or "
+            f"function given as an argument (self.syn = proj(...)), or built inside a BrainPy built-in "
+            f"(Exponen.desc(...) given to a projection). Its value is put back. Build that model in a model "
+            f"class of this file, by its own class name, so that it is batched with the rest.")
     read = trace.get_read_states()
     if read:
         raise RuntimeError(

@@ -225,7 +225,8 @@ def test_a_write_to_state_batchify_does_not_batch_fails_naming_it(tmp_path, monk
     import holder
     batched = module.HolderBatched.from_model(holder.Holder(3), 2)
     xs = np.ones((4, 2, 3), np.float32)
-    with pytest.raises(RuntimeError, match=r"HolderBatched\.update wrote lif\.v, which is not part of the batch's state"):
+    with pytest.raises(RuntimeError, match=r"HolderBatched\.update wrote lif\.v, a Variable of an Imported \(from "
+                                           r"stray_neurons\), which is not part of the batch's state"):
         if driver == "eager":
             batched.update(xs[0])
         else:
