@@ -660,6 +660,28 @@ def share_source_classes(original, generated) -> None:
                     function.__kwdefaults__ = {k: shared(v) for k, v in function.__kwdefaults__.items()}
 
 
+def provenance_warnings(src: Path, generated: Path, shown: str) -> list[Diagnostic]:
+    """What verify checks is the generated file as it is: say so when it is not what batchify made of
+    this source (edited since, or generated from another version of it). Warnings: the check runs."""
+    from batchify.provenance import HEADER_SOURCE, edited_by_hand, source_digest
+
+    try:
+        text = generated.read_text(encoding="utf-8")
+        digest = source_digest(src.read_bytes())
+    except (OSError, UnicodeDecodeError):
+        return []
+    out = []
+    header = re.search(r"\(sha256 ([0-9a-f]{64})\)", text.split("\n", 1)[0]) if HEADER_SOURCE.match(text) else None
+    if header and header.group(1) != digest:
+        out.append(Diagnostic(shown, 1, 1, "BFY008", "was generated from another version of the source (the sha256 "
+                              "in its header differs): this checks that older code; regenerate it to check what "
+                              "batchify makes of the source now", severity="warning"))
+    if edited_by_hand(text):
+        out.append(Diagnostic(shown, 1, 1, "BFY008", "was edited after batchify wrote it (its header's stamp "
+                              "differs): this checks the edited code, not batchify's", severity="warning"))
+    return out
+
+
 def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     """Plan (no jax), then run (imports jax and brainpy), then report."""
     from batchify.analyse import analyse
@@ -672,6 +694,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     for path in (src, generated):
         if not path.is_file():
             raise BatchifyError([Diagnostic(str(path), 1, 1, "BFY302", "cannot verify: no such file")])
+    report(provenance_warnings(src, generated, display_path(generated, root)), getattr(args, "format", "text"))
     try:
         config = find_config(Path.cwd())
     except ConfigError as exc:
@@ -716,7 +739,8 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
             continue
         methods = getattr(args, "method", None) or []
         if (getattr(args, "classes", None) or len(classes) == 1) and len(methods) > 1:
-            plans += [Plan(name, replace(drive, method=m), line) for m in dict.fromkeys(methods)]
+            every = tuple(dict.fromkeys(methods))
+            plans += [Plan(name, replace(drive, method=m, methods=every), line) for m in every]
         else:
             plans.append(Plan(name, drive, line))
     if diagnostics:

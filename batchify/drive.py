@@ -107,6 +107,8 @@ class Drive:
     perturb: float = 0.05
     # The user's own functions to check too (--function): each against its batched form.
     functions: tuple[str, ...] = ()
+    # Every method one run checks (--method, repeated): an input named by another's parameters is that one's.
+    methods: tuple[str, ...] = ()
     # Not a flag: set from the analysis when the class (or a child) creates its state in a
     # reset_state() that __init__ never calls; the original is reset once after construction,
     # as its users must before running it.

@@ -280,6 +280,9 @@ class Verifier:
         names = [p.name for p in stepping_parameters(original_cls, method)]
         function_inputs = {p for f, _, _, takes in self.functions.values()
                            for p in list(inspect.signature(f).parameters)[1 if takes else 0:]}
+        # (an input of another method checked in the same run is that method's)
+        function_inputs |= {p.name for m in drive.methods if m != method and hasattr(original_cls, m)
+                            for p in stepping_parameters(original_cls, m)}
         self.args = make_args(replace(drive, inputs={k: v for k, v in drive.inputs.items()
                                                      if k in names or k not in function_inputs}), names)
         port_rng = np.random.default_rng(drive.seed + 3)  # its own stream: the inputs' draws stay as they were
@@ -734,26 +737,28 @@ def format_table(results: list[ClassResult], src: str, generated: str) -> str:
     for row in rows:
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
     for r in results:
-        lines.append(f"  {r.cls}: covered: {r.strength.summary()}")
+        # a class checked through several methods: each row's lines name its method
+        who = f"{r.cls}.{r.method}()" if sum(x.cls == r.cls for x in results) > 1 else r.cls
+        lines.append(f"  {who}: covered: {r.strength.summary()}")
         if r.unchecked:
-            lines.append(f"  {r.cls}: not checked: {', '.join(m + '()' for m in r.unchecked)}, stateful and never "
+            lines.append(f"  {who}: not checked: {', '.join(m + '()' for m in r.unchecked)}, stateful and never "
                          "called by the method checked; check each with --method NAME (repeatable)")
         for s in r.sections:
             if s.name.startswith("fn ") and not s.name.endswith("/grad"):
                 grad = next(g for g in r.sections if g.name == f"{s.name}/grad")
-                lines.append(f"  {r.cls}: {s.name[3:]}(): losses and outputs {'ok' if s.ok else 'MISMATCH'}, "
+                lines.append(f"  {who}: {s.name[3:]}(): losses and outputs {'ok' if s.ok else 'MISMATCH'}, "
                              f"gradients (mean and per example) {'ok' if grad.ok else 'MISMATCH'} against bm.grad "
                              f"example by example")
         for reason in r.weak_reasons if r.ok else ():
-            lines.append(f"  {r.cls}: WEAK: {reason}")
+            lines.append(f"  {who}: WEAK: {reason}")
         for s in r.sections:
             if s.skipped:
-                lines.append(f"  {r.cls}: {s.name} skipped: {s.skipped}")
+                lines.append(f"  {who}: {s.name} skipped: {s.skipped}")
             for m in s.mismatches:
-                lines.append(f"  {r.cls}: {s.name}: {Mismatch(**m)}")
+                lines.append(f"  {who}: {s.name}: {Mismatch(**m)}")
         if not r.ok and r.classification:
             extra = f" (float64 max abs error {r.x64_max_abs:.1e})" if r.x64_max_abs is not None else ""
-            lines.append(f"  {r.cls}: float64 rerun: {r.classification}{extra}")
+            lines.append(f"  {who}: float64 rerun: {r.classification}{extra}")
     lines.append("")
     lines.append("err/tol: the largest error as a fraction of its tolerance, atol + rtol * |original| (at most 1 "
                  "passes); max abs err mixes quantities of different scales.")

@@ -386,6 +386,41 @@ def test_verify_names_the_stateful_methods_it_did_not_check_and_checks_each_meth
     classes = json.loads(both.stdout)["classes"]
     assert [(c["method"], c["verdict"]) for c in classes] == [("update", "PASS"), ("run_substeps", "PASS")]
     assert classes[0]["unchecked"] == classes[1]["unchecked"] == []
+    # Each method its own inputs: `--input-shape y=...` is run_substeps(y)'s (main: BFY302 "no parameter
+    # named 'y' in the stepping method" for update(x)), and each row's lines name its method.
+    src.write_text(TWO_STEPS.replace("def run_substeps(self, x):", "def run_substeps(self, y):").replace(
+        "self.h += x * self.w", "self.h += y * self.w"))
+    subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out)], check=True, capture_output=True)
+    each = subprocess.run([*base, "--method", "update", "--method", "run_substeps", "--input-shape", "y=4"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert each.returncode == 0, each.stdout + each.stderr
+    assert "TwoSteps.update(): covered:" in each.stdout and "TwoSteps.run_substeps(): covered:" in each.stdout
+    assert each.stderr == ""
+
+
+def test_verify_warns_when_the_generated_file_is_not_what_batchify_made_of_the_source(tmp_path: Path) -> None:
+    """verify checks the file as it is: main said nothing when it had been edited by hand since, or
+    generated from another version of the source (probe E planted bugs that way unnoticed)."""
+    src = tmp_path / "two_steps.py"
+    src.write_text(TWO_STEPS)
+    out = tmp_path / "two_steps_batched.py"
+    subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out)], check=True, capture_output=True)
+    command = [sys.executable, "-m", "batchify", "verify", "two_steps.py", "two_steps_batched.py", "--init", "4",
+               "--input-shape", "x=4", "--steps", "5", "--no-speed"]
+    fresh = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert fresh.returncode == 0 and fresh.stderr == "", fresh.stderr
+    out.write_text(out.read_text().replace("0.9 * state.h", "0.8 * state.h"))
+    edited = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert edited.stderr.startswith("two_steps_batched.py:1:1: BFY008 warning: was edited after batchify wrote it "
+                                    "(its header's stamp differs): this checks the edited code"), edited.stderr
+    assert edited.returncode == 1  # and the check itself catches this edit
+    subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out), "--force"], check=True,
+                   capture_output=True)
+    src.write_text(TWO_STEPS + "\n# a comment\n")
+    older = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert older.returncode == 0, older.stdout + older.stderr
+    assert older.stderr.startswith("two_steps_batched.py:1:1: BFY008 warning: was generated from another version "
+                                   "of the source"), older.stderr
 
 
 def test_a_state_that_only_relaxes_from_its_perturbed_start_is_not_counted_as_moved() -> None:
