@@ -487,7 +487,11 @@ def measure(starts: list[dict], outputs, states) -> Strength:
                             for step0, step in zip(flat[0], flat[e]) for a, b in zip(step0, step))
     booleans = [n for n in names if np.asarray(states[0][0][n]).dtype == np.bool_]
     if booleans:
-        s.spikes = int(sum(np.count_nonzero(step[n]) for run in states for step in run for n in booleans))
+        # Spikes the model made: a flag turned true by a step, not one true from the start (examples 1..
+        # start from perturbed flags, which a latch `fired |= spike` keeps without ever firing).
+        s.spikes = int(sum(np.count_nonzero(np.asarray(step[n]) & ~np.asarray(before[n]))
+                           for e, run in enumerate(states) for before, step in zip([starts[e], *run], run)
+                           for n in booleans))
     first = [np.asarray(x) for x in jax.tree.leaves(outputs[0][0])] if outputs and outputs[0] else []
     s.outputs = sum(np.issubdtype(x.dtype, np.floating) for x in first)
     # A stateless step (an already functional `step(x, h) -> h_next`) is covered by its outputs.

@@ -441,6 +441,24 @@ def test_a_state_that_only_relaxes_from_its_perturbed_start_is_not_counted_as_mo
     assert measure(starts, list(outputs), states).moved == 2
 
 
+def test_only_spikes_the_model_made_count() -> None:
+    """A latch `fired |= spike` that never fires: examples 1.. start from perturbed flags, which it
+    keeps. main counted those as spikes ('80 spikes') and so never said 'no spike', while a bug in
+    the firing branch PASSed (probe E); now a flag counts only when a step turns it true."""
+    from batchify.equivalence import measure
+
+    off, on = np.zeros(4, bool), np.array([True, False, True, False])
+    starts = [{"V": np.zeros(4), "fired": off}, {"V": np.full(4, 0.01), "fired": on}]
+    states = [[{"V": np.full(4, 0.1 * t), "fired": off} for t in range(1, 4)],
+              [{"V": np.full(4, 0.1 * t + 0.01), "fired": on} for t in range(1, 4)]]
+    outputs = [[[np.full(4, float(t))] for t in range(3)] for _ in range(2)]
+    strength = measure(starts, outputs, states)
+    assert strength.spikes == 0 and any(r.startswith("no spike") for r in strength.weak_reasons(3, 2))
+    states[0][1]["fired"] = np.array([False, True, False, False])  # a step of example 0 fires once ...
+    states[0][2]["fired"] = np.array([False, True, False, False])  # ... and the latch holds it
+    assert measure(starts, outputs, states).spikes == 1
+
+
 LOSS_ONE = '''import functools
 
 import brainpy as bp
