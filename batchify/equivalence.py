@@ -156,6 +156,12 @@ class Strength:
             reasons.append(f"no gradient reached {names} ({count} of the {self.weights} weights) in any example, "
                            f"though the loss reads {'it' if one else 'them'}: {'its gradient was' if one else 'their gradients were'} "
                            "compared as zeros (drive the inputs into what uses them, e.g. --input-shape x=SHAPE:float32:SCALE)")
+        if self.weights_outside_loss and self.weights_with_gradient:  # (none at all: said above)
+            names, one = ", ".join(self.weights_outside_loss), len(self.weights_outside_loss) == 1
+            reasons.append(f"the gradient of {names} was not checked: {'it does' if one else 'they do'} not reach "
+                           f"the step's float outputs, which the gradient check's loss is made of (only the "
+                           f"state, or nothing); return what {'it feeds' if one else 'they feed'} from the step to "
+                           f"check {'it' if one else 'them'}")
         for name in self.functions_alike:
             reasons.append(f"{name}() gave every example the same loss: mixing examples could not show")
         for name in self.functions_without_gradient:

@@ -543,7 +543,7 @@ class Verifier:
         per_example_inputs = [a.per_example for a in self.args if a.per_example is not None]
         per_example_inputs += [port.values for port in self.ports]
 
-        def example_loss(p, state, *xs):
+        def example_run(p, state, *xs):
             xs = iter(xs)
             picked = [next(xs) if a.per_example is not None else None for a in self.args]
             ports = [(port.path, next(xs)) for port in self.ports]
@@ -556,7 +556,13 @@ class Verifier:
                 shared = (bp.share.get_shargs(),) if takes_shared else ()
                 state, out = call(functools.partial(pure, p, state, *shared), self.args, call_args)
                 outs.append(out)
-            return loss_of(outs)
+            return outs, state
+
+        def example_loss(p, state, *xs):
+            return loss_of(example_run(p, state, *xs)[0])
+
+        def example_final_state(p, state, *xs):  # what the steps leave in the float state
+            return sum(jnp.sum(leaf) for leaf in float_leaves(example_run(p, state, *xs)[1]))
 
         in_axes = (None, 0, *([0] * len(per_example_inputs)))
         zero = [p for p in paths if not any(np.any(g[p] != 0) for g in per_example)]
@@ -564,7 +570,11 @@ class Verifier:
             read = dict(param_items(read_leaves(lambda p: jnp.sum(jax.vmap(example_loss, in_axes=in_axes)(
                 p, state0, *per_example_inputs)), params)))
             strength.weights_without_gradient = [p for p in zero if read.get(p, True)]
-            strength.weights_outside_loss = [p for p in zero if not read.get(p, True)]
+            outside = [p for p in zero if not read.get(p, True)]
+            if outside:  # of those, the ones the state depends on: their gradient went unchecked
+                into_state = dict(param_items(read_leaves(lambda p: jnp.sum(jax.vmap(
+                    example_final_state, in_axes=in_axes)(p, state0, *per_example_inputs)), params)))
+                strength.weights_outside_loss = [p for p in outside if into_state.get(p, False)]
         got_each = jax.vmap(jax.grad(example_loss), in_axes=in_axes)(params, state0, *per_example_inputs)
         got_mean = jax.grad(lambda p: jnp.mean(jax.vmap(example_loss, in_axes=in_axes)(
             p, state0, *per_example_inputs)))(params)

@@ -514,3 +514,45 @@ def test_a_function_loss_of_shape_one_verifies_and_a_vector_loss_is_a_clear_erro
     else:
         assert result.returncode == 2 and "BFY302" in result.stderr and "bm.grad of the original loss_fun()" \
             in result.stderr and "Traceback" not in result.stderr, result.stdout + result.stderr
+
+
+READOUT_IN_STATE = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class RateReadout(bp.DynamicalSystem):
+    def __init__(self, n, m, tau=10.0):
+        super().__init__()
+        self.tau = tau
+        self.W = bm.TrainVar(bm.ones((n, n)) * 0.3)
+        self.W_out = bm.TrainVar(bm.ones((n, m)) * 0.5)
+        self.W_probe = bm.TrainVar(bm.ones((n, m)))
+        self.r = bm.Variable(bm.zeros(n))
+        self.y = bm.Variable(bm.zeros(m))
+
+    def update(self, x):
+        self.r.value = self.r + (-self.r + bm.tanh(self.r @ self.W + x)) / self.tau
+        self.y.value = 0.9 * self.y + self.r @ self.W_out
+        return self.r.value
+
+    def probe(self):
+        return self.r.value @ self.W_probe
+'''
+
+
+def test_a_weight_that_reaches_only_the_state_is_said_to_be_unchecked(tmp_path: Path) -> None:
+    """The gradient check's loss is made of the step's outputs: W_out feeds only the state y, so its
+    gradient was never compared. main: PASS ('gradient non-zero 1/3 (2 not reaching the float
+    outputs)'), and a stop_gradient planted on W_out passed (probe E). W_probe, which update() does
+    not touch at all, is no reason."""
+    src = tmp_path / "readout.py"
+    src.write_text(READOUT_IN_STATE)
+    out = tmp_path / "readout_batched.py"
+    subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(out)], check=True, capture_output=True)
+    checked = subprocess.run([sys.executable, "-m", "batchify", "verify", "readout.py", "readout_batched.py", "--init",
+                              "4, 2", "--input-shape", "x=4", "--steps", "5", "--no-speed", "--strict"],
+                             capture_output=True, text=True, cwd=tmp_path)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert ("RateReadout: WEAK: the gradient of W_out was not checked: it does not reach the step's float "
+            "outputs") in checked.stdout, checked.stdout
+    assert "W_probe was not checked" not in checked.stdout and "W_out, W_probe" not in checked.stdout
