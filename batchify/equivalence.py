@@ -128,8 +128,10 @@ class Strength:
     weights_with_gradient: int | None = None  # weights whose gradient is not exactly zero; None: not run
     # Of the weights whose gradient is exactly zero in every example: those the loss reads (through a
     # branch the inputs never take, a spike that never comes: compared as zeros, a check that could
-    # not fail) and those it never reads (a readout's weights, or weights reaching only boolean
-    # outputs: the loss is built from the float ones; nothing to check here).
+    # not fail), and of those it never reads (the loss is built from the float outputs), the ones
+    # the state depends on (a readout accumulated into a Variable, weights reaching only boolean
+    # outputs and the state): their gradient went unchecked. A weight the checked method does not
+    # touch at all (another method's readout) is in neither: nothing to check here.
     weights_without_gradient: list[str] = field(default_factory=list)
     weights_outside_loss: list[str] = field(default_factory=list)
     functions_alike: list[str] = field(default_factory=list)  # --function losses equal for every example
@@ -352,6 +354,14 @@ def draws_randomly(batched_cls) -> bool:
     return "seed" in inspect.signature(batched_cls.from_model).parameters
 
 
+def declares_random(batched_cls) -> bool:
+    """Whether a generated class says it (a base or a child) draws random numbers; True when unsure
+    (a built-in batched whole). ``draws_randomly`` answers whether it takes a seed, which all do."""
+    from batchify import runtime
+
+    return runtime.spec_of(batched_cls).random if issubclass(batched_cls, runtime.Batched) else True
+
+
 def batch_of(batched_cls, model, batch: int, seed: int):
     """``batched_cls.from_model(model, batch)``, with ``seed`` when the class draws random numbers."""
     if draws_randomly(batched_cls):
@@ -553,6 +563,18 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
     report = Report(steps, batch, strength=measure(starts, want_out, want_state))
     if want_resets:
         compare_resets(report, batched, got_vars, want_resets, list(want_state[0][0]), rtol, atol)
+        if not declares_random(batched_cls) and any(s is not starts[0] for s in starts):
+            # Again from the perturbed starts: a reset that leaves a Variable alone passes from a last
+            # step that happened to leave it at its reset value (no spike then), not from these.
+            variables_ = state_vars(model)
+            from_starts = []
+            for e in range(batch):
+                restore(model, starts[e])
+                from_starts.append(run_resets(model, variables_))
+            restore(model, initial)
+            start_batch(batched, model, starts)
+            compare_resets(report, batched, got_vars, from_starts, list(want_state[0][0]), rtol, atol,
+                           when=" from the start")
     for t in range(steps):
         want = jax.tree.map(lambda *xs: np.stack(xs), *[want_out[e][t] for e in range(batch)])
         compare(report, "output", t, want, got_out[t], rtol, atol)
@@ -565,9 +587,10 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
 
 
 def compare_resets(report: Report, batched, got_vars: dict, want: list, names: list[str], rtol: float,
-                   atol: float) -> None:
+                   atol: float, when: str = "") -> None:
     """After the steps: the batch reset by ``batched.reset()`` and ``batched.reset_state()`` (each
-    from the state the steps left) against each example reset alone (``run_resets``)."""
+    from the state the steps left, or the one the batch holds, ``when``) against each example reset
+    alone (``run_resets``)."""
     skipped = next((w for w in want if isinstance(w, str)), None)
     if skipped is not None:
         report.resets_skipped = skipped
@@ -577,7 +600,7 @@ def compare_resets(report: Report, batched, got_vars: dict, want: list, names: l
         batched.set_state(after)
         reset(batched)
         for name in names:
-            compare(report, f"reset {kind} {name}", None, np.stack([w[kind][name] for w in want]),
+            compare(report, f"reset {kind}{when} {name}", None, np.stack([w[kind][name] for w in want]),
                     np.asarray(got_vars[name].value), rtol, atol)
     batched.set_state(after)
 
