@@ -694,7 +694,9 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     for path in (src, generated):
         if not path.is_file():
             raise BatchifyError([Diagnostic(str(path), 1, 1, "BFY302", "cannot verify: no such file")])
-    report(provenance_warnings(src, generated, display_path(generated, root)), getattr(args, "format", "text"))
+    warnings = provenance_warnings(src, generated, display_path(generated, root))
+    if warnings:
+        report(warnings, getattr(args, "format", "text"))
     try:
         config = find_config(Path.cwd())
     except ConfigError as exc:
