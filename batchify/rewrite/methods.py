@@ -31,6 +31,7 @@ from batchify.analyse import deterministic_initializer, is_none, is_super_call, 
 from batchify.cstwalk import Transformer, self_path, walk
 from batchify.diagnostics import Diagnostic
 from batchify.ir import Method, ModelClass, ModuleIR
+from batchify.scopes import COMPREHENSIONS
 
 AUG_OPS: dict[type, type] = {
     cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
@@ -1637,7 +1638,7 @@ def is_mask(node: cst.BaseExpression, masks: frozenset[str] = frozenset()) -> bo
     return False
 
 
-_NESTED_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_NESTED_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, *COMPREHENSIONS)
 
 
 def outside_functions(node: cst.CSTNode) -> list[cst.CSTNode]:
