@@ -136,6 +136,15 @@ class Strength:
     weights_outside_loss: list[str] = field(default_factory=list)
     functions_alike: list[str] = field(default_factory=list)  # --function losses equal for every example
     functions_without_gradient: list[str] = field(default_factory=list)  # --function gradients all zero
+    # Lines of the user's code with a choice on them (a comparison, where, max/min, cond, while; see
+    # ``coverage``), and of those the ones some way of which the run never took; None: not measured.
+    branches: int | None = None
+    untaken: list[str] = field(default_factory=list)
+    branches_note: str | None = None  # why branches were not measured
+    # State the batched constructor drew for each example (reset_state() while it ran): compared by
+    # shape only, as from_model copies one example's.
+    constructor_shapes_only: list[str] = field(default_factory=list)
+    defaults_only: list[str] = field(default_factory=list)  # stepping-method arguments left to their defaults
 
     def weak_reasons(self, steps: int, batch: int) -> list[str]:
         reasons = []
@@ -164,6 +173,12 @@ class Strength:
                            f"the step's float outputs, which the gradient check's loss is made of (only the "
                            f"state, or nothing); return what {'it feeds' if one else 'they feed'} from the step to "
                            f"check {'it' if one else 'them'}")
+        if self.untaken:
+            count, shown = len(self.untaken), "; ".join(self.untaken[:3]) + ("; ..." if len(self.untaken) > 3 else "")
+            reasons.append(f"a choice in the model's code went one way only in {steps} steps ({count} of the "
+                           f"{self.branches} lines with one), so the other way could not fail: {shown} (drive the "
+                           "inputs into it: a larger SCALE, or an OFFSET for negative values, in "
+                           "--input-shape x=SHAPE:DTYPE:SCALE:OFFSET)")
         for name in self.functions_alike:
             reasons.append(f"{name}() gave every example the same loss: mixing examples could not show")
         for name in self.functions_without_gradient:
@@ -181,6 +196,15 @@ class Strength:
             parts.append(f"gradient non-zero {self.weights_with_gradient}/{self.weights}"
                          + (f" ({len(self.weights_outside_loss)} not reaching the float outputs)"
                             if self.weights_outside_loss else ""))
+        if self.defaults_only:
+            parts.append(f"arguments left to their defaults: {', '.join(self.defaults_only)} (vary one with "
+                         f"--shared NAME=VALUE or --input-shape)")
+        if self.constructor_shapes_only:
+            parts.append(f"constructor state drawn per example, compared by shape: {', '.join(self.constructor_shapes_only)}")
+        if self.branches:
+            parts.append(f"choices taken every way on {self.branches - len(self.untaken)}/{self.branches} lines")
+        elif self.branches_note:
+            parts.append(f"choices {self.branches_note}")
         return ", ".join(parts)
 
 

@@ -994,6 +994,16 @@ class Batched:
         self._batch_of(example, batch_size, seed)
         self._name = name
         self._create_pending_state()
+        self._run_pending_resets()
+
+    def _run_pending_resets(self):
+        """``reset_state()`` calls a random model's constructor made while it built one example: run on
+        the batch now, children first, as their constructors ran first."""
+        for _, child in self._present_children():
+            child._run_pending_resets()
+        pending = vars(self).pop("_resets_pending", None)
+        if pending is not None:
+            self.reset_state(*pending[0], **pending[1])
 
     def _create_pending_state(self):
         """State that ``reset_state()`` created while one example was built: created again for every
@@ -1153,6 +1163,11 @@ class Batched:
             return self.reset_example(params, state, **given)
 
         if _CONSTRUCTING.get():  # `self.reset_state()` in __init__: the one example the constructor builds
+            if spec_of(type(self)).random:
+                # Its draws are each example's own (from keys the batch gets only when the constructor is
+                # done): reset the whole batch then, as the original resets each model it builds.
+                self._resets_pending = (args, kwargs)
+                return
             if hasattr(self, "reset_state_pure") or self._resets_tree():
                 with self._example_library():
                     self.set_state(unwrap(reset(self.params(), self.state())))

@@ -39,6 +39,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+from batchify.coverage import Coverage, trace_and_measure  # noqa: E402
 from batchify.equivalence import (  # noqa: E402
     Arg,
     Mismatch,
@@ -47,11 +48,13 @@ from batchify.equivalence import (  # noqa: E402
     Strength,
     batch_of,
     call,
+    clear_inputs,
     compare,
     draws_randomly,
     first_divergences,
     own_reset,
     perturbed_starts,
+    random_states,
     resolve,
     restore,
     seed_example,
@@ -277,7 +280,11 @@ class Verifier:
                 raise DriveError(f"--function {name}: not a function of the source that drives a model instance")
             instance, method_name, takes = driven[name]
             self.functions[name] = (getattr(original_module, name), instance, method_name, takes)
-        names = [p.name for p in stepping_parameters(original_cls, method)]
+        parameters = stepping_parameters(original_cls, method)
+        names = [p.name for p in parameters]
+        # Arguments left to their defaults: a branch on one (`if inhibit:`) is checked one way only.
+        self.defaults_only = [f"{p.name}={p.default!r}" for p in parameters
+                              if p.default is not p.empty and p.name not in drive.inputs]
         function_inputs = {p for f, _, _, takes in self.functions.values()
                            for p in list(inspect.signature(f).parameters)[1 if takes else 0:]}
         # (an input of another method checked in the same run is that method's)
@@ -335,11 +342,13 @@ class Verifier:
                     section_from(report, "state", lambda q: q.startswith("state"))]
         resets = section_from(report, "reset", lambda q: q.startswith("reset "))
         resets.skipped = report.resets_skipped
-        sections += [resets, self.constructor_section()]
+        sections += [resets, self.constructor_section(report.strength)]
         strength = report.strength
         sections += self.gradients(model, strength)
         for name in self.functions:
             sections += self.function_sections(model, name, strength)
+        self.branch_coverage(model, strength)  # last: its traced run may touch what the checks read
+        strength.defaults_only = list(self.defaults_only)
         result = ClassResult(d.cls, self.method, d.batch, d.steps, sections, strength=strength)
         widest = 64 if jax.config.jax_enable_x64 else 32
         result.narrow = sorted({np.dtype(v.dtype).name for v in model.vars().unique().values()
@@ -364,12 +373,45 @@ class Verifier:
             restore(model, initial)
         return None
 
+    # -- branch coverage ----------------------------------------------------------------
+    def branch_coverage(self, model, strength: Strength) -> None:
+        """Which ways the choices in the user's code went over the original's run, every example
+        from its start (``coverage``): each example's steps traced to one program with the model's
+        Variables as its inputs (BrainPy's own tracing of stateful code), evaluated on their values."""
+        d = self.drive
+        initial, key = snapshot(model), bm.random.DEFAULT.value
+        starts = perturbed_starts(model, initial, d.batch, d.seed, d.perturb)
+        found = Coverage()
+        try:
+            for e in range(d.batch):
+                restore(model, starts[e])
+                if self.random:
+                    seed_example(model, d.seed, e, initial)
+
+                def run(e=e):
+                    for t in range(d.steps):
+                        tick(d.dt, t)
+                        write_ports(model, self.ports, e, t)
+                        call(getattr(model, self.method), self.args, (a.example(e, t) for a in self.args))
+                        clear_inputs(model)
+
+                trace_and_measure(run, found)
+        except Exception as exc:  # noqa: BLE001 - coverage is a measure of the check, never its verdict
+            strength.branches_note = (f"not measured: tracing the original's run raised {type(exc).__name__}: "
+                                      f"{str(exc).splitlines()[0][:160] if str(exc) else ''}")
+            return
+        finally:
+            restore(model, initial)
+            bm.random.DEFAULT.value = key
+        strength.branches = len(found.lines())
+        strength.untaken = found.untaken()
+
     # -- the batched constructor ---------------------------------------------------------
-    def constructor_section(self) -> Section:
+    def constructor_section(self, strength: Strength) -> Section:
         """``FooBatched(*init, batch_size=B)`` against ``FooBatched.from_model(Foo(*init), B)`` (which
         ``check_equivalence`` compares with the original), both built from the same seed: weights,
-        plain attributes, state (its shapes only with random draws: the constructor draws each
-        example's, ``from_model`` copies one), and the outputs of the steps from the same state."""
+        plain attributes, state (by value, but by shape alone where each example drew its own:
+        ``Strength.constructor_shapes_only``), and the outputs of the steps from the same state."""
         d = self.drive
         reference = batch_of(self.batched_cls, self.build(), d.batch, d.seed)
         bm.random.seed(d.seed)
@@ -384,10 +426,22 @@ class Verifier:
         want_state = to_numpy(key_data(by_structure(reference.state())))
         got_state = to_numpy(key_data(by_structure(built.state())))
         if draws:
-            want_state, got_state = jax.tree.map(np.shape, want_state), jax.tree.map(np.shape, got_state)
-            if want_state != got_state:
-                structural(report, f"constructor state shapes ({str(got_state)[:200]} built, "
-                                   f"{str(want_state)[:200]} by from_model)")
+            want_shapes, got_shapes = jax.tree.map(np.shape, want_state), jax.tree.map(np.shape, got_state)
+            if want_shapes != got_shapes:
+                structural(report, f"constructor state shapes ({str(got_shapes)[:200]} built, "
+                                   f"{str(want_shapes)[:200]} by from_model)")
+            else:
+                # What the constructor drew once for the whole batch is the original's draw from the same
+                # seed (weights are compared so too); only what reset_state() drew for each example while
+                # the constructor ran (and the examples' keys) can be compared by shape alone.
+                for (path, want), got in zip(jax.tree_util.tree_flatten_with_path(want_state)[0],
+                                             jax.tree.leaves(got_state)):
+                    name = ".".join(str(getattr(p, "name", getattr(p, "key", getattr(p, "idx", p)))) for p in path)
+                    if np.ndim(got) and len(got) > 1 and not np.all(got == got[:1]):
+                        if name != "rng_key" and not name.endswith(".rng_key"):
+                            strength.constructor_shapes_only.append(name)
+                    else:
+                        compare(report, f"constructor state {name}", None, want, got, d.rtol, d.atol)
         else:
             compare(report, "constructor state", None, want_state, got_state, d.rtol, d.atol)
         for name, value in sorted(vars(reference).items()):

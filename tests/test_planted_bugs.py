@@ -209,8 +209,11 @@ def test_a_weight_the_step_reads_but_no_gradient_reaches_is_weak(tmp_path, capsy
     assert main([*flags, "--input-shape", "x=4"]) == 1
     weak = json.loads(capsys.readouterr().out)["classes"][0]
     assert weak["verdict"] == "WEAK", weak
-    (reason,) = weak["weak_reasons"]
+    # Two ways of saying it: no gradient reached w_burst, and the branch that reads it never ran.
+    reason, branch = weak["weak_reasons"]
     assert "w_burst" in reason and "w_read" not in reason, reason
+    assert "gated.py:16 `burst = bm.where(x > 2.0, self.w_burst * x, 0.0)`: the comparison was never true; the " \
+           "where() never took its true side" in branch, branch
     assert weak["strength"]["weights_without_gradient"] == ["w_burst"], weak["strength"]
     # w_read is not touched by update() at all: no gradient to check there (a weight feeding the state
     # only would be named here, and be WEAK: tests/test_verify.py)
@@ -308,3 +311,51 @@ def test_a_reset_that_leaves_a_variable_alone_is_caught_from_the_perturbed_start
     assert code == 1, report
     failed = [m for s in report["classes"][0]["sections"] if s["name"] == "reset" for m in s["mismatches"]]
     assert any("from the start spike" in m["quantity"] for m in failed), failed
+
+
+def test_a_random_constructor_state_drawn_wrong_is_caught(tmp_path, capsys, monkeypatch) -> None:
+    """Probe E, repro 08: noisy_lif with a random initial potential drawn in __init__, and a batched
+    constructor drawing it from uniform(0, 5) instead of uniform(0, 0.5). For a model that draws
+    random numbers the constructor's state was compared by shape only, so main PASSed it. A state
+    the constructor draws once for the whole batch (the original's draw, from the same seed) is
+    compared by value now; only state drawn per example (created by reset_state()) is shape-only,
+    and the report names it."""
+    monkeypatch.chdir(tmp_path)
+    source = (ROOT / "examples" / "noisy_lif.py").read_text().replace(
+        "self.V = bm.Variable(bm.zeros(n))", "self.V = bm.Variable(bm.random.uniform(0.0, 0.5, n))")
+    assert "uniform(0.0, 0.5, n))" in source
+    (tmp_path / "noisy_init.py").write_text(source)
+    assert main(["noisy_init.py", "-o", "noisy_init_batched.py"]) == 0
+    generated = (tmp_path / "noisy_init_batched.py").read_text()
+    flags = ["verify", "noisy_init.py", "noisy_init_batched.py", "--init", "6, 10", "--input-shape", "x=6:float32:3.0",
+             "--steps", "10", "--batch", "3", "--no-speed", "--no-triage", "--format", "json", "--strict"]
+    capsys.readouterr()
+    assert main(flags) == 0, capsys.readouterr().out
+    right = json.loads(capsys.readouterr().out)["classes"][0]
+    assert right["strength"]["constructor_shapes_only"] == [], right["strength"]
+    planted = generated.replace("bm.random.uniform(0.0, 0.5, n)), batch_size)", "bm.random.uniform(0.0, 5.0, n)), batch_size)")
+    assert planted != generated
+    (tmp_path / "noisy_init_batched.py").write_text(planted)
+    assert main(flags) == 1
+    wrong = json.loads(capsys.readouterr().out)["classes"][0]
+    constructor = next(s for s in wrong["sections"] if s["name"] == "constructor")
+    assert not constructor["ok"] and any("constructor state" in m["quantity"] for m in constructor["mismatches"]), wrong
+
+
+def test_constructor_state_drawn_per_example_is_named_as_compared_by_shape(tmp_path, capsys, monkeypatch) -> None:
+    """noisy_lif with its constructor calling reset_state(), which draws V: the batched constructor
+    draws each example's V from its own key, which from_model (one example copied) cannot match, so
+    the constructor's V is compared by shape only; the report says so."""
+    monkeypatch.chdir(tmp_path)
+    source = (ROOT / "examples" / "noisy_lif.py").read_text().replace(
+        "        self.spike = bm.Variable(bm.zeros(n))\n",
+        "        self.spike = bm.Variable(bm.zeros(n))\n        self.reset_state()\n", 1)
+    assert "self.reset_state()" in source
+    (tmp_path / "noisy_reset.py").write_text(source)
+    assert main(["noisy_reset.py", "-o", "noisy_reset_batched.py"]) == 0
+    capsys.readouterr()
+    code = main(["verify", "noisy_reset.py", "noisy_reset_batched.py", "--init", "6, 10", "--input-shape",
+                 "x=6:float32:3.0", "--steps", "10", "--batch", "3", "--no-speed", "--no-triage", "--format", "json"])
+    result = json.loads(capsys.readouterr().out)["classes"][0]
+    assert code == 0 and result["ok"], result
+    assert result["strength"]["constructor_shapes_only"] == ["V"], result["strength"]

@@ -1,0 +1,228 @@
+"""Branch coverage of the original's run, for ``batchify verify``.
+
+A check passes vacuously on a branch the inputs never take: a threshold never crossed leaves the
+reset untested, a rectifier never fed a negative input is the identity. This module traces one
+example's whole run of the original model (its Variables the program's inputs), evaluates that program on the run's concrete values, and records, for every choice the
+user's own code makes, which ways it went:
+
+- a comparison (``V >= V_th``): true somewhere and false somewhere;
+- ``where``/``lax.select``: every case chosen somewhere;
+- ``max``/``min`` (``relu``, ``clip``, ``bm.maximum``): each argument the larger somewhere;
+- ``lax.cond``/``bm.ifelse``: every branch taken; ``while_loop``: the body ran at least once;
+- a Heaviside step (BrainPy's surrogate spikes): its input non-negative and negative somewhere.
+
+"The user's own code" is where a primitive comes from: the first frame of its traceback outside
+jax, BrainPy's math layer and its dependencies lies outside the installed packages. A library's
+internals (a random draw, a built-in neuron, ``jnp.remainder``'s sign fix-up) are not the user's
+choices and are not counted; a jitted library function counts as a whole only when it is itself a
+choice (``where``, ``clip``, ``relu``...). Loops' bodies (``scan``, ``while``) are not entered.
+This module imports jax and brainpy; the transform path never does.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sysconfig
+from dataclasses import dataclass, field
+
+import jax
+import numpy as np
+from jax.extend import core as jex_core
+
+COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
+# Jitted or custom-derivative library functions that are a choice as a whole: their inner
+# ``select_n``/``max``/``min`` are the user's, at the call's place.
+CHOICE_FUNCTIONS = {"where", "select", "clip", "relu", "relu6", "leaky_relu", "hard_tanh", "heaviside",
+                    "maximum", "minimum", "fmax", "fmin"}
+CALLS = {"jit", "pjit", "closed_call", "core_call", "remat", "checkpoint", "custom_jvp_call",
+         "custom_vjp_call", "custom_vjp_call_jaxpr"}
+# The thin layers between a user's line and the primitive it binds: all of jax, and the parts of
+# BrainPy and its dependencies that only forward to jax (operators on a Variable, bm.where,
+# activations, control flow, surrogate spikes). Any other library frame is that library's own
+# code (a random draw, a built-in neuron): its choices are not the user's.
+_THROUGH = tuple(part.replace("/", os.sep) for part in (
+    "/jax/", "/jaxlib/", "/saiunit/custom_array.py", "/saiunit/math/", "/brainunit/",
+    "/brainpy/math/_utils.py", "/brainpy/math/ndarray.py", "/brainpy/math/compat_numpy.py",
+    "/brainpy/math/activations.py", "/brainpy/math/others.py", "/brainpy/math/object_transform/controls.py",
+    "/brainpy/_src/math/", "/brainstate/transform/_conditions.py", "/brainstate/transform/_loop_",
+    "/brainstate/transform/_named_scope.py", "/braintools/surrogate/", "/brainpy/math/surrogate"))
+_INSTALLED = tuple({os.path.realpath(p) + os.sep for key in ("purelib", "platlib", "stdlib", "platstdlib")
+                    if (p := sysconfig.get_paths().get(key))})
+
+
+@dataclass(frozen=True)
+class Place:
+    file: str
+    line: int
+    column: int
+    kind: str  # "compare", "select", "max", "min", "cond", "while", "heaviside"
+
+
+# The outcomes each kind must show to count as taken both (every) way(s).
+def _required(kind: str, ways: int) -> set:
+    return {"compare": {True, False}, "max": {"first", "second"}, "min": {"first", "second"},
+            "while": {"ran"}, "heaviside": {"on", "off"}}.get(kind, set(range(ways)))
+
+
+@dataclass
+class Coverage:
+    """Per place in the user's code: the outcomes seen over every example and step."""
+
+    seen: dict[Place, set] = field(default_factory=dict)
+    ways: dict[Place, int] = field(default_factory=dict)
+
+    def add(self, place: Place, outcomes, ways: int = 2) -> None:
+        self.seen.setdefault(place, set()).update(outcomes)
+        self.ways[place] = ways
+
+    def lines(self) -> dict[tuple[str, int], list[str]]:
+        """Each source line with a choice on it: what it never did (empty: covered)."""
+        out: dict[tuple[str, int], list[str]] = {}
+        for place in sorted(self.seen, key=lambda p: (p.file, p.line, p.column, p.kind)):
+            missing = _required(place.kind, self.ways[place]) - self.seen[place]
+            out.setdefault((place.file, place.line), []).extend(_describe(place, m, self.ways[place]) for m in sorted(missing, key=str))
+        return out
+
+    def untaken(self) -> list[str]:
+        """``file:line `source`: never ...`` for each line with a way never taken."""
+        found = []
+        for (file, line), missing in self.lines().items():
+            if missing:
+                text = linecache.getline(file, line).strip()
+                text = text if len(text) <= 70 else text[:67] + "..."
+                found.append(f"{os.path.basename(file)}:{line} `{text}`: {'; '.join(dict.fromkeys(missing))}")
+        return found
+
+
+def _describe(place: Place, missing, ways: int) -> str:
+    if place.kind == "compare":
+        return f"the comparison was never {'true' if missing else 'false'}"
+    if place.kind == "select":
+        if ways == 2:  # where(c, a, b) is select_n(c, b, a): case 1 is c's true side
+            return f"the where() never took its {'true' if missing == 1 else 'false'} side"
+        return f"the select never took case {missing}"
+    if place.kind in ("max", "min"):  # (argument order is the library's: clip is max(lo, x), relu max(x, 0))
+        return f"{place.kind}() always chose the same argument"
+    if place.kind == "cond":
+        return f"branch {missing} never taken"
+    if place.kind == "while":
+        return "the loop body never ran"
+    return "the step's input was never non-negative" if missing == "on" else "the step's input was never negative"
+
+
+def _is_user_file(path: str) -> bool:
+    if not path or path.startswith("<"):
+        return False
+    return not os.path.realpath(path).startswith(_INSTALLED)
+
+
+def user_place(eqn, kind: str) -> Place | None:
+    """Where the user's code bound ``eqn``: its first frame outside the libraries' plumbing
+    (``_THROUGH``), when that frame is the user's own file (not an installed package)."""
+    traceback = eqn.source_info.traceback
+    if traceback is None:
+        return None
+    for frame in traceback.frames:  # innermost first
+        name = frame.file_name
+        if any(part in name for part in _THROUGH):
+            continue
+        if not _is_user_file(name):
+            return None
+        return Place(name, frame.line_num, 0, kind)  # (frames carry no column)
+    return None
+
+
+def _kind(primitive: str) -> str | None:
+    if primitive in COMPARISONS:
+        return "compare"
+    if primitive == "select_n":
+        return "select"
+    if primitive in ("max", "min", "cond", "while"):
+        return primitive
+    if "heaviside" in primitive:
+        return "heaviside"
+    return None
+
+
+def _inner(eqn):
+    for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
+        inner = eqn.params.get(key)
+        if inner is not None and hasattr(getattr(inner, "jaxpr", inner), "eqns"):
+            return inner
+    return None
+
+
+def _record(coverage: Coverage, place: Place, eqn, invals, outvals) -> None:
+    kind = place.kind
+    if kind == "compare":
+        out = np.asarray(outvals[0])
+        coverage.add(place, {True} if out.any() else set())
+        coverage.add(place, {False} if not out.all() else set())
+    elif kind == "select":
+        which = np.asarray(invals[0])
+        coverage.add(place, {int(w) for w in np.unique(which)}, ways=len(invals) - 1)
+    elif kind in ("max", "min"):
+        a, b = (np.asarray(v) for v in invals[:2])
+        first, second = (a > b, a < b) if kind == "max" else (a < b, a > b)
+        coverage.add(place, ({"first"} if first.any() else set()) | ({"second"} if second.any() else set()))
+    elif kind == "cond":
+        coverage.add(place, {int(np.asarray(invals[0]))}, ways=len(eqn.params["branches"]))
+    elif kind == "while":
+        cond = eqn.params["cond_jaxpr"]
+        nc, nb = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
+        pred = evaluate(cond.jaxpr, cond.consts, [*invals[:nc], *invals[nc + nb:]], Coverage())[0]
+        coverage.add(place, {"ran"} if np.asarray(pred).any() else set())
+    elif kind == "heaviside":
+        x = np.asarray(invals[0])
+        coverage.add(place, ({"on"} if (x >= 0).any() else set()) | ({"off"} if (x < 0).any() else set()))
+
+
+def evaluate(jaxpr, consts, args, coverage: Coverage, inherited: Place | None = None) -> list:
+    """``jaxpr`` on concrete ``args``, eqn by eqn, recording the user's choices in ``coverage``.
+    ``inherited``: the user's call this jaxpr is the inside of (a ``where``), or None."""
+    env = {}
+
+    def read(v):
+        return v.val if isinstance(v, jex_core.Literal) else env[v]
+
+    env.update(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+    for eqn in jaxpr.eqns:
+        invals = [read(v) for v in eqn.invars]
+        name = eqn.primitive.name
+        kind = _kind(name)
+        own = user_place(eqn, kind or "call")
+        place = own or inherited
+        inner = _inner(eqn) if name in CALLS else None
+        if inner is not None:
+            closed = inner if hasattr(inner, "consts") else None
+            function = str(eqn.params.get("name", "")).lstrip("_")  # jnp.where traces as `_where`
+            # A choice function (where, clip, relu) is the user's choice at the call's place; a custom
+            # derivative's body is the function the user called (a surrogate spike's forward step).
+            through = place if (function in CHOICE_FUNCTIONS or name.startswith("custom_")) else None
+            outvals = evaluate(closed.jaxpr if closed else inner, closed.consts if closed else (), invals,
+                               coverage, through)
+        else:
+            with eqn.ctx.manager:  # as jax.core.eval_jaxpr binds it
+                outvals = eqn.primitive.bind(*invals, **eqn.primitive.get_bind_params(eqn.params))
+            if not eqn.primitive.multiple_results:
+                outvals = [outvals]
+            if kind is not None and place is not None:
+                _record(coverage, Place(place.file, place.line, place.column, kind), eqn, invals, outvals)
+        for var, val in zip(eqn.outvars, outvals):
+            env[var] = val
+    return [read(v) for v in jaxpr.outvars]
+
+
+def trace_and_measure(function, coverage: Coverage) -> None:
+    """``function()``, a step loop of a BrainPy model, traced to one program whose inputs are the
+    state it reads (BrainPy's ``StatefulFunction``: the model's Variables are left as they were),
+    then evaluated on the state's values now, recording into ``coverage``."""
+    import brainstate
+
+    traced = brainstate.transform.StatefulFunction(function, name="batchify_coverage")
+    closed = traced.get_jaxpr()
+    values = [jax.random.key_data(s.value) if jax.dtypes.issubdtype(s.value.dtype, jax.dtypes.prng_key)
+              else s.value for s in traced.get_states()]
+    evaluate(closed.jaxpr, closed.consts, jax.tree.leaves(values), coverage)

@@ -1,0 +1,226 @@
+"""Branch coverage of the original's run (``batchify.coverage``): each choice in the user's own code
+(a comparison, where, max/min, cond, while) must go every way over the run, or the check of the
+way never taken could not fail. Library internals (a random draw, jnp.remainder's sign fix-up, a
+built-in neuron) are not the user's choices."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import brainpy as bp
+import brainpy.math as bm
+import jax
+import jax.numpy as jnp
+import pytest
+
+from batchify.cli import main
+from batchify.coverage import Coverage, trace_and_measure
+
+MODELS = '''
+import brainpy as bp
+import brainpy.math as bm
+import jax
+import jax.numpy as jnp
+
+
+class Threshold(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.V = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        V = self.V + x
+        spike = V >= 1.0
+        self.V.value = bm.where(spike, 0.0, V)
+        return V
+
+
+class Rectified(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.r = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.r.value = 0.5 * self.r + bm.relu(x)
+        return self.r.value
+
+
+class Looping(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.V = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        V = bm.while_loop(drop, above, (self.V + x,))[0]
+        V = jax.lax.cond(x.sum() > 9.0, jnp.zeros_like, jnp.asarray, V)
+        self.V.value = V
+        return V
+
+
+def drop(v):
+    return (v - 1.0,)
+
+
+def above(v):
+    return jnp.any(v >= 1.0)
+
+
+class Library(bp.DynamicalSystem):
+    """Only library internals choose here: a random draw, jnp.remainder, a built-in neuron."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.lif = bp.dyn.Lif(n)
+        self.r = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        keep = bm.random.bernoulli(0.8, self.r.shape)
+        self.r.value = jnp.remainder(self.r + x * keep, 3.0) + bm.random.normal(0.0, 0.01, self.r.shape)
+        return self.lif(self.r.value)
+
+
+class Surrogate(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.V = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        spike = bm.surrogate.sigmoid(self.V + x - 1.0)
+        self.V.value = (self.V + x) * (1.0 - spike)
+        return spike
+'''
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    import importlib.util
+
+    path = tmp_path_factory.mktemp("cov") / "covmodels.py"
+    path.write_text(MODELS)
+    spec = importlib.util.spec_from_file_location("covmodels", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def measure(model, inputs) -> Coverage:
+    found = Coverage()
+
+    def run():
+        for x in inputs:
+            model.update(jnp.asarray(x))
+
+    trace_and_measure(run, found)
+    return found
+
+
+def untaken(found: Coverage) -> dict[str, list[str]]:
+    return {source.split("`")[1]: source.split("`: ")[1] for source in found.untaken()}
+
+
+def test_a_threshold_never_crossed_is_named_with_its_lines_and_a_crossed_one_is_covered(models) -> None:
+    model = models.Threshold(3)
+    low = measure(model, [[0.1, 0.2, 0.3]] * 3)
+    assert untaken(low) == {"spike = V >= 1.0": "the comparison was never true",
+                            "self.V.value = bm.where(spike, 0.0, V)": "the where() never took its true side"}
+    assert len(low.lines()) == 2
+    assert measure(model, [[0.1, 0.6, 0.3]] * 3).untaken() == []
+    assert float(jnp.sum(model.V.value)) == 0.0  # the traced run left the model's state alone
+
+
+def test_a_rectifier_never_fed_a_negative_input_is_named(models) -> None:
+    model = models.Rectified(2)
+    assert untaken(measure(model, [[0.5, 0.2]] * 2)) == {
+        "self.r.value = 0.5 * self.r + bm.relu(x)": "max() always chose the same argument"}
+    assert measure(model, [[0.5, -0.2]] * 2).untaken() == []
+
+
+def test_a_while_body_that_never_ran_and_a_cond_branch_never_taken_are_named(models) -> None:
+    model = models.Looping(2)
+    found = untaken(measure(model, [[0.1, 0.2]] * 2))
+    assert found == {"V = bm.while_loop(drop, above, (self.V + x,))[0]": "the loop body never ran",
+                     "V = jax.lax.cond(x.sum() > 9.0, jnp.zeros_like, jnp.asarray, V)":
+                     "the comparison was never true; branch 1 never taken"}, found
+    assert measure(model, [[1.5, 0.2], [9.0, 9.0]]).untaken() == []
+
+
+def test_a_surrogate_spike_that_never_fires_is_named(models) -> None:
+    model = models.Surrogate(2)
+    assert untaken(measure(model, [[0.1, 0.2]] * 2)) == {
+        "spike = bm.surrogate.sigmoid(self.V + x - 1.0)": "the step's input was never non-negative"}
+    assert measure(model, [[0.1, 0.2], [0.95, 0.2]]).untaken() == []
+
+
+def test_library_internals_are_not_the_users_choices(models) -> None:
+    found = measure(models.Library(2), [[0.1, 0.2]] * 3)
+    assert found.lines() == {}, found.seen
+
+
+def run_verify(tmp_path: Path, source: str, *flags: str, capsys) -> tuple[int, dict]:
+    (tmp_path / "m.py").write_text(textwrap.dedent(source))
+    assert main([str(tmp_path / "m.py"), "-o", str(tmp_path / "m_batched.py")]) == 0
+    capsys.readouterr()
+    code = main(["verify", str(tmp_path / "m.py"), str(tmp_path / "m_batched.py"), "--no-speed", "--no-triage",
+                 "--format", "json", "--strict", "--steps", "8", "--batch", "3", *flags])
+    return code, json.loads(capsys.readouterr().out)["classes"][0]
+
+
+ALIF = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class ALIF(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.w = bm.TrainVar(bm.ones(n))
+        self.V = bm.Variable(bm.zeros(n))
+        self.a = bm.Variable(bm.zeros(n))
+
+    def update(self, x, inhibit=False):
+        if inhibit:
+            x = -x
+        V = self.V + (-self.V + self.w * x - self.a) / 10.0
+        spike = V >= 2.0 + 0.5 * self.a
+        self.a.value = self.a + (-self.a + 0.1 * V) / 50.0 + bm.where(spike, 1.0, 0.0)
+        self.V.value = bm.where(spike, -5.0, V)
+        return V
+'''
+
+
+@pytest.mark.slow
+def test_a_reset_branch_the_inputs_never_take_makes_the_check_weak(tmp_path, capsys) -> None:
+    """Probe E, repros 01 and 02: every state moved, examples differed, the weight had a gradient,
+    and a batched file with the reset and the adaptation bump deleted PASSed with --strict, since
+    inputs in [0, 1) never reach the threshold. main printed PASS (exit 0). Now WEAK, naming the
+    lines; inputs past the threshold make it a PASS (and would fail the planted bug)."""
+    code, weak = run_verify(tmp_path, ALIF, "--init", "4", "--input-shape", "x=4", capsys=capsys)
+    assert code == 1 and weak["verdict"] == "WEAK", weak
+    (reason,) = weak["weak_reasons"]
+    assert "3 of the 3 lines" in reason and "m.py:17 `spike = V >= 2.0 + 0.5 * self.a`: the comparison was never " \
+           "true" in reason, reason
+    assert weak["strength"]["branches"] == 3 and len(weak["strength"]["untaken"]) == 3
+    code, driven = run_verify(tmp_path, ALIF, "--init", "4", "--input-shape", "x=4:float32:80.0", capsys=capsys)
+    assert code == 0 and driven["verdict"] == "PASS" and driven["strength"]["untaken"] == [], driven
+    # A Python branch on an argument is no choice in the traced program: the report says it was left alone.
+    assert driven["strength"]["defaults_only"] == ["inhibit=False"], driven["strength"]
+    code, both = run_verify(tmp_path, ALIF, "--init", "4", "--input-shape", "x=4:float32:160.0:-80.0", "--shared",
+                            "inhibit=True", capsys=capsys)  # (inhibited: the negative inputs spike)
+    assert code == 0 and both["strength"]["defaults_only"] == [], both["strength"]
+
+
+@pytest.mark.slow
+def test_a_model_the_coverage_cannot_trace_says_so_and_keeps_its_verdict(tmp_path, capsys, monkeypatch) -> None:
+    import batchify.verify as verify
+
+    def refuse(function, coverage):
+        raise RuntimeError("no tracing here")
+
+    monkeypatch.setattr(verify, "trace_and_measure", refuse)
+    code, result = run_verify(tmp_path, ALIF, "--init", "4", "--input-shape", "x=4:float32:80.0", capsys=capsys)
+    assert code == 0 and result["verdict"] == "PASS", result
+    assert result["strength"]["branches"] is None
+    assert result["strength"]["branches_note"] == "not measured: tracing the original's run raised RuntimeError: " \
+                                                  "no tracing here"
