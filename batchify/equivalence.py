@@ -196,9 +196,10 @@ class Strength:
             parts.append(f"gradient non-zero {self.weights_with_gradient}/{self.weights}"
                          + (f" ({len(self.weights_outside_loss)} not reaching the float outputs)"
                             if self.weights_outside_loss else ""))
+        elif self.weights:  # (skipped: the section says why)
+            parts.append(f"gradients of the {self.weights} weight{'s' if self.weights > 1 else ''} not compared")
         if self.defaults_only:
-            parts.append(f"arguments left to their defaults: {', '.join(self.defaults_only)} (vary one with "
-                         f"--shared NAME=VALUE or --input-shape)")
+            parts.append(f"arguments left to their defaults: {', '.join(self.defaults_only)}")
         if self.constructor_shapes_only:
             parts.append(f"constructor state drawn per example, compared by shape: {', '.join(self.constructor_shapes_only)}")
         if self.branches:

@@ -283,8 +283,16 @@ class Verifier:
         parameters = stepping_parameters(original_cls, method)
         names = [p.name for p in parameters]
         # Arguments left to their defaults: a branch on one (`if inhibit:`) is checked one way only.
-        self.defaults_only = [f"{p.name}={p.default!r}" for p in parameters
+        self.defaults_only = [f"{method}({p.name}={p.default!r})" for p in parameters
                               if p.default is not p.empty and p.name not in drive.inputs]
+        # The resets are compared as called with no argument: the model's own reset_state's other
+        # parameters (`level=0.0`) only at their defaults.
+        reset = getattr(original_cls, "reset_state", None)
+        if reset is not None and not getattr(reset, "__module__", "").startswith(("brainpy", "brainstate")):
+            self.defaults_only += [f"reset_state({p.name}={p.default!r})"
+                                   for p in list(inspect.signature(reset).parameters.values())[1:]
+                                   if p.default is not p.empty and p.name != "batch_size"
+                                   and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
         function_inputs = {p for f, _, _, takes in self.functions.values()
                            for p in list(inspect.signature(f).parameters)[1 if takes else 0:]}
         # (an input of another method checked in the same run is that method's)

@@ -179,6 +179,10 @@ class ALIF(bp.DynamicalSystem):
         self.V = bm.Variable(bm.zeros(n))
         self.a = bm.Variable(bm.zeros(n))
 
+    def reset_state(self, batch_size=None, level=0.0):
+        self.V.value = bm.ones(self.V.shape) * level
+        self.a.value = bm.zeros(self.a.shape)
+
     def update(self, x, inhibit=False):
         if inhibit:
             x = -x
@@ -199,16 +203,16 @@ def test_a_reset_branch_the_inputs_never_take_makes_the_check_weak(tmp_path, cap
     code, weak = run_verify(tmp_path, ALIF, "--init", "4", "--input-shape", "x=4", capsys=capsys)
     assert code == 1 and weak["verdict"] == "WEAK", weak
     (reason,) = weak["weak_reasons"]
-    assert "3 of the 3 lines" in reason and "m.py:17 `spike = V >= 2.0 + 0.5 * self.a`: the comparison was never " \
+    assert "3 of the 3 lines" in reason and "m.py:21 `spike = V >= 2.0 + 0.5 * self.a`: the comparison was never " \
            "true" in reason, reason
     assert weak["strength"]["branches"] == 3 and len(weak["strength"]["untaken"]) == 3
     code, driven = run_verify(tmp_path, ALIF, "--init", "4", "--input-shape", "x=4:float32:80.0", capsys=capsys)
     assert code == 0 and driven["verdict"] == "PASS" and driven["strength"]["untaken"] == [], driven
     # A Python branch on an argument is no choice in the traced program: the report says it was left alone.
-    assert driven["strength"]["defaults_only"] == ["inhibit=False"], driven["strength"]
+    assert driven["strength"]["defaults_only"] == ["update(inhibit=False)", "reset_state(level=0.0)"], driven["strength"]
     code, both = run_verify(tmp_path, ALIF, "--init", "4", "--input-shape", "x=4:float32:160.0:-80.0", "--shared",
                             "inhibit=True", capsys=capsys)  # (inhibited: the negative inputs spike)
-    assert code == 0 and both["strength"]["defaults_only"] == [], both["strength"]
+    assert code == 0 and both["strength"]["defaults_only"] == ["reset_state(level=0.0)"], both["strength"]
 
 
 @pytest.mark.slow
