@@ -119,18 +119,36 @@ def _is_user_file(path: str) -> bool:
 
 def user_place(eqn, kind: str) -> Place | None:
     """Where the user's code bound ``eqn``: its first frame outside the libraries' plumbing
-    (``_THROUGH``), when that frame is the user's own file (not an installed package)."""
+    (``_THROUGH``), when that frame is the user's own file (not an installed package) and the jax
+    function the user reached is a choice itself (``jnp.unravel_index``'s own ``where`` is not)."""
     traceback = eqn.source_info.traceback
     if traceback is None:
         return None
+    reached = None  # the outermost jax function on the way: the one the user (or a thin wrapper) called
     for frame in traceback.frames:  # innermost first
         name = frame.file_name
         if any(part in name for part in _THROUGH):
+            if _JAX in name and not any(part in name for part in _JAX_MACHINERY):
+                reached = frame.function_name.rsplit(".", 1)[-1]
             continue
-        if not _is_user_file(name):
+        if not _is_user_file(name) or (reached is not None and reached not in _CHOICE_ENTRIES):
             return None
         return Place(name, frame.line_num, 0, kind)  # (frames carry no column)
     return None
+
+
+_JAX = f"{os.sep}jax{os.sep}"
+# jax's own tracing machinery, between any API function and the primitive it binds.
+_JAX_MACHINERY = tuple(f"{os.sep}{name}" for name in (
+    "traceback_util.py", "pjit.py", "core.py", "source_info_util.py", "partial_eval.py", "api.py",
+    "linear_util.py", "api_util.py", "dispatch.py"))
+# The jax functions whose primitives are the choice the user asked for: operators (`op`), ufuncs
+# (`jnp.maximum` is a ufunc object), a custom derivative's call (relu), where/select, clip,
+# comparisons, cond/switch and the loops.
+_CHOICE_ENTRIES = {"op", "__call__", "where", "select", "select_n", "clip", "clamp", "maximum", "minimum",
+                   "fmax", "fmin", "relu", "relu6", "leaky_relu", "hard_tanh", "heaviside", "greater",
+                   "greater_equal", "less", "less_equal", "equal", "not_equal", "cond", "switch", "while_loop",
+                   "fori_loop"}
 
 
 def _kind(primitive: str) -> str | None:
@@ -223,6 +241,18 @@ def trace_and_measure(function, coverage: Coverage) -> None:
 
     traced = brainstate.transform.StatefulFunction(function, name="batchify_coverage")
     closed = traced.get_jaxpr()
-    values = [jax.random.key_data(s.value) if jax.dtypes.issubdtype(s.value.dtype, jax.dtypes.prng_key)
-              else s.value for s in traced.get_states()]
-    evaluate(closed.jaxpr, closed.consts, jax.tree.leaves(values), coverage)
+    values = jax.tree.leaves([s.value for s in traced.get_states()])
+    evaluate(closed.jaxpr, closed.consts, [_as_input(v, var.aval) for v, var in zip(values, closed.jaxpr.invars)],
+             coverage)
+
+
+def _as_input(value, aval):
+    """A random key as the traced program takes it: its raw data or a typed key (a RandomState may
+    hold either, depending on how it was last seeded)."""
+    typed = jax.dtypes.issubdtype(getattr(value, "dtype", None), jax.dtypes.prng_key)
+    wants_typed = jax.dtypes.issubdtype(aval.dtype, jax.dtypes.prng_key)
+    if typed and not wants_typed:
+        return jax.random.key_data(value)
+    if wants_typed and not typed:
+        return jax.random.wrap_key_data(value)
+    return value

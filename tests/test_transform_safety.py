@@ -196,7 +196,7 @@ class Ring(bp.DynamicalSystem):
 
 @pytest.mark.parametrize("cls,flags", [
     ("Cell", ["--port", "input=3:float32:20.0"]),
-    ("Ring", ["--input-shape", "x=3:float32:2.0"]),
+    ("Ring", ["--input-shape", "x=3:float32:4.0:-2.0"]),  # (signed: the rectifier bm.maximum(u, 0) acts)
 ])
 def test_a_derivative_reading_state_handed_to_an_integrator_reads_its_example(tmp_path: Path, cls, flags) -> None:
     """Found in the wider corpus once examples started from different states (PituitaryCell, the
