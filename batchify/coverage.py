@@ -2,8 +2,9 @@
 
 A check passes vacuously on a branch the inputs never take: a threshold never crossed leaves the
 reset untested, a rectifier never fed a negative input is the identity. This module traces one
-example's whole run of the original model (its Variables the program's inputs), evaluates that program on the run's concrete values, and records, for every choice the
-user's own code makes, which ways it went:
+example's whole run of the original model (its Variables the program's inputs), evaluates that
+program on the run's concrete values, and records, for every choice the user's own code makes,
+which ways it went:
 
 - a comparison (``V >= V_th``): true somewhere and false somewhere;
 - ``where``/``lax.select``: every case chosen somewhere;
@@ -52,10 +53,9 @@ _INSTALLED = tuple({os.path.realpath(p) + os.sep for key in ("purelib", "platlib
 
 
 @dataclass(frozen=True)
-class Place:
+class Place:  # (a line, not a column: jax's traceback frames carry none)
     file: str
     line: int
-    column: int
     kind: str  # "compare", "select", "max", "min", "cond", "while", "heaviside"
 
 
@@ -79,7 +79,7 @@ class Coverage:
     def lines(self) -> dict[tuple[str, int], list[str]]:
         """Each source line with a choice on it: what it never did (empty: covered)."""
         out: dict[tuple[str, int], list[str]] = {}
-        for place in sorted(self.seen, key=lambda p: (p.file, p.line, p.column, p.kind)):
+        for place in sorted(self.seen, key=lambda p: (p.file, p.line, p.kind)):
             missing = _required(place.kind, self.ways[place]) - self.seen[place]
             out.setdefault((place.file, place.line), []).extend(_describe(place, m, self.ways[place]) for m in sorted(missing, key=str))
         return out
@@ -133,7 +133,7 @@ def user_place(eqn, kind: str) -> Place | None:
             continue
         if not _is_user_file(name) or (reached is not None and reached not in _CHOICE_ENTRIES):
             return None
-        return Place(name, frame.line_num, 0, kind)  # (frames carry no column)
+        return Place(name, frame.line_num, kind)
     return None
 
 
@@ -145,10 +145,8 @@ _JAX_MACHINERY = tuple(f"{os.sep}{name}" for name in (
 # The jax functions whose primitives are the choice the user asked for: operators (`op`), ufuncs
 # (`jnp.maximum` is a ufunc object), a custom derivative's call (relu), where/select, clip,
 # comparisons, cond/switch and the loops.
-_CHOICE_ENTRIES = {"op", "__call__", "where", "select", "select_n", "clip", "clamp", "maximum", "minimum",
-                   "fmax", "fmin", "relu", "relu6", "leaky_relu", "hard_tanh", "heaviside", "greater",
-                   "greater_equal", "less", "less_equal", "equal", "not_equal", "cond", "switch", "while_loop",
-                   "fori_loop"}
+_CHOICE_ENTRIES = CHOICE_FUNCTIONS | {"op", "__call__", "select_n", "clamp", "greater", "greater_equal", "less",
+                                      "less_equal", "equal", "not_equal", "cond", "switch", "while_loop", "fori_loop"}
 
 
 def _kind(primitive: str) -> str | None:
@@ -227,7 +225,7 @@ def evaluate(jaxpr, consts, args, coverage: Coverage, inherited: Place | None = 
             if not eqn.primitive.multiple_results:
                 outvals = [outvals]
             if kind is not None and place is not None:
-                _record(coverage, Place(place.file, place.line, place.column, kind), eqn, invals, outvals)
+                _record(coverage, Place(place.file, place.line, kind), eqn, invals, outvals)
         for var, val in zip(eqn.outvars, outvals):
             env[var] = val
     return [read(v) for v in jaxpr.outvars]

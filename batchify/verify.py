@@ -54,7 +54,6 @@ from batchify.equivalence import (  # noqa: E402
     first_divergences,
     own_reset,
     perturbed_starts,
-    random_states,
     resolve,
     restore,
     seed_example,
@@ -444,7 +443,7 @@ class Verifier:
                 # the constructor ran (and the examples' keys) can be compared by shape alone.
                 for (path, want), got in zip(jax.tree_util.tree_flatten_with_path(want_state)[0],
                                              jax.tree.leaves(got_state)):
-                    name = ".".join(str(getattr(p, "name", getattr(p, "key", getattr(p, "idx", p)))) for p in path)
+                    name = jax.tree_util.keystr(path, simple=True, separator=".")
                     if np.ndim(got) and len(got) > 1 and not np.all(got == got[:1]):
                         if name != "rng_key" and not name.endswith(".rng_key"):
                             strength.constructor_shapes_only.append(name)
