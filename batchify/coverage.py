@@ -16,8 +16,10 @@ which ways it went:
 jax, BrainPy's math layer and its dependencies lies outside the installed packages. A library's
 internals (a random draw, a built-in neuron, ``jnp.remainder``'s sign fix-up) are not the user's
 choices and are not counted; a jitted library function counts as a whole only when it is itself a
-choice (``where``, ``clip``, ``relu``...). Loops' bodies (``scan``, ``while``) are not entered.
-This module imports jax and brainpy; the transform path never does.
+choice (``where``, ``clip``, ``relu``...). Loop bodies (``scan``: ``bm.for_loop``; ``while``) and the
+branch a ``cond`` takes are entered, iteration by iteration, up to a budget of evaluated primitives
+(``Coverage.budget``); past it a loop runs whole and its remaining iterations are not measured
+(``Coverage.cut`` counts them). This module imports jax and brainpy; the transform path never does.
 """
 
 from __future__ import annotations
@@ -71,6 +73,11 @@ class Coverage:
 
     seen: dict[Place, set] = field(default_factory=dict)
     ways: dict[Place, int] = field(default_factory=dict)
+    # Primitives left to evaluate one by one inside loop bodies (each a Python-level bind: a model
+    # looping thousands of sub-steps a step would otherwise take minutes), and the loop iterations
+    # run whole once it was spent.
+    budget: int = 200_000
+    cut: int = 0
 
     def add(self, place: Place, outcomes, ways: int = 2) -> None:
         self.seen.setdefault(place, set()).update(outcomes)
@@ -185,10 +192,7 @@ def _record(coverage: Coverage, place: Place, eqn, invals, outvals) -> None:
     elif kind == "cond":
         coverage.add(place, {int(np.asarray(invals[0]))}, ways=len(eqn.params["branches"]))
     elif kind == "while":
-        cond = eqn.params["cond_jaxpr"]
-        nc, nb = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
-        pred = evaluate(cond.jaxpr, cond.consts, [*invals[:nc], *invals[nc + nb:]], Coverage())[0]
-        coverage.add(place, {"ran"} if np.asarray(pred).any() else set())
+        coverage.add(place, {"ran"} if outvals else set())  # (outvals: the iterations it ran)
     elif kind == "heaviside":
         x = np.asarray(invals[0])
         coverage.add(place, ({"on"} if (x >= 0).any() else set()) | ({"off"} if (x < 0).any() else set()))
@@ -219,16 +223,83 @@ def evaluate(jaxpr, consts, args, coverage: Coverage, inherited: Place | None = 
             through = place if (function in CHOICE_FUNCTIONS or name.startswith("custom_")) else None
             outvals = evaluate(closed.jaxpr if closed else inner, closed.consts if closed else (), invals,
                                coverage, through)
+        elif name in _ENTERED:
+            outvals, ran = _ENTERED[name](eqn, invals, coverage)
+            if kind is not None and place is not None:
+                _record(coverage, Place(place.file, place.line, kind), eqn, invals, ran)
         else:
-            with eqn.ctx.manager:  # as jax.core.eval_jaxpr binds it
-                outvals = eqn.primitive.bind(*invals, **eqn.primitive.get_bind_params(eqn.params))
-            if not eqn.primitive.multiple_results:
-                outvals = [outvals]
+            outvals = _bind(eqn, invals)
             if kind is not None and place is not None:
                 _record(coverage, Place(place.file, place.line, kind), eqn, invals, outvals)
         for var, val in zip(eqn.outvars, outvals):
             env[var] = val
     return [read(v) for v in jaxpr.outvars]
+
+
+def _bind(eqn, invals, **changed) -> list:
+    params = {**eqn.params, **changed}
+    with eqn.ctx.manager:  # as jax.core.eval_jaxpr binds it
+        outvals = eqn.primitive.bind(*invals, **eqn.primitive.get_bind_params(params))
+    return outvals if eqn.primitive.multiple_results else [outvals]
+
+
+def _body(closed, args, coverage: Coverage) -> list:
+    coverage.budget -= len(closed.jaxpr.eqns)
+    return evaluate(closed.jaxpr, closed.consts, args, coverage)
+
+
+def _enter_cond(eqn, invals, coverage: Coverage):
+    """The branch taken, entered: its own choices are the user's too."""
+    return _body(eqn.params["branches"][int(np.asarray(invals[0]))], invals[1:], coverage), None
+
+
+def _enter_while(eqn, invals, coverage: Coverage):
+    """Iteration by iteration while the budget lasts, then the rest whole. The loop's own
+    predicate is not recorded (it is false at the end of every loop): whether it was ever true is
+    whether the body ran, the iterations returned second."""
+    p = eqn.params
+    cond, body, nc, nb = p["cond_jaxpr"], p["body_jaxpr"], p["cond_nconsts"], p["body_nconsts"]
+    cond_consts, body_consts, carry = invals[:nc], invals[nc:nc + nb], list(invals[nc + nb:])
+    ran = 0
+    while evaluate(cond.jaxpr, cond.consts, [*cond_consts, *carry], Coverage())[0]:
+        if coverage.budget <= 0:
+            coverage.cut += 1  # (a loop, not its iterations: they are not counted)
+            return _bind(eqn, [*cond_consts, *body_consts, *carry]), ran + 1
+        carry = _body(body, [*body_consts, *carry], coverage)
+        ran += 1
+    return carry, ran
+
+
+def _enter_scan(eqn, invals, coverage: Coverage):
+    """Iteration by iteration (from the end when ``reverse``) while the budget lasts, then the
+    rest whole; the per-iteration outputs stacked as the scan stacks them."""
+    p = eqn.params
+    length = p["length"]
+    if "ft_in" in p:  # jax >= 0.12: the operands' and results' groups as flat trees
+        consts, carry, xs = (list(group) for group in p["ft_in"].update(invals).unpack())
+        n_carry = len(p["ft_out"].unpack()[0])
+    else:
+        n_consts, n_carry = p["num_consts"], p["num_carry"]
+        consts, carry, xs = invals[:n_consts], list(invals[n_consts:n_consts + n_carry]), invals[n_consts + n_carry:]
+    if length == 0:
+        return _bind(eqn, invals), None
+    ys: dict[int, list] = {}
+    for done, i in enumerate(range(length - 1, -1, -1) if p["reverse"] else range(length)):
+        if coverage.budget <= 0:  # the rest whole: indices [0, i] from the end, or [i, length)
+            rest = range(0, i + 1) if p["reverse"] else range(i, length)
+            out = _bind(eqn, [*consts, *carry, *(x[rest.start:rest.stop] for x in xs)], length=len(rest))
+            carry = out[:n_carry]
+            ys.update({j: [y[j - rest.start] for y in out[n_carry:]] for j in rest})
+            coverage.cut += 1
+            break
+        out = _body(p["jaxpr"], [*consts, *carry, *(x[i] for x in xs)], coverage)
+        carry, ys[i] = out[:n_carry], out[n_carry:]
+    stacked = [jax.numpy.stack([ys[i][k] for i in range(length)]) for k in range(len(eqn.outvars) - n_carry)]
+    return [*carry, *stacked], None
+
+
+# The primitives whose bodies are entered: each returns its outputs and what ``_record`` reads.
+_ENTERED = {"cond": _enter_cond, "while": _enter_while, "scan": _enter_scan}
 
 
 def trace_and_measure(function, coverage: Coverage) -> None:

@@ -140,7 +140,7 @@ class Strength:
     # ``coverage``), and of those the ones some way of which the run never took; None: not measured.
     branches: int | None = None
     untaken: list[str] = field(default_factory=list)
-    branches_note: str | None = None  # why branches were not measured
+    branches_note: str | None = None  # why branches were not measured, or only in part
     # State the batched constructor drew for each example (reset_state() while it ran): compared by
     # shape only, as from_model copies one example's.
     constructor_shapes_only: list[str] = field(default_factory=list)
@@ -204,7 +204,7 @@ class Strength:
             parts.append(f"constructor state drawn per example, compared by shape: {', '.join(self.constructor_shapes_only)}")
         if self.branches:
             parts.append(f"choices taken every way on {self.branches - len(self.untaken)}/{self.branches} lines")
-        elif self.branches_note:
+        if self.branches_note:
             parts.append(f"choices {self.branches_note}")
         return ", ".join(parts)
 

@@ -412,6 +412,9 @@ class Verifier:
             bm.random.DEFAULT.value = key
         strength.branches = len(found.lines())
         strength.untaken = found.untaken()
+        if found.cut:
+            strength.branches_note = (f"inside loop bodies measured only up to {Coverage.budget:,} evaluated "
+                                      f"primitives ({found.cut} loop run{'s' if found.cut > 1 else ''} finished whole)")
 
     # -- the batched constructor ---------------------------------------------------------
     def constructor_section(self, strength: Strength) -> Section:

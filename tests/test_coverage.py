@@ -84,6 +84,26 @@ class Library(bp.DynamicalSystem):
         return self.lif(self.r.value)
 
 
+class SubSteps(bp.DynamicalSystem):
+    """Choices inside loop bodies and a cond's branch: a model stepping several sub-steps with
+    bm.for_loop, a while_loop relaxing, a branch that itself chooses."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.V = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        def sub_step(v):
+            v = v + 0.25 * x
+            return bm.where(v >= 1.0, 0.0, v)
+
+        V = 3.0 * bm.for_loop(sub_step, self.V.value * jnp.ones((4, 1)))[-1]
+        V = bm.while_loop(lambda v: (jnp.where(v > 2.0, v - 1.0, v - 0.5),), lambda v: jnp.any(v > 1.5), (V,))[0]
+        V = jax.lax.cond(x.sum() > 0.0, lambda v: jnp.maximum(v, -1.0), lambda v: v, V)
+        self.V.value = V
+        return V
+
+
 class Surrogate(bp.DynamicalSystem):
     def __init__(self, n):
         super().__init__()
@@ -147,6 +167,49 @@ def test_a_while_body_that_never_ran_and_a_cond_branch_never_taken_are_named(mod
                      "V = jax.lax.cond(x.sum() > 9.0, jnp.zeros_like, jnp.asarray, V)":
                      "the comparison was never true; branch 1 never taken"}, found
     assert measure(model, [[1.5, 0.2], [9.0, 9.0]]).untaken() == []
+
+
+def test_choices_inside_loop_bodies_and_cond_branches_are_measured(models) -> None:
+    """main saw only the loops' and the cond's own predicates: a reset inside a bm.for_loop body
+    never taken, a while body's where() one-sided and a branch's max() never acting all passed."""
+    model = models.SubSteps(2)
+    found = untaken(measure(model, [[0.1, 0.2]] * 2))
+    assert found == {"return bm.where(v >= 1.0, 0.0, v)":
+                     "the comparison was never true; the where() never took its true side",
+                     "V = bm.while_loop(lambda v: (jnp.where(v > 2.0, v - 1.0, v - 0.5),)...":
+                     "the loop body never ran",
+                     "V = jax.lax.cond(x.sum() > 0.0, lambda v: jnp.maximum(v, -1.0), lam...":
+                     "the comparison was never false; branch 0 never taken; max() always chose the same argument"}, found
+    # Driven both ways: sub-steps cross the reset, the while body runs on both sides of its where,
+    # the cond takes both branches and its max() acts on a negative V.
+    assert measure(model, [[3.0, 4.0], [2.5, -20.0], [30.0, -20.0], [-9.0, -9.0]]).untaken() == []
+
+
+@pytest.mark.parametrize("budget", [200_000, 0, 7, 40])
+def test_entered_loops_compute_what_jax_computes_and_a_spent_budget_runs_the_rest_whole(budget) -> None:
+    """Entering a body must not change the run it measures: scans forward and reversed, stacked
+    outputs, a while loop and a cond, evaluated with the budget spent before, inside and after
+    the loops, give jax's own results, and ``cut`` counts the loops finished whole."""
+    from batchify.coverage import evaluate
+
+    def f(v, xs):
+        def step(c, x):
+            c = jnp.where(c + x > 1.0, 0.0, c + x)
+            return c, (c * 2.0, x.sum())
+
+        c, (ys, sums) = jax.lax.scan(step, v, xs)
+        r, rys = jax.lax.scan(lambda c, x: (jnp.maximum(c - x, -1.0), c), c, xs, reverse=True)
+        w = jax.lax.while_loop(lambda a: a[1] < 5, lambda a: (a[0] * 0.9 + 0.1, a[1] + 1), (r, 0))[0]
+        return jax.lax.cond(w.sum() > 0.0, lambda u: u + 1.0, lambda u: u - 1.0, w), ys, sums, rys
+
+    args = (jnp.asarray([0.3, -0.2]), jnp.linspace(-1.0, 1.0, 12).reshape(6, 2))
+    closed = jax.make_jaxpr(f)(*args)
+    found = Coverage(budget=budget)
+    got = evaluate(closed.jaxpr, closed.consts, list(args), found)
+    for a, b in zip(got, jax.tree.leaves(f(*args)), strict=True):
+        assert jnp.allclose(a, b, atol=1e-6), (a, b)
+    # (two scans and the while loop; a cond's branch is not a loop and is always entered)
+    assert found.cut == {200_000: 0, 0: 3}.get(budget, found.cut) and (found.cut > 0) == (budget < 200_000)
 
 
 def test_a_surrogate_spike_that_never_fires_is_named(models) -> None:
