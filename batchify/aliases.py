@@ -278,6 +278,25 @@ class Normaliser:
                 removed.setdefault(id(small), []).append(i)
         return aliases, removed
 
+    def rebound_before_a_write(self, func: cst.FunctionDef, binding: cst.Assign, name: str, path: list[str]) -> bool:
+        """``v = self.V`` at the top level of the body, then ``v = ...`` again at the top level before
+        anything writes self.V (itself, or a method or child it calls): every read of this binding
+        sees the value it had when bound, as the rewrite reads it (``v = self.V; v = v * 0.9 + x;
+        self.V.value = v``)."""
+        body = list(func.body.body)
+        at = next((i for i, stmt in enumerate(body) if type(stmt) is cst.SimpleStatementLine
+                   and any(small is binding for small in stmt.body)), None)
+        if at is None:
+            return False  # bound inside a block
+        for stmt in body[at + 1:]:
+            if any(self.writes_any(n, {tuple(path)}) for n in walk(stmt)):
+                return False
+            if type(stmt) is cst.SimpleStatementLine and any(
+                    type(small) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name
+                                                      for t in small.targets) for small in stmt.body):
+                return True
+        return False
+
     def names_written_through(self, func: cst.FunctionDef) -> set[str]:
         """Local names used as a write target of a Variable: ``v += e``, ``v.value = e``, ``v[i] = e``,
         ``v.update(e)``, an in-place method."""
@@ -303,9 +322,9 @@ class Normaliser:
 
     def check_loose_aliases(self, func: cst.FunctionDef, counts: dict[str, int], aliases: dict) -> None:
         """An alias bound twice or inside a block cannot be replaced by its Variable: refused when it
-        is written through, or when its Variable is written in the method (it would see the old value)."""
+        is written through, or when its Variable is written in the method, itself or by a method it
+        calls, and the alias may be read after that (it would see the new value)."""
         written_names = self.names_written_through(func)
-        written_paths = self.paths_written(func)
         for node in self.nodes:
             if type(node) is not cst.Assign:
                 continue
@@ -331,7 +350,8 @@ class Normaliser:
                     self.report(node, "BFY213", f"'{target.value}' is self.{dotted} under another name and is "
                                 "written through, but it is bound more than once or inside a block; bind it once "
                                 "at the top of the method, or write self." + dotted + " itself")
-                elif tuple(path) in written_paths and self.known.variable(path):
+                elif (self.known.variable(path) and any(self.writes_any(n, {tuple(path)}) for n in self.nodes)
+                      and not self.rebound_before_a_write(func, node, target.value, path)):
                     self.report(node, "BFY213", f"'{target.value}' is self.{dotted} under another name, bound "
                                 f"more than once or inside a block, and self.{dotted} is written in this method: "
                                 "the original's alias would see the new value; bind it once at the top of the "
@@ -461,9 +481,6 @@ class Normaliser:
                 if helper is not None:
                     out |= self.method_writes(helper, seen)
         return out
-
-    def paths_written(self, func: cst.FunctionDef) -> set[tuple[str, ...]]:
-        return {p for node in self.nodes for p in written_paths(node, self.me)}
 
     def check_containers(self, func: cst.FunctionDef, aliases: dict) -> None:
         """``items = [self.V, ...]``: the container holds the Variable object, whose later writes the

@@ -101,6 +101,12 @@ FOLLOWED = {
     "ConditionalAliasReadFirst": "v = self.V if self.flag else self.U\nself.U.value = v * 0.5 + x @ self.W\n"
                                  "return self.U.value",
     "ReturnedVariableReadFirst": "v = self._pick()\nout = v * 2.0\nself.V.value = x @ self.W + out\nreturn self.V.value",
+    # the alias rebound at the top level before any write of its Variable: every read of it sees the
+    # value when bound (main refused both as BFY213, "bound more than once")
+    "AliasReboundBeforeWrite": "v = self.V\nv = v * 0.9 + x @ self.W\nself.V.value = v\nreturn v * 1.0",
+    "AliasReadThenRebound": "v = self.V\nout = bm.tanh(v) * 2.0\nv = out + x @ self.W\nself.V.value = v\n"
+                            "self.V += v\nreturn v + out",
+    "AliasReboundBeforeACall": "u = self.U\nu = u * 0.5\nout = self._step(x @ self.W)\nreturn u + out",
 }
 
 # Patterns batchify cannot follow: refused at the marked line with the code.
@@ -140,6 +146,14 @@ REFUSED = {
     "ConditionalAliasOutlivesWrite": ("v = self.V if self.flag else self.U  # <-\nself.V.value = x @ self.W\n"
                                       "return v * 1.0", "BFY213"),
     "ReturnedVariableOutlivesWrite": ("v = self._pick()  # <-\nself.V.value = x @ self.W\nreturn v * 1.0", "BFY213"),
+    # ... or rebound only after a write of its Variable, or only in a block, or after a call that may write it
+    "AliasReboundAfterWrite": ("v = self.V  # <-\nself.V.value = x @ self.W\nout = v * 1.0\nv = out\nreturn v",
+                               "BFY213"),
+    "AliasReboundInABlock": ("v = self.V  # <-\nif self.flag:\n    v = x @ self.W\nself.V.value = x @ self.W\n"
+                             "return v * 1.0", "BFY213"),
+    # (main wrote batched code reading U's old value here: verify FAILed it, the transform did not refuse)
+    "AliasReboundAfterACall": ("u = self.U  # <-\nout = self._step(x @ self.W)\nu = u + out\nreturn u * 1.0",
+                               "BFY213"),
     "ReturnedVariableOutlivesACall": ("a = self._step(x)  # <-\nb = self._step(x @ self.W)\nreturn a + b", "BFY213"),
     # BrainPy's collectors hand out the Variable objects: the step would read the whole batch's
     # state, and the weights outside the gradient (main passed it through unchanged).
