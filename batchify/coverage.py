@@ -134,6 +134,8 @@ def user_place(eqn, kind: str) -> Place | None:
     reached = None  # the outermost jax function on the way: the one the user (or a thin wrapper) called
     for frame in traceback.frames:  # innermost first
         name = frame.file_name
+        if any(part in name for part in _INDEXING):
+            return None  # an index's normalisation (`idx < 0`, clamping), not a choice of the model
         if any(part in name for part in _THROUGH):
             if _JAX in name and not any(part in name for part in _JAX_MACHINERY):
                 reached = frame.function_name.rsplit(".", 1)[-1]
@@ -145,6 +147,9 @@ def user_place(eqn, kind: str) -> Place | None:
 
 
 _JAX = f"{os.sep}jax{os.sep}"
+# jax's indexing, reached through the `op` that forwards `x[idx]` (an operator, like `>=`): its
+# comparisons and selects wrap negative indices and clamp out-of-range ones.
+_INDEXING = tuple(part.replace("/", os.sep) for part in ("/jax/_src/numpy/indexing.py", "/jax/_src/lax/slicing.py"))
 # jax's own tracing machinery, between any API function and the primitive it binds.
 _JAX_MACHINERY = tuple(f"{os.sep}{name}" for name in (
     "traceback_util.py", "pjit.py", "core.py", "source_info_util.py", "partial_eval.py", "api.py",

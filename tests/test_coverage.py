@@ -23,6 +23,7 @@ import brainpy as bp
 import brainpy.math as bm
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 class Threshold(bp.DynamicalSystem):
@@ -81,6 +82,10 @@ class Library(bp.DynamicalSystem):
         peak = bm.unravel_index(bm.argmax(self.r.value), self.r.shape)[0]  # jnp's own where inside
         self.r.value = jnp.remainder(self.r + x * keep, 3.0) + bm.random.normal(0.0, 0.01, self.r.shape)
         self.r.value = self.r + 1e-3 * (peak + self.r.sum())  # (a method's sum: a where inside too)
+        # Indexing wraps negative indices with a where (probe F: `self.I[self.idx] += 0.3` was WEAK
+        # whatever the inputs), and a dynamic slice clamps its start.
+        self.r[np.array([0, 1])] += 0.1
+        self.r.value = self.r.at[jnp.asarray([1])].add(0.1) + self.r[jnp.argmax(self.r.value)]
         return self.lif(self.r.value)
 
 
