@@ -339,7 +339,9 @@ def compare(report: Report, quantity: str, step: int | None, want, got, rtol: fl
         bad = diff > tolerance
         if bad.any():
             example = int(np.argwhere(bad)[0][0]) if bad.ndim and scales is None else None
-            rel = float((diff / np.maximum(np.abs(w), 1e-30)).max())
+            with np.errstate(invalid="ignore"):  # (NaN on both sides is no error; NaN against a number, inf)
+                rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(w64), 1e-30))
+            rel = float(np.nan_to_num(rel, nan=np.inf).max())
             report.mismatches.append(Mismatch(quantity_leaf, step, example, float(diff.max()), rel))
 
 

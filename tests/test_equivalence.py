@@ -220,6 +220,14 @@ def test_compare_counts_nan_against_a_number_and_allows_equal_infinities() -> No
     equal = Report(steps=1, batch=2)
     compare(equal, "t", 0, np.array([-np.inf, np.nan, 1.0]), np.array([-np.inf, np.nan, 1.0]), 1e-5, 1e-6)
     assert not equal.mismatches and equal.of_tolerance == 0.0
+    # A mismatch beside a NaN both sides agree on: main reported "max rel error nan" (and a bare
+    # NaN in the JSON report, which strict parsers reject; probe F, an AdEx gradient).
+    beside_nan = Report(steps=1, batch=2)
+    compare(beside_nan, "g", None, np.array([np.nan, 2.0, 0.0]), np.array([np.nan, 2.1, 0.0]), 1e-5, 1e-6)
+    assert beside_nan.mismatches[0].max_rel == pytest.approx(0.05), beside_nan.mismatches[0]
+    nan_vs_zero = Report(steps=1, batch=2)
+    compare(nan_vs_zero, "g", None, np.array([np.nan, 0.0]), np.array([0.0, 0.0]), 1e-5, 1e-6)
+    assert nan_vs_zero.mismatches[0].max_rel == float("inf")
 
 
 def test_a_mean_over_examples_is_compared_at_the_scale_of_its_terms() -> None:
