@@ -289,7 +289,7 @@ def _enter_scan(eqn, invals, coverage: Coverage):
     if length == 0:
         return _bind(eqn, invals), None
     ys: dict[int, list] = {}
-    for done, i in enumerate(range(length - 1, -1, -1) if p["reverse"] else range(length)):
+    for i in range(length - 1, -1, -1) if p["reverse"] else range(length):
         if coverage.budget <= 0:  # the rest whole: indices [0, i] from the end, or [i, length)
             rest = range(0, i + 1) if p["reverse"] else range(i, length)
             out = _bind(eqn, [*consts, *carry, *(x[rest.start:rest.stop] for x in xs)], length=len(rest))
