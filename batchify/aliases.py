@@ -434,11 +434,10 @@ class Normaliser:
                             and self.writes_any(n, targets)), None)
         if first_write is None:
             return
-        # What the writing statement itself reads is read before its write.
-        before = {id(n) for n in walk(self.nodes[first_write])}
         rebound = {id(t) for n in self.nodes for t in assigned(n)}
-        if any(type(n) is cst.Name and n.value == name and id(n) not in rebound | before
-               for n in self.nodes[first_write + 1:]):
+        reads = [n for n in self.nodes if type(n) is cst.Name and n.value == name and id(n) not in rebound
+                 and position[id(n)] > start]
+        if any(self.may_run_after(read, position, start, first_write, inside, targets) for read in reads):
             if how.startswith("an item of"):  # `t = self.xs[0]`
                 item = cst.Module([]).code_for_node(binding.value) if type(binding) is cst.Assign else f"{which}[...]"
                 self.report(binding, "BFY213", f"'{name}' is {how}, the Variable object, and is read after {which} "
@@ -453,6 +452,30 @@ class Normaliser:
                         f"that Variable is written again in {self.current.name.value}(): the original's '{name}' "
                         f"would see the new value; if you mean the value then, {then}; if you mean the current "
                         "value, read the Variable itself there")
+
+    def may_run_after(self, read: cst.Name, position: dict[int, int], start: int, first_write: int,
+                      binding: set[int], targets: set[tuple[str, ...]]) -> bool:
+        """Whether ``read`` (after the binding at ``start`` in the text) may run after a write of
+        ``targets``: it comes after the first one in the text (what the writing statement itself
+        reads is read before its write); or it is in a lambda, a nested function or a generator, which
+        may run at any later time; or it is in a loop that writes them, whose next pass reads it after
+        this pass's write (unless the loop binds the name afresh before the read in each pass)."""
+        at = position[id(read)]
+        if at > first_write and id(read) not in {id(n) for n in walk(self.nodes[first_write])}:
+            return True
+        for node in self.nodes:
+            if type(node) not in (cst.For, cst.While, cst.Lambda, cst.FunctionDef, cst.GeneratorExp):
+                continue
+            below = walk(node)
+            if not any(n is read for n in below):
+                continue
+            if type(node) in (cst.Lambda, cst.FunctionDef, cst.GeneratorExp):
+                return True
+            bound_inside = any(id(n) in binding for n in below)
+            if (any(id(n) not in binding and self.writes_any(n, targets) for n in below)
+                    and not (bound_inside and start < at)):
+                return True
+        return False
 
     def writes_any(self, node: cst.CSTNode, targets: set[tuple[str, ...]]) -> bool:
         """Whether ``node`` writes one of the Variables ``targets``: an assignment to it, or a call of a

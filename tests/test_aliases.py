@@ -107,6 +107,9 @@ FOLLOWED = {
     "AliasReadThenRebound": "v = self.V\nout = bm.tanh(v) * 2.0\nv = out + x @ self.W\nself.V.value = v\n"
                             "self.V += v\nreturn v + out",
     "AliasReboundBeforeACall": "u = self.U\nu = u * 0.5\nout = self._step(x @ self.W)\nreturn u + out",
+    # bound afresh in each pass before it is read: every read sees the value of this pass
+    "ConditionalAliasBoundInTheLoop": "for k in range(2):\n    v = self.V if self.flag else self.U\n    out = v * 0.5\n"
+                                      "    self.V.value = out + x @ self.W\nreturn self.V.value",
 }
 
 # Patterns batchify cannot follow: refused at the marked line with the code.
@@ -155,6 +158,21 @@ REFUSED = {
     "AliasReboundAfterACall": ("u = self.U  # <-\nout = self._step(x @ self.W)\nu = u + out\nreturn u * 1.0",
                                "BFY213"),
     "ReturnedVariableOutlivesACall": ("a = self._step(x)  # <-\nb = self._step(x @ self.W)\nreturn a + b", "BFY213"),
+    # ... or read where it runs after that write although it comes first in the text: at the top of a
+    # loop whose body writes the Variable (the next pass), or in a function called later (main wrote
+    # batched code that read the old value for all five: verify FAILed them, the transform did not refuse)
+    "ConditionalAliasReadAtALoopTop": ("v = self.V if self.flag else self.U  # <-\nfor k in range(2):\n"
+                                       "    out = v * 0.5\n    self.V.value = out + x @ self.W\nreturn self.V.value",
+                                       "BFY213"),
+    "ReturnedVariableReadInAWhileLoop": ("v = self._pick()  # <-\nk = 0\nwhile k < 2:\n    out = v * 2.0\n"
+                                         "    self.V.value = x @ self.W + out\n    k += 1\nreturn self.V.value",
+                                         "BFY213"),
+    "ConditionalAliasReadInALambda": ("v = self.V if self.flag else self.U  # <-\nf = lambda: v * 2.0\n"
+                                      "self.V.value = x @ self.W\nreturn f()", "BFY213"),
+    "ConditionalAliasReadInAFunction": ("v = self.V if self.flag else self.U  # <-\ndef g():\n    return v * 2.0\n\n"
+                                        "self.V.value = x @ self.W\nreturn g()", "BFY213"),
+    "ConditionalAliasReadInAGenerator": ("v = self.V if self.flag else self.U  # <-\ng = (v * 1.0 for _ in range(2))\n"
+                                         "self.V.value = x @ self.W\nreturn sum(g)", "BFY213"),
     # BrainPy's collectors hand out the Variable objects: the step would read the whole batch's
     # state, and the weights outside the gradient (main passed it through unchanged).
     "CollectorInStep": ("self.V.value = x @ self.W\n"
