@@ -220,6 +220,7 @@ class Report:
     of_tolerance: float = 0.0
     strength: Strength = field(default_factory=Strength)
     resets_skipped: str | None = None  # why the resets were not compared (the original cannot be reset so)
+    resets_left_out: str | None = None  # the resets that were not, when others were, and why
 
     @property
     def ok(self) -> bool:
@@ -455,18 +456,20 @@ RESETS = {"reset()": (bp_reset_state, lambda batched: batched.reset()),
           "reset_state()": (own_reset, lambda batched: batched.reset_state())}
 
 
-def run_resets(model, variables_: dict) -> dict[str, dict[str, np.ndarray]] | str:
+def run_resets(model, variables_: dict) -> dict[str, dict[str, np.ndarray] | str]:
     """Each of ``RESETS`` applied to ``model`` as it is now (each from here): the state it leaves; or
-    why the original cannot be reset so (then the resets are not compared)."""
+    why the original cannot be reset so (that reset is then not compared; the others still are)."""
     after, key = snapshot(model), bm.random.DEFAULT.value
-    out = {}
+    out: dict[str, dict[str, np.ndarray] | str] = {}
     for kind, (reset, _) in RESETS.items():
         restore(model, after)
         bm.random.DEFAULT.value = key
         try:
             reset(model)
         except Exception as exc:  # noqa: BLE001 - the original's own limitation, reported as a skip
-            return f"the original's {kind} raised {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            out[kind] = (f"the original's {kind} raised {type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0][:200] if str(exc) else ''}")
+            continue
         out[kind] = {k: np.asarray(v.value) for k, v in variables_.items()}
     restore(model, after)
     bm.random.DEFAULT.value = key
@@ -617,13 +620,19 @@ def compare_resets(report: Report, batched, got_vars: dict, want: list, names: l
                    atol: float, when: str = "") -> None:
     """After the steps: the batch reset by ``batched.reset()`` and ``batched.reset_state()`` (each
     from the state the steps left, or the one the batch holds, ``when``) against each example reset
-    alone (``run_resets``)."""
-    skipped = next((w for w in want if isinstance(w, str)), None)
-    if skipped is not None:
-        report.resets_skipped = skipped
+    alone (``run_resets``). A reset the original cannot do (``bp.reset_state`` of a model whose
+    ``reset_state`` requires a batch size) is left out and named; the others are compared."""
+    why = {kind: next((w[kind] for w in want if isinstance(w[kind], str)), None) for kind in RESETS}
+    left_out = [kind for kind in RESETS if why[kind] is not None]
+    if len(left_out) == len(RESETS):
+        report.resets_skipped = why[left_out[0]]
         return
+    if left_out and report.resets_left_out is None:
+        report.resets_left_out = f"{' and '.join(left_out)} not compared: {why[left_out[0]]}"
     after = batched.state()
     for kind, (_, reset) in RESETS.items():
+        if kind in left_out:
+            continue
         batched.set_state(after)
         reset(batched)
         for name in names:

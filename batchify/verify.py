@@ -81,6 +81,7 @@ class Section:
     mismatches: list[dict] = field(default_factory=list)
     skipped: str | None = None
     of_tolerance: float = 0.0  # the largest error over its tolerance (<= 1 passes)
+    note: str | None = None  # what of it was not compared, when the rest was
 
 
 @dataclass
@@ -348,7 +349,7 @@ class Verifier:
         sections = [section_from(report, "forward", lambda q: q.startswith("output")),
                     section_from(report, "state", lambda q: q.startswith("state"))]
         resets = section_from(report, "reset", lambda q: q.startswith("reset "))
-        resets.skipped = report.resets_skipped
+        resets.skipped, resets.note = report.resets_skipped, report.resets_left_out
         sections += [resets, self.constructor_section(report.strength)]
         strength = report.strength
         sections += self.gradients(model, strength)
@@ -828,6 +829,8 @@ def format_table(results: list[ClassResult], src: str, generated: str) -> str:
         for s in r.sections:
             if s.skipped:
                 lines.append(f"  {who}: {s.name} skipped: {s.skipped}")
+            elif s.note:
+                lines.append(f"  {who}: {s.name}: {s.note}")
             for m in s.mismatches:
                 lines.append(f"  {who}: {s.name}: {Mismatch(**m)}")
         if not r.ok and r.classification:

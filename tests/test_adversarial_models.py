@@ -4,6 +4,7 @@ Each test names what main did."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -1372,3 +1373,52 @@ def test_a_variable_handed_back_by_a_helper_and_read_after_a_write_is_refused(bo
         ", self.s)", ", self.s.value)")
     assert "class HopfieldBatched(" in transform(HANDED_BACK.format(body=fixed).encode(), "hb.py",
                                                    command="batchify").text
+
+
+ALWAYS_BATCHED = """
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Always(bp.DynamicalSystem):
+    \"\"\"Written for BrainPy's training mode: the state has a batch axis of its own, and
+    reset_state needs the batch size (so bp.reset_state(model), which passes none, raises).\"\"\"
+
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+        self.w = bm.TrainVar(bm.random.normal(0.0, 0.5, (n, n)))
+        self.h = bm.Variable(bm.zeros((1, n)), batch_axis=0)
+
+    def reset_state(self, batch_size):
+        self.h.value = bm.ones((batch_size, self.n)) * 0.25
+
+    def update(self, x):
+        self.h.value = 0.5 * self.h + bm.tanh(x @ self.w)
+        return self.h.value
+"""
+
+
+@pytest.mark.parametrize("tampered", [False, True])
+def test_a_reset_bp_reset_state_cannot_call_is_still_compared(tmp_path, tampered: bool) -> None:
+    """reset_state(self, batch_size) with no default: bp.reset_state(original) raises TypeError, and
+    main then skipped every reset comparison, reset_state() included, so a batched reset_state that
+    left the wrong state PASSed (main: 'reset skipped: the original's reset() raised TypeError')."""
+    (tmp_path / "always.py").write_text(ALWAYS_BATCHED)
+    text = transform(ALWAYS_BATCHED.encode(), "always.py", command="batchify").text
+    if tampered:  # the batched reset writes another value than the original's
+        assert text.count("* 0.25") == 1
+        text = text.replace("* 0.25", "* 0.5")
+    (tmp_path / "always_batched.py").write_text(text)
+    checked = subprocess.run([sys.executable, "-m", "batchify", "verify", "always.py", "always_batched.py", "--init",
+                              "3", "--input-shape", "x=1,3", "--steps", "4", "--no-speed", "--format", "json"],
+                             capture_output=True, text=True, cwd=tmp_path)
+    report = json.loads(checked.stdout)
+    result = report["classes"][0]
+    reset = next(s for s in result["sections"] if s["name"] == "reset")
+    assert reset["skipped"] is None, reset
+    assert "bp.reset_state" in (reset.get("note") or ""), reset  # what was left out is said
+    if tampered:
+        assert checked.returncode == 1 and not reset["ok"], checked.stdout[-3000:]
+    else:
+        assert checked.returncode == 0 and reset["ok"], checked.stdout[-3000:] + checked.stderr[-2000:]
