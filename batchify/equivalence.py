@@ -145,16 +145,21 @@ class Strength:
     # shape only, as from_model copies one example's.
     constructor_shapes_only: list[str] = field(default_factory=list)
     defaults_only: list[str] = field(default_factory=list)  # stepping-method arguments left to their defaults
+    # Whether the step takes an input drawn per example; False: only the starts (--perturb) set the
+    # examples apart, so that is the advice when a check is weak. None: not known (advice for inputs).
+    drawn_inputs: bool | None = None
 
     def weak_reasons(self, steps: int, batch: int) -> list[str]:
         reasons = []
+        starts = (" (the step takes no input to drive: a larger --perturb moves each example's start further "
+                  "from the first's, more --steps let it run longer)" if self.drawn_inputs is False else "")
         if self.state_leaves and not self.moved and not self.outputs_vary:
-            reasons.append(f"no state Variable changed and no output varied in {steps} steps")
+            reasons.append(f"no state Variable changed and no output varied in {steps} steps{starts}")
         if not self.state_leaves and not self.outputs:
             reasons.append("no state and no float output: nothing was compared")
         if batch > 1 and not self.examples_differ:
             reasons.append("every example of the batch ran the same (inputs and states): mixing examples "
-                           "could not show")
+                           "could not show" + starts)
         if self.spikes == 0:
             reasons.append(f"no spike: boolean state never true in {steps} steps (scale the inputs up)")
         if self.weights and self.weights_with_gradient == 0:
@@ -176,9 +181,9 @@ class Strength:
         if self.untaken:
             count, shown = len(self.untaken), "; ".join(self.untaken[:3]) + ("; ..." if len(self.untaken) > 3 else "")
             reasons.append(f"a choice in the model's code went one way only in {steps} steps ({count} of the "
-                           f"{self.branches} lines with one), so the other way could not fail: {shown} (drive the "
-                           "inputs into it: a larger SCALE, or an OFFSET for negative values, in "
-                           "--input-shape x=SHAPE:DTYPE:SCALE:OFFSET)")
+                           f"{self.branches} lines with one), so the other way could not fail: {shown}"
+                           + (starts or " (drive the inputs into it: a larger SCALE, or an OFFSET for negative "
+                              "values, in --input-shape x=SHAPE:DTYPE:SCALE:OFFSET)"))
         for name in self.functions_alike:
             reasons.append(f"{name}() gave every example the same loss: mixing examples could not show")
         for name in self.functions_without_gradient:

@@ -357,6 +357,7 @@ class Verifier:
             sections += self.function_sections(model, name, strength)
         self.branch_coverage(model, strength)  # last: its traced run may touch what the checks read
         strength.defaults_only = list(self.defaults_only)
+        strength.drawn_inputs = bool(self.ports) or any(a.per_example is not None for a in self.args)
         result = ClassResult(d.cls, self.method, d.batch, d.steps, sections, strength=strength)
         widest = 64 if jax.config.jax_enable_x64 else 32
         result.narrow = sorted({np.dtype(v.dtype).name for v in model.vars().unique().values()

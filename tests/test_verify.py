@@ -559,3 +559,44 @@ def test_a_weight_that_reaches_only_the_state_is_said_to_be_unchecked(tmp_path: 
     assert ("RateReadout: WEAK: the gradient of W_out was not checked: it does not reach the step's float "
             "outputs") in checked.stdout, checked.stdout
     assert "W_probe was not checked" not in checked.stdout and "W_out, W_probe" not in checked.stdout
+
+
+INPUTLESS = """
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Branching(bp.DynamicalSystem):
+    \"\"\"A branching process (a public model found by code search): no input, its activity only
+    from its state, which starts at zero.\"\"\"
+
+    def __init__(self, size, m=1.0):
+        super().__init__()
+        self.size = size
+        self.state = bm.Variable(bm.zeros(size))
+        self.drive = bm.Variable(bm.zeros(size))
+        self.W = (bm.random.rand(size, size) < 0.5) * (m / size * 2.0)
+
+    def update(self):
+        prob = bm.clip(self.state @ self.W + self.drive, 0.0, 1.0)
+        self.state.value = bm.asarray(bm.random.rand(self.size) < prob, dtype=float)
+        self.drive[:] = 0.0
+"""
+
+
+def test_a_weak_step_without_inputs_is_told_what_moves_it(tmp_path: Path) -> None:
+    """A step that takes no input: main's WEAK advice was to drive the inputs (--input-shape),
+    which it has none of; the starts (--perturb) are what moves it, and they do."""
+    from batchify import transform
+
+    (tmp_path / "branching.py").write_text(INPUTLESS)
+    (tmp_path / "branching_batched.py").write_text(transform(INPUTLESS.encode(), "branching.py",
+                                                             command="batchify").text)
+    flags = ("branching.py", "branching_batched.py", "--init", "20", "--steps", "10", "--no-speed")
+    code, payload = verify_json(*flags, cwd=tmp_path)
+    reasons = payload["classes"][0]["weak_reasons"]
+    assert code == 0 and payload["weak"] and reasons, payload
+    assert not any("--input-shape" in r for r in reasons), reasons
+    assert any("--perturb" in r for r in reasons), reasons
+    code, payload = verify_json(*flags, "--perturb", "5", cwd=tmp_path)
+    assert code == 0 and not payload["weak"], payload["classes"][0]["weak_reasons"]
