@@ -167,6 +167,7 @@ class Normaliser:
         loops = self.list_loops(func, counts)
         self.items_loops = {n.target.value for n in self.nodes if type(n) is cst.For and id(n) in loops}
         self.check_unknown_variables(func, aliases)
+        self.check_other_bindings(func, aliases)
         if not (aliases or loops or any(self.needs_inline(n) for n in self.nodes if type(n) is cst.Call)
                 or any(self.piped_module(n) for n in self.nodes if type(n) is cst.BinaryOperation)):
             return func  # nothing reached by another name: the method as it is
@@ -235,6 +236,9 @@ class Normaliser:
         if type(value) is cst.Name and aliases and value.value in aliases:
             return [aliases[value.value][0]]
         if type(value) is cst.Call:
+            local = self.local_function(value.func)
+            if local is not None:  # `get = lambda: self.V; v = get()`
+                return [p for r in local for p in self.candidates(r, aliases, seen)]
             path = self_path(value.func, self.me)
             helper = self.helper_of(value)
             # What a helper hands back of its arguments (`maybe_rectify(self.r, flag)` returning `v`)
@@ -381,7 +385,8 @@ class Normaliser:
                 continue
             name = node.targets[0].target.value
             path = self_path(node.value.func, self.me)
-            if not (path or self.helper_of(node.value) is not None) or name in aliases:
+            if not (path or self.helper_of(node.value) is not None
+                    or self.local_function(node.value.func) is not None) or name in aliases:
                 continue
             returned = self.candidates(node.value, aliases)
             callee = f"self.{'.'.join(path)}()" if path else f"{cst.Module([]).code_for_node(node.value.func)}()"
@@ -404,6 +409,84 @@ class Normaliser:
                         "method), but batchify cannot tell which Variable it is; bind it once at the top "
                         "of the method (name = self.V) or write self.V itself")
 
+    def local_function(self, func: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+        """What a function defined in the method returns (``def get(): return self.V``, ``get = lambda:
+        self.V``), called by its name: the returned expressions; None for any other callee."""
+        if type(func) is not cst.Name:
+            return None
+        found = None
+        for node in self.nodes:
+            if type(node) is cst.FunctionDef and node.name.value == func.value:
+                found = [n.value for n in walk(node.body) if type(n) is cst.Return and n.value is not None]
+            elif (type(node) is cst.Assign and type(node.value) is cst.Lambda
+                  and any(type(t.target) is cst.Name and t.target.value == func.value for t in node.targets)):
+                found = [node.value.body]
+        return found
+
+    def collection_candidates(self, value: cst.BaseExpression, aliases: dict) -> list[list[str]]:
+        """The Variables an expression may hold as objects, looking into tuple, list and set literals
+        (``self.V, *rest``) as well as what ``candidates`` follows."""
+        if type(value) in (cst.Tuple, cst.List, cst.Set):
+            return [p for el in value.elements for p in self.collection_candidates(el.value, aliases)]
+        return self.candidates(value, aliases)
+
+    def unpacked(self, target: cst.BaseExpression, value: cst.BaseExpression | None,
+                 aliases: dict, held: list[list[str]] | None = None) -> list[tuple[cst.Name, list[list[str]]]]:
+        """``(name, Variables it may be)`` for each name ``target`` binds from ``value``: element by
+        element where the shapes match (``(v, u), k = (self.V, self.U), 1``), else every name may be
+        any Variable the value holds (``v, *rest = self.V, self.U``)."""
+        if type(target) is cst.StarredElement:
+            target = target.value
+        if type(target) is cst.Name:
+            paths = held if held is not None else self.collection_candidates(value, aliases)
+            return [(target, paths)] if paths else []
+        if type(target) not in (cst.Tuple, cst.List):
+            return []
+        elements = [e.value for e in target.elements]
+        if (held is None and type(value) in (cst.Tuple, cst.List) and len(value.elements) == len(elements)
+                and not any(type(e) is cst.StarredElement for e in (*target.elements, *value.elements))):
+            return [pair for t, v in zip(elements, value.elements) for pair in self.unpacked(t, v.value, aliases)]
+        held = held if held is not None else self.collection_candidates(value, aliases)
+        return [pair for t in elements for pair in self.unpacked(t, None, aliases, held)]
+
+    def check_other_bindings(self, func: cst.FunctionDef, aliases: dict) -> None:
+        """A local bound to a Variable object other than by ``name = ...`` (which the checks above
+        follow): unpacked (``v, *rest = self.V, self.U``, nested, or in a block), ``:=``, ``with ...
+        as v``, an annotated assignment, a loop over a literal of Variables. Each is held to the rule
+        of a name that may be a Variable: refused when written through, or read where it may run after
+        a write of that Variable (the original's name sees the new value, the batched code the old)."""
+        written = self.names_written_through(func)
+        for node in self.nodes:
+            found: list[tuple[cst.CSTNode, cst.Name, list[list[str]], str]] = []
+            if type(node) is cst.Assign:
+                for t in node.targets:
+                    if type(t.target) in (cst.Tuple, cst.List):
+                        found += [(node, n, p, "unpacked from a collection of Variables")
+                                  for n, p in self.unpacked(t.target, node.value, aliases)]
+            elif type(node) is cst.AnnAssign and node.value is not None and type(node.target) is cst.Name:
+                found += [(node, n, p, "bound in an annotated assignment")
+                          for n, p in self.unpacked(node.target, node.value, aliases)]
+            elif type(node) is cst.NamedExpr:
+                found += [(node, n, p, "bound by :=") for n, p in self.unpacked(node.target, node.value, aliases)]
+            elif type(node) is cst.WithItem and node.asname is not None:
+                item = node.item
+                held = self.collection_candidates(item, aliases) + (
+                    [p for a in item.args for p in self.collection_candidates(a.value, aliases)]
+                    if type(item) is cst.Call else [])
+                if held:
+                    found += [(node.asname.name, n, p, "bound by with ... as")
+                              for n, p in self.unpacked(node.asname.name, None, aliases, held)]
+            elif type(node) is cst.For and type(node.iter) in (cst.Tuple, cst.List, cst.Set):
+                held = self.collection_candidates(node.iter, aliases)
+                if held:  # (written through: check_containers refuses it already)
+                    found += [(node.target, n, p, "a loop name over Variables")
+                              for n, p in self.unpacked(node.target, None, aliases, held) if n.value not in written]
+            for binding, name, paths, how in found:
+                if name.value in aliases:
+                    continue
+                # the loop's literal is built once, before the loop: no pass binds the name afresh
+                self.check_maybe_variable(binding, name.value, paths, how, written, fresh=type(node) is not cst.For)
+
     def returned_variables(self, method: cst.FunctionDef, seen: frozenset[str] = frozenset()) -> list[list[str]]:
         """The Variables a method may hand out as the object (``return self.V``, ``return self.V if c
         else self.U``, ``return self._pick()``): looked at only when needed."""
@@ -413,8 +496,8 @@ class Normaliser:
         return [p for n in walk(method.body) if type(n) is cst.Return and n.value is not None
                 for p in self.candidates(n.value, seen=seen)]
 
-    def check_maybe_variable(self, binding: cst.Assign, name: str, paths: list[list[str]], how: str,
-                             written: set[str]) -> None:
+    def check_maybe_variable(self, binding: cst.CSTNode, name: str, paths: list[list[str]], how: str,
+                             written: set[str], fresh: bool = True) -> None:
         """``name`` is bound by ``binding`` to what may be one of the Variables ``paths`` (the object,
         not its value). Written through, batchify cannot tell which Variable it writes; read after a
         later write of one of them, the original's name sees the new value, the batched code the old."""
@@ -422,9 +505,14 @@ class Normaliser:
             return
         which = " or ".join(dict.fromkeys(f"self.{'.'.join(p)}" for p in paths))
         if name in written:
-            self.report(binding, "BFY213", f"'{name}' is {which}, {how}, and is written through: batchify cannot "
-                        "tell which Variable it writes; write each Variable itself (if ...: self.V.value = ... "
-                        "else: self.U.value = ...)")
+            if " or " in which:
+                self.report(binding, "BFY213", f"'{name}' is {which}, {how}, and is written through: batchify "
+                            "cannot tell which Variable it writes; write each Variable itself (if ...: "
+                            "self.V.value = ... else: self.U.value = ...)")
+            else:
+                self.report(binding, "BFY213", f"'{name}' is {which}, {how}, and is written through: batchify "
+                            f"follows such a name only when bound once at the top of the method ({name} = "
+                            f"{which}); write {which} itself")
             return
         position = {id(n): i for i, n in enumerate(self.nodes)}
         inside = {id(n) for n in walk(binding)}
@@ -437,7 +525,7 @@ class Normaliser:
         rebound = {id(t) for n in self.nodes for t in assigned(n)}
         reads = [n for n in self.nodes if type(n) is cst.Name and n.value == name and id(n) not in rebound
                  and position[id(n)] > start]
-        if any(self.may_run_after(read, position, start, first_write, inside, targets) for read in reads):
+        if any(self.may_run_after(read, position, start, first_write, inside, targets, fresh) for read in reads):
             if how.startswith("an item of"):  # `t = self.xs[0]`
                 item = cst.Module([]).code_for_node(binding.value) if type(binding) is cst.Assign else f"{which}[...]"
                 self.report(binding, "BFY213", f"'{name}' is {how}, the Variable object, and is read after {which} "
@@ -447,14 +535,15 @@ class Normaliser:
                 return
             then = ("return its .value from that method" if how.startswith("returned")
                     else "give that function its .value" if how.startswith("handed back")
-                    else "bind its .value (self.V.value if ... else self.U.value)")
+                    else "bind its .value (self.V.value if ... else self.U.value)" if " or " in which
+                    else f"bind {which}.value")
             self.report(binding, "BFY213", f"'{name}' is {which} ({how}), the Variable object, and is read after "
                         f"that Variable is written again in {self.current.name.value}(): the original's '{name}' "
                         f"would see the new value; if you mean the value then, {then}; if you mean the current "
                         "value, read the Variable itself there")
 
     def may_run_after(self, read: cst.Name, position: dict[int, int], start: int, first_write: int,
-                      binding: set[int], targets: set[tuple[str, ...]]) -> bool:
+                      binding: set[int], targets: set[tuple[str, ...]], fresh: bool = True) -> bool:
         """Whether ``read`` (after the binding at ``start`` in the text) may run after a write of
         ``targets``: it comes after the first one in the text (what the writing statement itself
         reads is read before its write); or it is in a lambda, a nested function or a generator, which
@@ -473,7 +562,7 @@ class Normaliser:
                 return True
             bound_inside = any(id(n) in binding for n in below)
             if (any(id(n) not in binding and self.writes_any(n, targets) for n in below)
-                    and not (bound_inside and start < at)):
+                    and not (fresh and bound_inside and start < at)):
                 return True
         return False
 

@@ -521,6 +521,22 @@ RULES: tuple[Rule, ...] = (
              after='return bfy.unwrap(state), self.scale(x) + state.V'),
     ),
     Rule(
+        'value of a returned Variable',
+        f"{EXPR}.call_result_value",
+        "`.value` of what a stateful call returns",
+        '`y = self.step(x).value`, where `step` returns a Variable (`return self.S`)',
+        ('`state, step_out = self.step_pure(params, state, x)` and `y = step_out`: the pure method hands '
+         'back the value'),
+        Case(before='return self.helper2(x).value * 2.0',
+             after=('state, helper2_out = self.helper2_pure(params, state, x)\n'
+                    'return bfy.unwrap(state), helper2_out * 2.0'),
+             extra=('    def helper2(self, x):\n'
+                    '        self.S.value = x\n'
+                    '        return self.S\n')),
+        Case(before='return self.scale(x).value * self.V',
+             after='return bfy.unwrap(state), self.scale(x).value * state.V'),
+    ),
+    Rule(
         'super call',
         f"{EXPR}.own_call",
         "a same-file base's method",

@@ -107,6 +107,12 @@ FOLLOWED = {
     "AliasReadThenRebound": "v = self.V\nout = bm.tanh(v) * 2.0\nv = out + x @ self.W\nself.V.value = v\n"
                             "self.V += v\nreturn v + out",
     "AliasReboundBeforeACall": "u = self.U\nu = u * 0.5\nout = self._step(x @ self.W)\nreturn u + out",
+    # `.value` of the Variable a method returns (probe G: main's batched code read `.value` of the
+    # array the pure method returns: BFY303 AttributeError when run)
+    "ValueOfAReturnedVariable": "a = self._step(x).value\nb = self._step(x @ self.W).value\nreturn a + b",
+    "ValueOfAPickedVariable": "out = self._pick().value\nself.V.value = x @ self.W + out\nreturn self.V.value",
+    # bound by another form but read only before any write of it: the value then, in the original too
+    "WalrusReadBeforeTheWrite": "out = (v := self.V) * 2.0\nself.V.value = x @ self.W + v\nreturn out",
     # bound afresh in each pass before it is read: every read sees the value of this pass
     "ConditionalAliasBoundInTheLoop": "for k in range(2):\n    v = self.V if self.flag else self.U\n    out = v * 0.5\n"
                                       "    self.V.value = out + x @ self.W\nreturn self.V.value",
@@ -158,6 +164,35 @@ REFUSED = {
     "AliasReboundAfterACall": ("u = self.U  # <-\nout = self._step(x @ self.W)\nu = u + out\nreturn u * 1.0",
                                "BFY213"),
     "ReturnedVariableOutlivesACall": ("a = self._step(x)  # <-\nb = self._step(x @ self.W)\nreturn a + b", "BFY213"),
+    # A Variable bound to a name by any other form (probe G: main transformed each with exit 0, and the
+    # batched code read the old value, or dropped the write through the name; verify FAILed all)
+    "WalrusAliasOutlivesWrite": ("out = (v := self.V) * 1.0  # <-\nself.V.value = x @ self.W\nreturn v * 1.0 + out",
+                                 "BFY213"),
+    "WalrusAliasWrittenThrough": ("(v := self.V)  # <-\nv += x @ self.W\nreturn self.V * 1.0", "BFY213"),
+    "WalrusInAnIfTest": ("if (v := self.V) is not None:  # <-\n    self.V.value = x @ self.W\nreturn v * 1.0",
+                         "BFY213"),
+    "WithAsAlias": ("import contextlib\nwith contextlib.nullcontext(self.V) as v:  # <-\n"
+                    "    self.V.value = x @ self.W\n    out = v * 1.0\nreturn out", "BFY213"),
+    "WithAsWrittenThrough": ("import contextlib\nwith contextlib.nullcontext(self.V) as v:  # <-\n"
+                             "    v += x @ self.W\nreturn self.V * 1.0", "BFY213"),
+    "StarredUnpackAlias": ("v, *rest = self.V, self.U  # <-\nself.V.value = x @ self.W\nreturn v * 1.0", "BFY213"),
+    "StarredUnpackWrittenThrough": ("v, *rest = self.V, self.U  # <-\nv += x @ self.W\nreturn self.V * 1.0",
+                                    "BFY213"),
+    "NestedUnpackAlias": ("(v, u), k = (self.V, self.U), 1  # <-\nself.V.value = x @ self.W\nreturn v * 1.0 + u",
+                          "BFY213"),
+    "UnpackedInABlockWrittenThrough": ("if self.flag:\n    a, b = self.V, self.U  # <-\n    a += x @ self.W\n"
+                                       "return self.V * 1.0", "BFY213"),
+    "AnnotatedAlias": ("v: bm.Variable = self.V  # <-\nv += x @ self.W\nreturn self.V * 1.0", "BFY213"),
+    "LoopNameOutlivesTheLoop": ("for v in (self.V,):  # <-\n    pass\nself.V.value = x @ self.W\nreturn v * 1.0",
+                                "BFY213"),
+    "LoopNameReadAfterAnEarlierPassWrote": ("total = 0.0\nfor v in (self.V, self.U):  # <-\n"
+                                            "    self.U.value = v * 2.0 + x @ self.W\nreturn self.U.value", "BFY213"),
+    "LocalFunctionReturnsVariable": ("def get():\n    return self.V\n\nv = get()  # <-\nself.V.value = x @ self.W\n"
+                                     "return v * 1.0", "BFY213"),
+    "LocalFunctionWrittenThrough": ("def get():\n    return self.V\n\nv = get()  # <-\nv += x @ self.W\n"
+                                    "return self.V * 1.0", "BFY213"),
+    "LambdaReturnsVariable": ("get = lambda: self.V\nv = get()  # <-\nself.V.value = x @ self.W\nreturn v * 1.0",
+                              "BFY213"),
     # ... or read where it runs after that write although it comes first in the text: at the top of a
     # loop whose body writes the Variable (the next pass), or in a function called later (main wrote
     # batched code that read the old value for all five: verify FAILed them, the transform did not refuse)

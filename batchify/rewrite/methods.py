@@ -279,7 +279,8 @@ class ExprRewriter(Transformer):
         return not (path and isinstance(self.ctx.resolve(path), LibraryRef))
 
     # The read rules, tried in order on every attribute; the first that gives a node wins (batchify.rules).
-    ATTRIBUTE_RULES = ("container_item_read", "state_read", "builtin_read", "mode_read", "property_read")
+    ATTRIBUTE_RULES = ("call_result_value", "container_item_read", "state_read", "builtin_read", "mode_read",
+                       "property_read")
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         self.refuse_global_key(original_node)
@@ -290,6 +291,15 @@ class ExprRewriter(Transformer):
             if out is not None:
                 return out
         return updated_node  # constants and methods stay on self; analysis reported unknown `.value`s
+
+    def call_result_value(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
+        """``self._step(x).value`` -> ``_step_out``: what a call moved in front hands back is one
+        example's array (the Variable the original's method returned, as its value), which has no
+        ``.value``; the original read the Variable's value right there, which this is."""
+        if (original_node.attr.value == "value" and type(original_node.value) is cst.Call
+                and type(updated_node.value) is cst.Name and updated_node.value.value in self.hoisted):
+            return updated_node.value
+        return None
 
     def container_item_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
         """``self.xs[i].value`` of a bm.VarList / VarDict -> ``state.xs[i]``: the item is an array; so is
