@@ -148,6 +148,7 @@ class Strength:
     # Whether the step takes an input drawn per example; False: only the starts (--perturb) set the
     # examples apart, so that is the advice when a check is weak. None: not known (advice for inputs).
     drawn_inputs: bool | None = None
+    nan_only: list[str] = field(default_factory=list)  # outputs and states NaN in every element at every step
 
     def weak_reasons(self, steps: int, batch: int) -> list[str]:
         reasons = []
@@ -157,6 +158,10 @@ class Strength:
             reasons.append(f"no state Variable changed and no output varied in {steps} steps{starts}")
         if not self.state_leaves and not self.outputs:
             reasons.append("no state and no float output: nothing was compared")
+        if self.nan_only:
+            reasons.append(f"NaN in every element at every step of every example: {', '.join(self.nan_only)} "
+                           "(NaN compared with NaN agrees, so this could not fail; look for a 0/0 or a log of "
+                           "zero the inputs never move away from)")
         if batch > 1 and not self.examples_differ:
             reasons.append("every example of the batch ran the same (inputs and states): mixing examples "
                            "could not show" + starts)
@@ -524,7 +529,7 @@ def measure(starts: list[dict], outputs, states) -> Strength:
             return max((float(np.max(np.abs(np.asarray(step[name], float) - np.asarray(starts[e][name], float))))
                         for step in states[e] if np.size(step[name])), default=0.0)
 
-        if any(not np.array_equal(step[name], starts[0][name]) for step in states[0]):
+        if any(not np.array_equal(step[name], starts[0][name], equal_nan=True) for step in states[0]):
             return True
         return any(far(e) > float(np.max(np.abs(np.asarray(starts[e][name], float)
                                                 - np.asarray(starts[0][name], float)), initial=0.0))
@@ -534,7 +539,7 @@ def measure(starts: list[dict], outputs, states) -> Strength:
     s.moved, s.unmoved = len(names) - len(unmoved), unmoved
     flat = [[[np.asarray(x) for x in jax.tree.leaves(out)] + [step[n] for n in names]
              for out, step in zip(outputs[e], states[e])] for e in range(len(outputs))]
-    s.examples_differ = any(not np.array_equal(a, b) for e in range(1, len(flat))
+    s.examples_differ = any(not np.array_equal(a, b, equal_nan=True) for e in range(1, len(flat))
                             for step0, step in zip(flat[0], flat[e]) for a, b in zip(step0, step))
     booleans = [n for n in names if np.asarray(states[0][0][n]).dtype == np.bool_]
     if booleans:
@@ -546,8 +551,19 @@ def measure(starts: list[dict], outputs, states) -> Strength:
     first = [np.asarray(x) for x in jax.tree.leaves(outputs[0][0])] if outputs and outputs[0] else []
     s.outputs = sum(np.issubdtype(x.dtype, np.floating) for x in first)
     # A stateless step (an already functional `step(x, h) -> h_next`) is covered by its outputs.
-    s.outputs_vary = any(not np.array_equal(a, np.asarray(b)) for run in outputs for out in run
+    s.outputs_vary = any(not np.array_equal(a, np.asarray(b), equal_nan=True) for run in outputs for out in run
                          for a, b in zip(first, jax.tree.leaves(out)))
+
+    # NaN compared with NaN agrees (``compare``): what is NaN throughout could not fail.
+    def nan_throughout(values) -> bool:
+        values = [np.asarray(v) for v in values]
+        return bool(values) and all(np.issubdtype(v.dtype, np.floating) and v.size and np.isnan(v).all()
+                                    for v in values)
+
+    leaves = len(first)
+    s.nan_only = [("the output" if leaves == 1 else f"output {i}") for i in range(leaves)
+                  if nan_throughout(jax.tree.leaves(out)[i] for run in outputs for out in run)]
+    s.nan_only += [name for name in names if nan_throughout(step[name] for run in states for step in run)]
     return s
 
 

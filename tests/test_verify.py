@@ -600,3 +600,37 @@ def test_a_weak_step_without_inputs_is_told_what_moves_it(tmp_path: Path) -> Non
     assert any("--perturb" in r for r in reasons), reasons
     code, payload = verify_json(*flags, "--perturb", "5", cwd=tmp_path)
     assert code == 0 and not payload["weak"], payload["classes"][0]["weak_reasons"]
+
+
+NAN_READOUT = """
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Decode(bp.DynamicalSystem):
+    \"\"\"A decoder whose rate stays zero (probe I's P_CANN1D.decode): 0/0, NaN at every step.\"\"\"
+
+    def __init__(self, n):
+        super().__init__()
+        self.u = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.u.value = 0.5 * self.u + x
+        r = self.u * 0.0
+        return bm.sum(r * self.u) / bm.sum(r)
+"""
+
+
+def test_an_output_that_is_nan_at_every_step_is_weak(tmp_path: Path) -> None:
+    """NaN compared with NaN agrees, so an output NaN throughout could not fail; main counted it as
+    varying (NaN != NaN) and said PASS."""
+    from batchify import transform
+
+    (tmp_path / "decode.py").write_text(NAN_READOUT)
+    (tmp_path / "decode_batched.py").write_text(transform(NAN_READOUT.encode(), "decode.py", command="batchify").text)
+    code, payload = verify_json("decode.py", "decode_batched.py", "--init", "4", "--input-shape", "x=4",
+                                "--steps", "5", "--no-speed", cwd=tmp_path)
+    result = payload["classes"][0]
+    assert code == 0 and result["weak"], result["weak_reasons"]
+    assert any("NaN" in r for r in result["weak_reasons"]), result["weak_reasons"]
+    assert not result["strength"]["outputs_vary"], result["strength"]
