@@ -1422,3 +1422,40 @@ def test_a_reset_bp_reset_state_cannot_call_is_still_compared(tmp_path, tampered
         assert checked.returncode == 1 and not reset["ok"], checked.stdout[-3000:]
     else:
         assert checked.returncode == 0 and reset["ok"], checked.stdout[-3000:] + checked.stderr[-2000:]
+
+
+STDP_NET = """
+import brainpy as bp
+import brainpy.math as bm
+
+
+class STDPNet(bp.DynSysGroup):
+    \"\"\"BrainPy's own STDP example (probe I): STDP_Song2000 turns the AllToAll's plain weight into a
+    Variable at its first step.\"\"\"
+
+    def __init__(self, num_poisson, num_lif=1, g_max=0.01):
+        super().__init__()
+        self.noise = bp.dyn.PoissonGroup(num_poisson, freqs=15.)
+        self.group = bp.dyn.Lif(num_lif, V_reset=-60., V_rest=-74, V_th=-54, tau=10.,
+                                V_initializer=bp.init.Normal(-60., 1.))
+        syn = bp.dyn.Expon.desc(num_lif, tau=5.)
+        out = bp.dyn.COBA.desc(E=0.)
+        comm = bp.dnn.AllToAll(num_poisson, num_lif, bp.init.Uniform(0., g_max))
+        self.syn = bp.dyn.STDP_Song2000(self.noise, None, syn, comm, out, self.group, tau_s=20, tau_t=20,
+                                        W_max=g_max, W_min=0., A1=0.01 * g_max, A2=0.0105 * g_max)
+
+    def update(self):
+        self.noise()
+        self.syn()
+        self.group()
+        return self.syn.comm.weight.flatten()[:10]
+"""
+
+
+def test_a_variable_a_builtin_creates_while_stepping_is_a_clear_refusal(tmp_path) -> None:
+    """main: 'BFY900 internal error: KeyError: syn.comm.weight' (restoring the original's state after
+    its run met a Variable its snapshot before the run did not have)."""
+    checked = verify_cli(tmp_path, "stdpnet", STDP_NET, "--init", "20, 2, 0.5", "--steps", "20", "--dt", "0.5")
+    assert checked.returncode == 2, checked.stdout[-2000:] + checked.stderr[-2000:]
+    assert "BFY900" not in checked.stderr and "Traceback" not in checked.stderr, checked.stderr
+    assert "BFY302" in checked.stderr and "syn.comm.weight" in checked.stderr, checked.stderr
