@@ -103,6 +103,14 @@ def batched(variable, batch_size):
 _CONSTRUCTING = contextvars.ContextVar("batchify_constructing", default=0)
 
 
+def positive_batch_size(batch_size):
+    """``batch_size`` if it is a whole number of examples (at least 1), else a ValueError saying so
+    (0 used to end in a bare ZeroDivisionError or a range() error)."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive whole number of examples, got {batch_size!r}")
+    return int(batch_size)
+
+
 def required_reset_args(reset_state, skip):
     """What a reset gets for the parameters ``reset_state`` requires after its first ``skip`` ones:
     ``batch_size`` without a default means the model is always batched, so one example is a batch
@@ -2419,7 +2427,7 @@ class Harness:
         Compiled once per harness and chunk size: the last chunk is padded, not compiled again.
         """
         key = jax.random.PRNGKey(0) if key is None else key
-        batch_size = min(batch_size, examples_in(xs))
+        batch_size = min(positive_batch_size(batch_size), examples_in(xs))
         losses, hits = [], []
         for start in range(0, examples_in(xs), batch_size):
             x, y = examples_at(xs, slice(start, start + batch_size)), examples_at(ys, slice(start, start + batch_size))
@@ -2447,7 +2455,7 @@ class Harness:
         ``history_file`` (``.json`` or ``.csv``) gets the per-epoch history.
         """
         n_devices = self.mesh.devices.size
-        if batch_size % n_devices:
+        if positive_batch_size(batch_size) % n_devices:
             raise ValueError(f"batch_size {batch_size} is not a multiple of the {n_devices} devices")
         params = jax.device_put(self.model.params() if params is None else params, self.replicated)
         opt_state = self.optimizer.init(params)
@@ -2614,7 +2622,7 @@ class LossHarness(Harness):
 
     def evaluate(self, params, xs, ys, batch_size=256, key=None):
         """Mean loss, and the mean of a scalar auxiliary output (None without one), over a dataset."""
-        batch_size = min(batch_size, examples_in(xs))
+        batch_size = min(positive_batch_size(batch_size), examples_in(xs))
         losses, aux = [], []
         for start in range(0, examples_in(xs), batch_size):
             x, y = examples_at(xs, slice(start, start + batch_size)), examples_at(ys, slice(start, start + batch_size))

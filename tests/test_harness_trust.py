@@ -508,3 +508,15 @@ def test_evaluate_gives_example_i_the_key_every_batch_function_gives_it(tmp_path
     for size in (6, 4, 2):  # one chunk, a padded last chunk, three chunks
         np.testing.assert_allclose(harness.evaluate(batched.params(), xs, ys, batch_size=size, key=key)[0], want,
                                    rtol=1e-5)
+
+
+@pytest.mark.parametrize("batch_size", [0, -4, 2.5])
+def test_a_batch_size_that_is_no_number_of_examples_is_refused(seed, batch_size) -> None:
+    """Probe H: fit(batch_size=0) raised a bare ZeroDivisionError, evaluate's a range() error."""
+    original, generated = seed
+    harness = generated.SeedSNNHarness(generated.SeedSNNBatched(N_IN, N_HIDDEN, N_OUT, batch_size=2))
+    xs, ys = data(4)
+    with pytest.raises(ValueError, match=r"batch_size must be a positive whole number of examples"):
+        harness.fit(xs, ys, epochs=1, batch_size=batch_size, progress=False)
+    with pytest.raises(ValueError, match=r"batch_size must be a positive whole number of examples"):
+        harness.evaluate(harness.model.params(), xs, ys, batch_size=batch_size)
