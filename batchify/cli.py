@@ -763,12 +763,21 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
         cls = ir.classes.get(name)
         if cls is None:
             return []
+        import libcst as cst  # (loaded already: the IR is built)
+
         methods, reached, todo = ir.all_methods(cls), set(), list(checked)
+        # An integrator built in __init__ around a derivative method (`self.integral =
+        # bp.odeint(f=self.dV)`) calls that method whenever the step calls the integrator.
+        through = {holder: set(re.findall(r"\bself\.(\w+)", cst.Module([]).code_for_node(value)))
+                   for holder, value in cls.holder_values.items()}
         while todo:
             m = todo.pop()
             if m in methods and m not in reached:
                 reached.add(m)
                 todo += methods[m].self_calls
+                code = cst.Module([]).code_for_node(methods[m].node) if through else ""
+                todo += [d for holder, derivatives in through.items()
+                         if re.search(rf"\bself\.{holder}\b", code) for d in derivatives]
         return [m for m in stateful[name] if m not in reached and not m.startswith("_")
                 and m not in ("reset_state", "reset", "clear_input") and methods.get(m) is not None
                 and methods[m].kind == "method"]

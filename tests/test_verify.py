@@ -634,3 +634,41 @@ def test_an_output_that_is_nan_at_every_step_is_weak(tmp_path: Path) -> None:
     assert code == 0 and result["weak"], result["weak_reasons"]
     assert any("NaN" in r for r in result["weak_reasons"]), result["weak_reasons"]
     assert not result["strength"]["outputs_vary"], result["strength"]
+
+
+INTEGRATED = """
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Cell(bp.DynamicalSystem):
+    \"\"\"A derivative method that reads state, handed to an integrator in __init__ (probe I's
+    DeepCerebellarNuclei): update calls it through the integrator.\"\"\"
+
+    def __init__(self, n):
+        super().__init__()
+        self.V = bm.Variable(bm.zeros(n))
+        self.drive = bm.Variable(bm.zeros(n))
+        self.integral = bp.odeint(f=self.dV, method="exp_auto")
+
+    def dV(self, V, t):
+        return (-V + self.drive) / 10.0
+
+    def update(self, x):
+        self.drive.value = x
+        self.V.value = self.integral(self.V, bp.share['t'], dt=bp.share['dt'])
+        return self.V.value
+"""
+
+
+def test_a_derivative_called_through_an_integrator_is_checked(tmp_path: Path) -> None:
+    """main: 'not checked: dV(), stateful and never called by the method checked', though update
+    calls it through self.integral = bp.odeint(f=self.dV)."""
+    from batchify import transform
+
+    (tmp_path / "cell.py").write_text(INTEGRATED)
+    (tmp_path / "cell_batched.py").write_text(transform(INTEGRATED.encode(), "cell.py", command="batchify").text)
+    result = verify("cell.py", "cell_batched.py", "--init", "4", "--input-shape", "x=4", "--steps", "5", "--dt",
+                    "0.5", "--no-speed", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "not checked" not in result.stdout, result.stdout
