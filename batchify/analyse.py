@@ -518,7 +518,8 @@ class _ClassScan:
                 if type(node) is cst.Call and id(node) not in direct:
                     qn = self.a.qualified_names(node.func)
                     if qn & (names.STATE_VARIABLES | names.PARAM_VARIABLES):
-                        if func.name.value == "__init__":
+                        if func is init or func is reset or any(func is h for h in self.helpers.values()):
+                            # where Variables may be created: this one is not assigned to an attribute
                             self.a.report(node, "BFY102", "this Variable is not assigned directly to an attribute "
                                           "(self.NAME = bm.Variable(...), or v = bm.Variable(...) and then "
                                           "self.NAME = v, v used for nothing else); batchify cannot track it")
