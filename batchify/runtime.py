@@ -1800,6 +1800,10 @@ class BuiltinBatched(bp.DynamicalSystem):
         return state
 
     def reset_state_pure(self, params, state):
+        if isinstance(self.model, bp.dyn.IonChaDyn):
+            # BrainPy's resets never call an ion channel's own reset_state (bp.reset_state skips
+            # IonChaDyn nodes; the neuron holding a channel resets it), and IonChannel's raises
+            return state, None
         return self.library.call(params, state, self.model.reset_state)
 
     def clear_input(self, *args, **kwargs):

@@ -1459,3 +1459,43 @@ def test_a_variable_a_builtin_creates_while_stepping_is_a_clear_refusal(tmp_path
     assert checked.returncode == 2, checked.stdout[-2000:] + checked.stderr[-2000:]
     assert "BFY900" not in checked.stderr and "Traceback" not in checked.stderr, checked.stderr
     assert "BFY302" in checked.stderr and "syn.comm.weight" in checked.stderr, checked.stderr
+
+
+ION_CHANNEL = """
+import brainpy as bp
+import brainpy.math as bm
+
+
+class IK(bp.dyn.IonChannel):
+    \"\"\"The paper's potassium channel (corpus: figure2.py::IK): no reset_state of its own, so
+    IonChannel's raises; bp.reset_state skips ion channels (their neuron resets them).\"\"\"
+    master_type = bp.dyn.HHTypedNeuron
+
+    def __init__(self, size, E=-90., g_max=10., phi=1., V_sh=-50., method='exp_auto'):
+        super().__init__(size)
+        self.g_max, self.E, self.V_sh, self.phi = g_max, E, V_sh, phi
+        self.p = bm.Variable(bm.zeros(size))
+        self.integral = bp.odeint(self.dp, method=method)
+
+    def dp(self, p, t, V):
+        tmp = V - self.V_sh - 15.
+        alpha = 0.032 * tmp / (1. - bm.exp(-tmp / 5.))
+        beta = 0.5 * bm.exp(-(V - self.V_sh - 10.) / 40.)
+        return self.phi * (alpha * (1. - p) - beta * p)
+
+    def update(self, V):
+        self.p.value = self.integral(self.p, bp.share['t'], V)
+
+    def current(self, V):
+        return self.g_max * self.p ** 4 * (self.E - V)
+"""
+
+
+def test_an_ion_channel_resets_as_brainpys_sweep_does(tmp_path) -> None:
+    """bp.reset_state(original IK) resets nothing (BrainPy skips ion channels); the batched wrapper's
+    called IonChannel.reset_state, which raises NotImplementedError. Hidden while verify skipped every
+    reset when one of the original's raised; with the resets compared: 'the batched model refused to run'."""
+    checked = verify_cli(tmp_path, "channel", ION_CHANNEL, "--init", "3", "--input-shape", "V=3:float32:60.0", "--dt",
+                         "0.1", "--steps", "10", "--batch", "3", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "reset_state() not compared" in checked.stdout and "reset skipped" not in checked.stdout, checked.stdout
