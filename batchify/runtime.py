@@ -2399,7 +2399,7 @@ class Harness:
 
     def _chunk_plan(self, xs, ys, params=None, *key):
         """``(size, unroll)`` of ``microbatch_plan``."""
-        batch = jax.tree.leaves(xs)[0].shape[0]
+        batch = self._sharded_batch_size(xs)
         devices = self.mesh.devices.size
         steps = jax.tree.leaves(xs)[0].shape[1] if self.sequence else self.steps
         unroll = self.rollout_unroll(steps)
@@ -2419,8 +2419,22 @@ class Harness:
         per_example = self.residual_bytes(xs, ys, params, *key)
         return _chunk_size(batch, devices, devices * (self.microbatch_budget() // per_example)), unroll
 
+    def _sharded_batch_size(self, xs):
+        """The batch size of ``xs``, which the mesh's devices must share equally (each device runs a
+        contiguous block): checked here, before JAX's ``shard_map`` or ``device_put`` would say it in
+        their own terms."""
+        batch = jax.tree.leaves(xs)[0].shape[0]
+        devices = self.mesh.devices.size
+        if batch % devices:
+            raise ValueError(f"a batch of {batch} examples is not a multiple of the {devices} devices the harness "
+                             f"shares it over; pass batches of a multiple of {devices} (fit's batch_size), or "
+                             f"build the harness with devices=jax.devices()[:1]")
+        return batch
+
     def shard(self, batch):
         """Place a batch on the mesh, split along its first axis (with several hosts: this host's part)."""
+        if jax.process_count() == 1:
+            self._sharded_batch_size(batch)
         if jax.process_count() > 1:
             return jax.tree.map(lambda a: jax.make_array_from_process_local_data(self.batch_sharded, a), batch)
         return jax.device_put(batch, self.batch_sharded)

@@ -332,6 +332,17 @@ try:
     raise AssertionError("a chunk of 3 on 2 devices must be refused")
 except ValueError as e:
     assert "multiple of the 2 devices" in str(e)
+# An odd batch straight to train_step (fit checks its batch_size): batchify's message, not shard_map's.
+odd_x, odd_y = t.spikes(t.B - 1)
+auto = module.SNNHarness(batched)
+for call in (lambda: auto.train_step(batched.params(), auto.optimizer.init(batched.params()), odd_x, odd_y),
+             lambda: jax.jit(single.microbatched_value_and_grad)(batched.params(), odd_x, odd_y),
+             lambda: single.shard((odd_x, odd_y))):
+    try:
+        call()
+        raise AssertionError("an odd batch on 2 devices must be refused")
+    except ValueError as e:
+        assert f"batch of {t.B - 1} examples" in str(e) and "multiple of the 2 devices" in str(e), str(e)[-500:]
 # Data-parallel: no device gathers another's inputs; the gradients are averaged, once per step.
 params = batched.params()
 hlo = jax.jit(chunked.train_step).lower(params, chunked.optimizer.init(params), xs, ys).compile().as_text()
