@@ -602,6 +602,31 @@ def raised_in(exc: BaseException, src: Path, shown: str, generated: Path) -> Dia
                       f"{message} (in {frame.name}); this is a transformation bug, please report it")
 
 
+def built_at(src: Path, model: str, paths: tuple[str, ...]) -> tuple[int, int]:
+    """Where class ``model`` (a batched class's name: ``FooBatched``) of ``src`` first assigns the
+    attribute that leads to ``paths[0]`` (``syn`` of ``syn.comm.weight``): the line to fix for a
+    Variable the batched model refused to run with. The class's line without one; 1:1 without it."""
+    import ast
+
+    try:
+        tree = ast.parse(src.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return 1, 1
+    name = model.removesuffix("Batched")
+    cls = next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name), None)
+    if cls is None:
+        return 1, 1
+    attr = paths[0].split(".")[0] if paths else None
+    for node in ast.walk(cls):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign | ast.AugAssign) else []
+        for target in targets:
+            for t in ast.walk(target):
+                if isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name):
+                    return t.lineno, t.col_offset + 1
+    return cls.lineno, cls.col_offset + 1
+
+
 def not_traceable(exc, src: Path, shown: str, generated: Path) -> Diagnostic:
     """BFY302 at the source line whose code cannot be traced (``verify.NotTraceable``)."""
     where = raised_in(exc.error, src, shown, generated)
@@ -852,14 +877,16 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
                                        else rerun_argv, probe=args.x64_probe,
                                        speed=not (getattr(args, "no_speed", False) or args.x64_probe))
     except DriveError as exc:
-        raise BatchifyError([Diagnostic(shown, 1, 1, "BFY302", f"cannot verify: {exc}")]) from None
+        line, col = built_at(src, exc.model, exc.paths) if hasattr(exc, "paths") else (1, 1)
+        raise BatchifyError([Diagnostic(shown, line, col, "BFY302", f"cannot verify: {exc}")]) from None
     except engine.NotTraceable as exc:  # the model's code runs eagerly only: the user's to fix
         raise BatchifyError([not_traceable(exc, src, shown, generated)]) from None
     except RuntimeError as exc:  # the generated code refused to run (a built-in learning its weights online)
         diagnostic = raised_in(exc, src, shown, generated)
         if diagnostic is not None and diagnostic.path == shown:  # the original's own code (NotImplementedError)
             raise BatchifyError([diagnostic]) from None
-        raise BatchifyError([Diagnostic(shown, 1, 1, "BFY302", f"cannot verify: the batched model refused "
+        line, col = built_at(src, exc.model, exc.paths) if hasattr(exc, "paths") else (1, 1)
+        raise BatchifyError([Diagnostic(shown, line, col, "BFY302", f"cannot verify: the batched model refused "
                                         f"to run: {exc}")]) from None
     except Exception as exc:  # noqa: BLE001 - the user's model or the generated one raised: say whose
         diagnostic = raised_in(exc, src, shown, generated)

@@ -299,11 +299,13 @@ def restore(obj, values: dict[str, np.ndarray]) -> None:
     found = variables(obj)
     appeared = [k for k in found if k not in values]
     if appeared:  # (a KeyError here was batchify's internal error)
-        raise DriveError(f"the original's Variables changed while it ran: {', '.join(appeared)} became "
+        error = DriveError(f"the original's Variables changed while it ran: {', '.join(appeared)} became "
                          f"{'a Variable' if len(appeared) == 1 else 'Variables'} after it was built (as "
                          "bp.dyn.STDP_Song2000 makes its connection's plain weight one at its first step); "
                          "batchify batches the Variables a model holds once built, so it can neither "
                          "compare nor batch this: create it as a Variable (or TrainVar) when building the model")
+        error.model, error.paths = type(obj).__name__, tuple(appeared)  # for the CLI to point at their line
+        raise error
     for k, v in found.items():
         v.value = bm.asarray(values[k])
     for k, v in random_states(obj).items():

@@ -60,6 +60,16 @@ class RuntimeMismatch(ImportError):
     """A generated module asks for a runtime contract the installed batchify does not serve."""
 
 
+class UnbatchedStateError(RuntimeError):
+    """A batched call met a Variable batchify does not batch. ``model`` is the batched class's name
+    and ``paths`` the named Variables' attribute paths (``syn.comm.weight``), so that a caller can
+    point at the line that builds them."""
+
+    def __init__(self, message, model, paths):
+        super().__init__(message)
+        self.model, self.paths = model, tuple(paths)
+
+
 def __getattr__(name):
     """``from batchify.runtime import v5 as bfy``: the generated module names its contract in its import,
     and gets this module when it is served, or one sentence saying why not."""
@@ -1330,13 +1340,33 @@ def batch_state_only(model, what):
     the same value, or the whole batch's values inside one example's step: the call fails naming it
     too, instead of computing something the model never meant.
     """
+    built = {id(v) for v in model.vars().values()}
     trace = brainstate.StateTraceStack()
     with trace:
         yield
 
+    def paths_of(states):
+        paths = {id(v): path for path, v in model.vars(method="relative").items()}
+        return [paths[id(s)] for s in states if id(s) in paths]
+
     def named(states):
         paths = {id(v): path for path, v in model.vars(method="relative").items()}
         return ", ".join(paths.get(id(s), f"a {type(s).__name__} of shape {jnp.shape(s.value)}") for s in states)
+
+    def refuse(states, message):
+        return UnbatchedStateError(message, type(model).__name__, paths_of(states))
+
+    # A Variable made during the step (bp.dyn.STDP_Song2000 makes its connection's plain weight one
+    # at its first step) holds one example's traced value and is in no batch: left there, the next
+    # step fails inside BrainPy with JAX's UnexpectedTracerError.
+    made = [v for v in model.vars().values() if id(v) not in built]
+    if made:
+        raise refuse(made,
+            f"{type(model).__name__}.{what} made {named(made)}, a Variable that did not exist when the model "
+            f"was built (a BrainPy built-in that creates a Variable at its first step, as bp.dyn.STDP_Song2000 "
+            f"makes its connection's plain weight one): batchify batches the Variables a model holds once "
+            f"built, so this one would hold one example's value for the whole batch. Create it as a Variable "
+            f"(or TrainVar) when building the model.")
 
     # A write that outlives the call: every write a pure method makes through the library is put
     # back, so one still in place came from code batchify did not rewrite.
@@ -1355,7 +1385,7 @@ def batch_state_only(model, what):
             f"example's own key.")
     own = [st for st in escaped if id(st) in batch]
     if own:
-        raise RuntimeError(
+        raise refuse(own,
             f"{type(model).__name__}.{what} wrote {named(own)} as it is, in code batchify did not rewrite "
             f"(a method of a base class that is not a BrainPy model, a function given self, a method "
             f"reached through a local name or type(self)): the write would act on the whole batch at once "
@@ -1366,7 +1396,7 @@ def batch_state_only(model, what):
         kind = type(owner).__qualname__ if owner is not None else ""
         whose = (f", a Variable of {'an' if kind[:1] in 'AEIOU' else 'a'} {kind} (from {type(owner).__module__})"
                  if owner is not None else "")
-        raise RuntimeError(
+        raise refuse(escaped,
             f"{type(model).__name__}.{what} wrote {named(escaped)}{whose}, which is not part of the batch's "
             f"state: it belongs to an object batchify does not batch, run as it is for the whole batch. That "
             f"is a model batchify cannot see being built: imported from another file, made by a class or "
@@ -1375,7 +1405,7 @@ def batch_state_only(model, what):
             f"class of this file, by its own class name, so that it is batched with the rest.")
     read = trace.get_read_states()
     if read:
-        raise RuntimeError(
+        raise refuse(read,
             f"{type(model).__name__}.{what} read {named(read)} as it is, a Variable that is not part of the "
             f"batch's state: every example would see the same value (or the whole batch's, inside one "
             f"example's step), not its own. It belongs to a model handed to this one (self.pre = pre) or "

@@ -1460,7 +1460,45 @@ def test_a_variable_a_builtin_creates_while_stepping_is_a_clear_refusal(tmp_path
     checked = verify_cli(tmp_path, "stdpnet", STDP_NET, "--init", "20, 2, 0.5", "--steps", "20", "--dt", "0.5")
     assert checked.returncode == 2, checked.stdout[-2000:] + checked.stderr[-2000:]
     assert "BFY900" not in checked.stderr and "Traceback" not in checked.stderr, checked.stderr
-    assert "BFY302" in checked.stderr and "syn.comm.weight" in checked.stderr, checked.stderr
+    assert "stdpnet.py:18:9: BFY302" in checked.stderr and "syn.comm.weight" in checked.stderr, checked.stderr
+
+
+GIVEN_CHILD = """
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Syn(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.g = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.g.value = 0.9 * self.g + x
+        return self.g.value
+
+
+class Cell(bp.DynamicalSystem):
+    def __init__(self, syn, n):
+        super().__init__()
+        self.syn = syn
+        self.V = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.V.value = 0.5 * self.V + self.syn(x)
+        return self.V.value
+"""
+
+
+def test_a_refusal_to_run_points_at_the_line_that_builds_what_it_names(tmp_path) -> None:
+    """A child handed to the constructor (self.syn = syn) is batched by nothing: the batched model
+    refuses to run, naming syn.g. main put that refusal at given.py:1:1; it is the line of
+    self.syn = syn, where the user has something to change."""
+    checked = verify_cli(tmp_path, "given", GIVEN_CHILD, "--class", "Cell", "--init", "Syn(3), 3",
+                         "--input-shape", "x=3", "--steps", "5")
+    assert checked.returncode == 2, checked.stdout[-2000:] + checked.stderr[-2000:]
+    assert "given.py:19:9: BFY302 cannot verify: the batched model refused to run: CellBatched.update wrote syn.g" \
+        in checked.stderr, checked.stderr
 
 
 ION_CHANNEL = """

@@ -211,6 +211,55 @@ HOLDER = textwrap.dedent('''
 ''')
 
 
+LAZY_BUILTIN = textwrap.dedent('''
+    import brainpy as bp
+    import brainpy.math as bm
+
+
+    class LazyLif(bp.dyn.Lif):
+        """A built-in whose step makes a Variable the first time it runs (as bp.dyn.STDP_Song2000
+        makes its connection's plain weight one)."""
+
+        def update(self, x=None):
+            if not hasattr(self, "trace"):
+                self.trace = bm.Variable(bm.zeros(self.num))
+            spike = super().update(x)
+            self.trace.value = 0.9 * self.trace + spike
+            return spike
+
+
+    class Net(bp.DynSysGroup):
+        def __init__(self, n):
+            super().__init__()
+            self.lif = LazyLif(n)
+            self.W = bm.TrainVar(bm.ones(n))
+
+        def update(self, x):
+            return self.lif(self.W * x)
+''')
+
+
+@pytest.mark.parametrize("driver", ["eager", "for_loop"])
+def test_a_variable_made_while_stepping_fails_naming_it(tmp_path, driver) -> None:
+    """A Variable that appears during a batched step was made from one example's traced values and
+    is batched by nothing. On main the first step returned, the Variable holding a dead BatchTracer,
+    and the second raised JAX's UnexpectedTracerError inside BrainPy (STDPNet, probe I); now the
+    first step fails naming it."""
+    (tmp_path / "lazy_batched.py").write_text(transform(LAZY_BUILTIN.encode(), "lazy.py", command="batchify").text)
+    module = load_generated(tmp_path / "lazy_batched.py", f"lazy_batched_{driver}")
+    batched = module.NetBatched(4, batch_size=3)
+    xs = np.full((2, 3, 4), 30.0, np.float32)
+    bp.share.save(t=0.0, i=0)
+    with pytest.raises(
+            RuntimeError, match=r"NetBatched\.update made lif\.trace, a Variable that did not exist when the model "
+                                r"was built"):
+        if driver == "eager":
+            for x in xs:
+                batched.update(x)
+        else:
+            bm.for_loop(batched.update, xs)
+
+
 @pytest.mark.parametrize("driver", ["eager", "for_loop"])
 def test_a_write_to_state_batchify_does_not_batch_fails_naming_it(tmp_path, monkeypatch, driver) -> None:
     """A model imported from another file is called as it is, for the whole batch (batchify reads
