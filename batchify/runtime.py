@@ -999,7 +999,10 @@ class Batched:
         if "reset_state_pure" in cls.__dict__:  # ``@bp.reset_level(n)``: bp.reset_state orders resets by it
             level = _reset_level(cls)
             cls.reset_state = Batched.reset_state if level is None else _at_reset_level(Batched.reset_state, level)
-        elif not hasattr(cls, "reset_state_pure"):
+        elif not hasattr(cls, "reset_state_pure") and "reset_state" not in cls.__dict__:
+            # (a reset_state of the class's own that touches no state, `pass` as its children are
+            # reset by BrainPy's sweep, is copied as it is and stays: _no_reset_state, marked not
+            # implemented, would make BrainPy call reset(), resetting the children too)
             cls.reset_state = _no_reset_state
 
     def _become_batch(self, seed):

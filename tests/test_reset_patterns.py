@@ -92,3 +92,65 @@ print("ok")
     result = subprocess.run([sys.executable, "-c", script], cwd=generated, capture_output=True, text=True,
                             timeout=600)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-3000:]
+
+
+PASS_RESET = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class Leak(bp.DynamicalSystem):
+    def __init__(self, n, tau=5.0):
+        super().__init__()
+        self.n, self.tau = n, tau
+        self.reset_state()
+
+    def reset_state(self, batch_size=None):
+        self.g = bm.Variable(bm.zeros(self.n))
+
+    def update(self, x):
+        self.g.value = self.g.value * (1 - 1 / self.tau) + x
+        return self.g.value
+
+
+class Pair(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.a = Leak(n)
+        self.b = Leak(n, 10.0)
+
+    def reset_state(self, batch_size=None):
+        pass  # children reset themselves
+
+    def update(self, x):
+        return self.b(self.a(x))
+'''
+
+
+def test_a_reset_state_of_its_own_that_touches_no_state_stays_the_models(tmp_path: Path) -> None:
+    """Probe J (rola_snn.py, rola_plasticity.py): a parent's ``reset_state`` that is ``pass`` (its
+    children are reset by BrainPy's sweep). The batched class kept it in its text, but the runtime
+    replaced it with the reset of a model that has none, which BrainPy answers with ``reset()``:
+    ``model.reset_state()`` reset the children in the batch and not in the original. main: verify
+    FAIL 'reset reset_state() a.g diverges (example 0); max abs error 3.33' (float64 disagrees too)."""
+    (tmp_path / "pair.py").write_text(PASS_RESET)
+    result = run("pair.py", "-o", "pair_batched.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    result = run("verify", "pair.py", "pair_batched.py", "--class", "Pair", "--init", "3", "--input-shape", "x=3",
+                 "--steps", "6", "--no-speed", cwd=tmp_path)
+    assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
+    script = """
+import brainpy as bp, brainpy.math as bm, numpy as np
+import pair, pair_batched
+m = pair.Pair(3)
+b = pair_batched.PairBatched.from_model(m, 2)
+for _ in range(3):
+    m.update(bm.ones(3)); b.update(bm.ones((2, 3)))
+m.reset_state(); b.reset_state()                      # the parent's own: nothing
+assert np.allclose(np.asarray(m.a.g.value), 2.44) and np.allclose(np.asarray(b.a.g.value), 2.44), b.a.g.value
+bp.reset_state(m); bp.reset_state(b)                  # BrainPy's sweep: the children too
+assert np.allclose(np.asarray(m.a.g.value), 0) and np.allclose(np.asarray(b.a.g.value), 0), b.a.g.value
+print("ok")
+"""
+    checked = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert checked.returncode == 0 and "ok" in checked.stdout, checked.stdout + checked.stderr[-3000:]
