@@ -69,6 +69,10 @@ class Analysis:
         # Positions of the source, and of the nodes normalisation makes (at the place they replace).
         self.positions = Positions(self.module)
         self.diagnostics: list[Diagnostic] = []
+        # ids of the Variable constructions inside lambdas that only make one (name_variable_factories)
+        self.factory_bodies: set[int] = set()
+        # module-level functions that make a Variable but are not factories (reported where assigned)
+        self.variable_makers: set[str] = set()
 
     # -- helpers -----------------------------------------------------------
     def qualified_names(self, node: cst.CSTNode) -> set[str]:
@@ -123,6 +127,16 @@ def may_be_none(value: cst.BaseExpression | None) -> bool:
     return is_none(value)
 
 
+def element_pairs(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """``(target, value)`` pairs of an assignment: one, or each element of a tuple (or list) target
+    with its own element of a tuple value of the same length (no starred element)."""
+    kinds = (cst.Tuple, cst.List)
+    if (type(target) in kinds and type(value) in kinds and len(target.elements) == len(value.elements)
+            and all(type(e) is cst.Element for e in (*target.elements, *value.elements))):
+        return [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+    return [(target, value)]
+
+
 def definitely_assigned(body, me: str, helpers: Mapping[str, cst.FunctionDef] | None = None) -> set[str]:
     """``self.NAME`` attributes assigned on every path through ``body`` (both arms of an if/else),
     other than with ``None`` (``self.b = None``, ``A(n) if c else None``: nothing there on that path),
@@ -142,9 +156,10 @@ def definitely_assigned(body, me: str, helpers: Mapping[str, cst.FunctionDef] | 
                 targets = [t.target for t in small.targets] if type(small) is cst.Assign else (
                     [small.target] if type(small) is cst.AnnAssign else [])
                 for target in targets:
-                    path = self_path(target, me)
-                    if path and len(path) == 1:
-                        out.add(path[0])
+                    for element, _ in element_pairs(target, small.value) if small.value is not None else ():
+                        path = self_path(element, me)
+                        if path and len(path) == 1:
+                            out.add(path[0])
         elif type(stmt) is cst.If:
             orelse = stmt.orelse
             other = (definitely_assigned([orelse], me, helpers) if type(orelse) is cst.If
@@ -515,7 +530,8 @@ class _ClassScan:
         # Every other Variable construction in the class is unsupported for now.
         for func in self.functions():
             for node in walk(func):
-                if type(node) is cst.Call and id(node) not in direct:
+                if type(node) is cst.Call and id(node) not in direct and id(
+                        self.a.qualified.replaced.get(node, node)) not in self.a.factory_bodies:
                     qn = self.a.qualified_names(node.func)
                     if qn & (names.STATE_VARIABLES | names.PARAM_VARIABLES):
                         if func is init or func is reset or any(func is h for h in self.helpers.values()):
@@ -708,20 +724,23 @@ class _ClassScan:
             if type(node) in (cst.Assign, cst.AnnAssign):
                 targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
                 if len(targets) == 1 and node.value is not None:
-                    path = self_path(targets[0], me) if me else None
-                    if path is None or len(path) != 1:
-                        continue
-                    if variables_only and not (type(node.value) is cst.Call and self.a.qualified_names(
-                            node.value.func) & (names.STATE_VARIABLES | names.PARAM_VARIABLES | names.STATE_FACTORIES)):
-                        continue
-                    if type(node.value) is cst.Name and held.get(node.value.value):
-                        # `weight = bm.TrainVar(weight)` (in training mode), then `self.W = weight`:
-                        # each value the name may hold is a path of its own, as in `A if c else B`.
-                        for value in held[node.value.value]:
-                            self.classify(path[0], value, targets[0], direct)
-                        self.local_variables.add((path[0], node.value.value))
-                        continue
-                    self.classify(path[0], node.value, targets[0], direct)
+                    # `self.u, self.v = bm.Variable(a), bm.Variable(b)`: each pair an assignment of its
+                    # own (the batched constructor keeps the tuple, each Variable batched in place)
+                    for target, value in element_pairs(targets[0], node.value):
+                        path = self_path(target, me) if me else None
+                        if path is None or len(path) != 1:
+                            continue
+                        if variables_only and not (type(value) is cst.Call and self.a.qualified_names(
+                                value.func) & (names.STATE_VARIABLES | names.PARAM_VARIABLES | names.STATE_FACTORIES)):
+                            continue
+                        if type(value) is cst.Name and held.get(value.value):
+                            # `weight = bm.TrainVar(weight)` (in training mode), then `self.W = weight`:
+                            # each value the name may hold is a path of its own, as in `A if c else B`.
+                            for held_value in held[value.value]:
+                                self.classify(path[0], held_value, target, direct)
+                            self.local_variables.add((path[0], value.value))
+                            continue
+                        self.classify(path[0], value, target, direct)
 
     def classify(self, name: str, value: cst.BaseExpression, target: cst.CSTNode, direct: set[int]) -> None:
         if type(value) is cst.IfExp:  # `A(n) if c else None`: each branch is a path of its own
@@ -781,6 +800,13 @@ class _ClassScan:
             self.children.append(Child(name, value.func.value))
         elif qn & names.SDE_INTEGRATORS:
             self.noisy_integrators.append(name)
+        elif type(value.func) is cst.Name and value.func.value in self.a.variable_makers:
+            # `self.U = _maybe(n)`, a function of this file that makes a Variable on some path but is not
+            # a factory (name_variable_factories): said here, not only as BFY209 at every later use.
+            self.a.report(value, "BFY102", f"self.{name} is what {value.func.value}() returns, a function of "
+                          f"this file that makes a Variable but does not only return one (batchify follows a "
+                          f"function whose every return is `return bm.Variable(...)`); make it one, or create "
+                          f"the Variable here (self.{name} = bm.Variable(...))")
         elif type(value.func) is cst.Name and value.func.value in self.plain_stateful:
             self.a.report(value, "BFY106", f"self.{name} is a {value.func.value}, a class of this file that "
                           "creates Variables but derives from no BrainPy class, so batchify cannot batch its "
@@ -1098,6 +1124,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                      f"{name}State; rename the class")
     check_super_names(a, class_defs, models)
     name_inherited_methods(a, models)
+    name_variable_factories(a, models)
     # Scan fields and children, then order classes so that bases and children come first.
     scans = {}
     for name, node in models.items():
@@ -1123,7 +1150,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     modes = {item.partition("=")[0]: item.partition("=")[2] or "mean" for item in shared}
     ir = ModuleIR(path, a.module, classes, [], [], frozenset(item.partition("=")[0] for item in shared),
                   modes, positions=a.positions, qualified=a.qualified, driven=driven, driver_methods=renamed,
-                  takes_instance=takes_instance)
+                  takes_instance=takes_instance, factory_bodies=frozenset(a.factory_bodies))
     for name in order:
         node = models[name]
         scan = scans[name]
@@ -1739,6 +1766,107 @@ def name_inherited_methods(a: Analysis, models: dict[str, cst.ClassDef]) -> None
             for n in walk(func.body):
                 if type(n) is cst.Attribute and self_path(n, me) == ["init_variable"]:
                     a.qualified.methods[n] = QualifiedName(names.INIT_VARIABLE, QualifiedNameSource.IMPORT)
+
+
+def target_names(node: cst.CSTNode) -> list[str]:
+    """The plain names a statement binds: assignment targets (unpacking tuples, lists and starred),
+    ``for`` and ``with`` targets, ``:=``, a ``def``/``class`` name, an import's name."""
+    if type(node) is cst.Assign:
+        targets = [t.target for t in node.targets]
+    elif type(node) in (cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr, cst.CompFor):
+        targets = [node.target]
+    elif type(node) is cst.WithItem:
+        targets = [node.asname.name] if node.asname is not None else []
+    elif type(node) in (cst.FunctionDef, cst.ClassDef):
+        return [node.name.value]
+    elif type(node) is cst.ImportAlias:
+        bound = node.asname.name if node.asname is not None else node.name
+        return [bound.value] if type(bound) is cst.Name else [cst.Module([]).code_for_node(bound).split(".")[0]]
+    else:
+        return []
+    out = []
+    while targets:
+        t = targets.pop()
+        if type(t) is cst.Name:
+            out.append(t.value)
+        elif type(t) in (cst.Tuple, cst.List):
+            targets += [e.value for e in t.elements]
+        elif type(t) is cst.StarredElement:
+            targets.append(t.value)
+    return out
+
+
+def made_variable(a: Analysis, value: cst.BaseExpression | None) -> set[str]:
+    """The qualified names of ``value`` when it is a Variable construction (``bm.Variable(...)``,
+    ``bm.TrainVar(...)``), else none."""
+    if type(value) is not cst.Call:
+        return set()
+    return a.qualified_names(value.func) & (names.STATE_VARIABLES | names.PARAM_VARIABLES)
+
+
+def variable_factory(a: Analysis, func: cst.FunctionDef | cst.Lambda) -> set[str]:
+    """What a function of this file that only makes a Variable returns, named as that Variable's
+    constructor (``{'brainpy.math.Variable'}``): a lambda whose body is a Variable construction, or an
+    undecorated ``def`` whose every ``return`` (one at least; no ``yield``) returns one, all of
+    the same kind. Anything else: none."""
+    if type(func) is cst.Lambda:
+        return made_variable(a, func.body)
+    if func.decorators:
+        return set()
+    nested = {id(n) for f in walk(func.body) if type(f) in (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+              for n in walk(f)}
+    body = [n for n in walk(func.body) if id(n) not in nested]
+    returns = [n for n in body if type(n) is cst.Return]
+    if not returns or any(type(n) in (cst.Yield, cst.Global, cst.Nonlocal) for n in body):
+        return set()
+    kinds = [made_variable(a, r.value) for r in returns]
+    return kinds[0] if all(k and k == kinds[0] for k in kinds) else set()
+
+
+def name_variable_factories(a: Analysis, models: dict[str, cst.ClassDef]) -> None:
+    """``self.V = _state(shape, v)`` where ``_state`` is a function of this file that only makes a
+    Variable (``return bm.Variable(...)``), or ``full = lambda v: bm.Variable(...)`` in the method
+    itself (then ``self.S1, self.S2 = full(0.0), full(0.0)``): the call is named as that Variable's
+    constructor, so that the rules treat it as the Variable it makes (batched in ``__init__``, its
+    ``.value`` in ``reset_state``). A name bound otherwise too (a parameter, a second assignment)
+    is not followed."""
+    module_level: dict[str, set[str]] = {}
+    bound: dict[str, int] = {}
+    for stmt in a.module.body:
+        if type(stmt) in (cst.FunctionDef, cst.ClassDef):
+            bound[stmt.name.value] = bound.get(stmt.name.value, 0) + 1
+        for n in walk(stmt) if type(stmt) is cst.SimpleStatementLine else ():
+            if type(n) in (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.ImportAlias):
+                for name in target_names(n):
+                    bound[name] = bound.get(name, 0) + 1
+        if type(stmt) is cst.FunctionDef:
+            module_level[stmt.name.value] = variable_factory(a, stmt)
+            if any(made_variable(a, n) for n in walk(stmt.body)):
+                a.variable_makers.add(stmt.name.value)
+    module_level = {k: v for k, v in module_level.items() if v and bound.get(k) == 1}
+    a.variable_makers -= set(module_level)
+    for node in models.values():
+        for func in node.body.body:
+            if type(func) is not cst.FunctionDef:
+                continue
+            local_binds: dict[str, list[cst.BaseExpression | None]] = {}
+            for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params):
+                local_binds.setdefault(p.name.value, []).append(None)
+            for n in walk(func.body):
+                single = type(n) is cst.Assign and len(n.targets) == 1 and type(n.targets[0].target) is cst.Name
+                for name in target_names(n):
+                    local_binds.setdefault(name, []).append(n.value if single else None)
+            factories = {name: variable_factory(a, values[0]) for name, values in local_binds.items()
+                         if len(values) == 1 and type(values[0]) is cst.Lambda}
+            factories = {k: v for k, v in factories.items() if v}
+            factories.update({k: v for k, v in module_level.items() if k not in local_binds})
+            for n in walk(func.body):
+                if type(n) is cst.Call and type(n.func) is cst.Name and n.func.value in factories:
+                    made = sorted(factories[n.func.value])[0]
+                    a.qualified.methods[n.func] = QualifiedName(made, QualifiedNameSource.IMPORT)
+            for name, values in local_binds.items():
+                if name in factories and type(values[0]) is cst.Lambda:
+                    a.factory_bodies.add(id(values[0].body))
 
 
 def check_super_names(a: Analysis, class_defs: dict[str, cst.ClassDef], models: dict[str, cst.ClassDef]) -> None:

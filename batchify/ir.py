@@ -134,6 +134,9 @@ class ModuleIR:
     # Metadata of the analysed tree, for the rewrite stage's diagnostics and name lookups.
     positions: Mapping[cst.CSTNode, CodeRange] = field(default_factory=dict)
     qualified: Mapping[cst.CSTNode, Collection[QualifiedName]] = field(default_factory=dict)
+    # ids of the Variable constructions that are a lambda's whole body (`full = lambda v: bm.Variable(v)`):
+    # the lambda makes the Variable its calls stand for, so they stay Variables where it is rewritten.
+    factory_bodies: frozenset[int] = frozenset()
 
     def chain(self, cls: ModelClass) -> list[ModelClass]:
         """``cls`` and its same-file model bases, base first."""

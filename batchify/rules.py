@@ -233,9 +233,11 @@ RULES: tuple[Rule, ...] = (
         'Variables in `__init__`',
         ('`bm.Variable(bm.zeros(n))`, `bm.Variable(n)`, `…, dtype=bm.int32)`, '
          '`bp.init.variable_(bm.zeros, n, self.mode)`, `self.init_variable(bm.zeros, None)` (the spelling of '
-         "BrainPy's own neurons)"),
+         "BrainPy's own neurons); several unpacked at once (`self.a, self.b = bm.Variable(x), bm.Variable(y)`); "
+         "a function of the file whose every `return` makes one (`self.V = _state(n, v)`)"),
         ('`bfy.batched(bm.Variable(...), batch_size)`: one example\'s Variable while the constructor runs '
-         '(shapes read in `__init__` are the example\'s), a leading batch axis (`batch_axis=0`) once it is done'),
+         '(shapes read in `__init__` are the example\'s), a leading batch axis (`batch_axis=0`) once it is done; '
+         'each element of an unpacking in place'),
         Case(before='return self.Q',
              after='self.Q = bfy.batched(bm.Variable(bm.ones(2), dtype=bm.float32), batch_size)',
              init='self.Q = bm.Variable(bm.ones(2), dtype=bm.float32)',

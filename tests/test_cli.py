@@ -88,9 +88,10 @@ BAD_SOURCES = {
     "variable-outside-init": (model("\n    def grow(self):\n        self.u = bm.Variable(bm.zeros(3))\n"), "BFY101"),
     "variable-in-list": (model("", "        self.vs = [bm.Variable(bm.zeros(n))]\n"), "BFY102"),
     # (probe I: main said BFY101 'a Variable is created in reset_state()', where creating one is fine)
-    "variable-unpacked-in-reset": (model("\n    def reset_state(self, batch_size=None):\n"
-                                         "        self.a, self.k = bm.Variable(bm.zeros(3)), 1\n"),
-                                   "BFY102"),
+    # (an unpacked pair, self.a, self.k = bm.Variable(...), 1, is followed since: each pair on its own)
+    "variable-packed-in-reset": (model("\n    def reset_state(self, batch_size=None):\n"
+                                       "        self.pair = (bm.Variable(bm.zeros(3)), 1)\n"),
+                                 "BFY102"),
     "name-only-in-main": (model("\n    def scaled(self, x):\n        self.v.value = x * SCALE\n")
                           + "\n\nif __name__ == '__main__':\n    SCALE = 2.0\n", "BFY012"),
     "reserved-attribute": (model("", "        self.rng_key = bm.Variable(bm.zeros(n))\n"), "BFY010"),

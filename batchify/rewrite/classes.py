@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from batchify.analyse import RESERVED, is_super_call, self_name_of
+from batchify.analyse import RESERVED, element_pairs, is_super_call, self_name_of
 from batchify.cstwalk import Transformer, assigned, self_path, walk
 from batchify.diagnostics import Diagnostic
 from batchify.ir import ClassCode, FieldLine, ModelClass, ModuleIR
@@ -467,8 +467,13 @@ class ConstructorRewriter(Transformer):
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         if len(original_node.targets) != 1:
             return updated_node
-        value = self.batched_value(original_node.targets[0].target, original_node.value, updated_node.value)
-        return updated_node.with_changes(value=value)
+        target, value = original_node.targets[0].target, original_node.value
+        pairs = element_pairs(target, value)
+        if len(pairs) > 1 or pairs[0][0] is not target:  # `self.u, self.v = bm.Variable(a), bm.Variable(b)`
+            elements = [e.with_changes(value=self.batched_value(t, v, e.value))
+                        for (t, v), e in zip(pairs, updated_node.value.elements)]
+            return updated_node.with_changes(value=updated_node.value.with_changes(elements=elements))
+        return updated_node.with_changes(value=self.batched_value(target, value, updated_node.value))
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign) -> cst.AnnAssign:
         """``self.v: bm.Variable = bm.Variable(...)``: batched like the plain assignment."""

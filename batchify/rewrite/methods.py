@@ -434,8 +434,10 @@ class ExprRewriter(Transformer):
         return self.initial_value(original_node, updated_node, qualified) if qualified & names.STATE_FACTORIES else None
 
     def variable_recreated(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
-        """``self.V = bm.Variable(e)`` in ``reset_state``: the new value, ``bm.Variable(e).value``."""
-        if qualified & (names.STATE_VARIABLES | names.PARAM_VARIABLES):
+        """``self.V = bm.Variable(e)`` in ``reset_state``: the new value, ``bm.Variable(e).value``
+        (not in a lambda that only makes one: its calls stand for the Variable, ``full(0.0).value``)."""
+        source = getattr(self.ctx.ir.qualified, "replaced", {}).get(original_node, original_node)  # (normalised)
+        if qualified & (names.STATE_VARIABLES | names.PARAM_VARIABLES) and id(source) not in self.ctx.ir.factory_bodies:
             return attr(updated_node, "value")
         return None
 
