@@ -132,6 +132,7 @@ def user_place(eqn, kind: str) -> Place | None:
     if traceback is None:
         return None
     reached = None  # the outermost jax function on the way: the one the user (or a thin wrapper) called
+    entry = None  # the outermost function of BrainPy's math layer on the way: the one the user called
     for frame in traceback.frames:  # innermost first
         name = frame.file_name
         if any(part in name for part in _INDEXING):
@@ -139,9 +140,13 @@ def user_place(eqn, kind: str) -> Place | None:
         if any(part in name for part in _THROUGH):
             if _JAX in name and not any(part in name for part in _JAX_MACHINERY):
                 reached = frame.function_name.rsplit(".", 1)[-1]
+            elif _JAX not in name:
+                entry = frame.function_name.rsplit(".", 1)[-1]
             continue
         if not _is_user_file(name) or (reached is not None and reached not in _CHOICE_ENTRIES):
             return None
+        if kind in _GUARD_KINDS and entry is not None and not _library_choice(entry):
+            return None  # a guard inside a numeric function (bm.exprel's where for x near 0): not the model's
         return Place(name, frame.line_num, kind)
     return None
 
@@ -159,6 +164,21 @@ _JAX_MACHINERY = tuple(f"{os.sep}{name}" for name in (
 # comparisons, cond/switch and the loops.
 _CHOICE_ENTRIES = CHOICE_FUNCTIONS | {"op", "__call__", "select_n", "clamp", "greater", "greater_equal", "less",
                                       "less_equal", "equal", "not_equal", "cond", "switch", "while_loop", "fori_loop"}
+
+
+# The choices a function of BrainPy's math layer (brainunit's, saiunit's) may make for the user: a
+# comparison, a where, a max or min reached through a wrapper that is the choice itself (bm.where,
+# bm.maximum, bm.relu: `new_fun` around jnp, an Array's operator `__ge__`); reached through any other
+# (bm.exprel's where for x near 0, a norm's guard) it is that function's own business, as a jax
+# function's is (`reached` above). Conditions, loops and surrogate spikes are the user's either way.
+_GUARD_KINDS = frozenset({"compare", "select", "max", "min"})
+_LIBRARY_WRAPPERS = frozenset({"new_fun", "wrapper", "fun", "f", "op", "call", "ifelse", "for_loop", "while_loop",
+                               "scan", "switch", "cond"})
+
+
+def _library_choice(entry: str) -> bool:
+    return (entry.startswith("__") and entry.endswith("__")) or entry in _LIBRARY_WRAPPERS or \
+        entry.lstrip("_") in _CHOICE_ENTRIES
 
 
 def _kind(primitive: str) -> str | None:

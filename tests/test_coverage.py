@@ -68,6 +68,21 @@ def above(v):
     return jnp.any(v >= 1.0)
 
 
+class Gate(bp.DynamicalSystem):
+    """An HH rate written with bm.exprel (probe J: rola_neurons.py's HH was WEAK over exprel's own where
+    for x near 0); the clip beside it is the model's choice."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.m = bm.Variable(bm.zeros(n))
+
+    def update(self, V):
+        alpha = 1.0 / bm.exprel(-(V + 40.0) / 10.0)
+        m = self.m + 0.1 * (alpha * (1 - self.m) - self.m)
+        self.m.value = bm.clip(m, 0.0, 0.5)
+        return self.m.value
+
+
 class Library(bp.DynamicalSystem):
     """Only library internals choose here: a random draw, jnp.remainder, jnp.unravel_index, an
     array's .sum(), a built-in neuron (the corpus's PC_cell was WEAK over unravel_index's where)."""
@@ -222,6 +237,12 @@ def test_a_surrogate_spike_that_never_fires_is_named(models) -> None:
     assert untaken(measure(model, [[0.1, 0.2]] * 2)) == {
         "spike = bm.surrogate.sigmoid(self.V + x - 1.0)": "the step's input was never non-negative"}
     assert measure(model, [[0.1, 0.2], [0.95, 0.2]]).untaken() == []
+
+
+def test_a_guard_inside_a_brainpy_numeric_function_is_not_the_users_choice(models) -> None:
+    found = untaken(measure(models.Gate(2), [[-60.0, -50.0]] * 3))
+    assert found == {"self.m.value = bm.clip(m, 0.0, 0.5)":
+                     "max() always chose the same argument; min() always chose the same argument"}, found
 
 
 def test_library_internals_are_not_the_users_choices(models) -> None:
