@@ -69,7 +69,7 @@ class Analysis:
         # Positions of the source, and of the nodes normalisation makes (at the place they replace).
         self.positions = Positions(self.module)
         self.diagnostics: list[Diagnostic] = []
-        # ids of the Variable constructions inside lambdas that only make one (name_variable_factories)
+        # ids of the Variable constructions inside lambdas that only make one (name_factories)
         self.factory_bodies: set[int] = set()
         # module-level functions that make a Variable but are not factories (reported where assigned)
         self.variable_makers: set[str] = set()
@@ -802,7 +802,7 @@ class _ClassScan:
             self.noisy_integrators.append(name)
         elif type(value.func) is cst.Name and value.func.value in self.a.variable_makers:
             # `self.U = _maybe(n)`, a function of this file that makes a Variable on some path but is not
-            # a factory (name_variable_factories): said here, not only as BFY209 at every later use.
+            # a factory (name_factories): said here, not only as BFY209 at every later use.
             self.a.report(value, "BFY102", f"self.{name} is what {value.func.value}() returns, a function of "
                           f"this file that makes a Variable but does not only return one (batchify follows a "
                           f"function whose every return is `return bm.Variable(...)`); make it one, or create "
@@ -1124,7 +1124,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                      f"{name}State; rename the class")
     check_super_names(a, class_defs, models)
     name_inherited_methods(a, models)
-    name_variable_factories(a, models)
+    name_factories(a, models)
     # Scan fields and children, then order classes so that bases and children come first.
     scans = {}
     for name, node in models.items():
@@ -1804,13 +1804,13 @@ def made_variable(a: Analysis, value: cst.BaseExpression | None) -> set[str]:
     return a.qualified_names(value.func) & (names.STATE_VARIABLES | names.PARAM_VARIABLES)
 
 
-def variable_factory(a: Analysis, func: cst.FunctionDef | cst.Lambda) -> set[str]:
-    """What a function of this file that only makes a Variable returns, named as that Variable's
-    constructor (``{'brainpy.math.Variable'}``): a lambda whose body is a Variable construction, or an
-    undecorated ``def`` whose every ``return`` (one at least; no ``yield``) returns one, all of
-    the same kind. Anything else: none."""
+def factory_of(a: Analysis, func: cst.FunctionDef | cst.Lambda) -> set[str]:
+    """What a function of this file that only makes a Variable, or only builds a BrainPy built-in,
+    returns, named as that constructor (``{'brainpy.math.Variable'}``, ``{'brainpy.dyn.FullProjAlignPostMg'}``):
+    a lambda whose body is such a call, or an undecorated ``def`` whose every ``return`` (one at
+    least; no ``yield``) returns one, all of the same constructor. Anything else: none."""
     if type(func) is cst.Lambda:
-        return made_variable(a, func.body)
+        return made_variable(a, func.body) or made_builtin(a, func.body)
     if func.decorators:
         return set()
     nested = {id(n) for f in walk(func.body) if type(f) in (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -1819,17 +1819,26 @@ def variable_factory(a: Analysis, func: cst.FunctionDef | cst.Lambda) -> set[str
     returns = [n for n in body if type(n) is cst.Return]
     if not returns or any(type(n) in (cst.Yield, cst.Global, cst.Nonlocal) for n in body):
         return set()
-    kinds = [made_variable(a, r.value) for r in returns]
+    kinds = [made_variable(a, r.value) or made_builtin(a, r.value) for r in returns]
     return kinds[0] if all(k and k == kinds[0] for k in kinds) else set()
 
 
-def name_variable_factories(a: Analysis, models: dict[str, cst.ClassDef]) -> None:
+def made_builtin(a: Analysis, value: cst.BaseExpression | None) -> set[str]:
+    """The qualified names of ``value`` when it builds a BrainPy built-in (``bp.dyn.FullProjAlignPostMg(...)``)."""
+    if type(value) is not cst.Call:
+        return set()
+    found = a.qualified_names(value.func)
+    return found if any(names.is_library(q) for q in found) else set()
+
+
+def name_factories(a: Analysis, models: dict[str, cst.ClassDef]) -> None:
     """``self.V = _state(shape, v)`` where ``_state`` is a function of this file that only makes a
-    Variable (``return bm.Variable(...)``), or ``full = lambda v: bm.Variable(...)`` in the method
-    itself (then ``self.S1, self.S2 = full(0.0), full(0.0)``): the call is named as that Variable's
-    constructor, so that the rules treat it as the Variable it makes (batched in ``__init__``, its
-    ``.value`` in ``reset_state``). A name bound otherwise too (a parameter, a second assignment)
-    is not followed."""
+    Variable (``return bm.Variable(...)``), ``full = lambda v: bm.Variable(...)`` in the method itself
+    (then ``self.S1, self.S2 = full(0.0), full(0.0)``), or ``self.E2E = _projection(self.E, self.E)``
+    returning a built-in: the call is named as the constructor it stands for, so that the rules treat
+    it as what it makes (a Variable batched in ``__init__``, its ``.value`` in ``reset_state``; a
+    built-in held as library code with the models it is given). A name bound otherwise too (a
+    parameter, a second assignment) is not followed."""
     module_level: dict[str, set[str]] = {}
     bound: dict[str, int] = {}
     for stmt in a.module.body:
@@ -1840,7 +1849,7 @@ def name_variable_factories(a: Analysis, models: dict[str, cst.ClassDef]) -> Non
                 for name in target_names(n):
                     bound[name] = bound.get(name, 0) + 1
         if type(stmt) is cst.FunctionDef:
-            module_level[stmt.name.value] = variable_factory(a, stmt)
+            module_level[stmt.name.value] = factory_of(a, stmt)
             if any(made_variable(a, n) for n in walk(stmt.body)):
                 a.variable_makers.add(stmt.name.value)
     module_level = {k: v for k, v in module_level.items() if v and bound.get(k) == 1}
@@ -1856,7 +1865,7 @@ def name_variable_factories(a: Analysis, models: dict[str, cst.ClassDef]) -> Non
                 single = type(n) is cst.Assign and len(n.targets) == 1 and type(n.targets[0].target) is cst.Name
                 for name in target_names(n):
                     local_binds.setdefault(name, []).append(n.value if single else None)
-            factories = {name: variable_factory(a, values[0]) for name, values in local_binds.items()
+            factories = {name: factory_of(a, values[0]) for name, values in local_binds.items()
                          if len(values) == 1 and type(values[0]) is cst.Lambda}
             factories = {k: v for k, v in factories.items() if v}
             factories.update({k: v for k, v in module_level.items() if k not in local_binds})

@@ -387,7 +387,8 @@ RULES: tuple[Rule, ...] = (
         'BrainPy built-in children, held as library code',
         ('`self.fc = bp.dnn.Dense(...)`, `self.N = bp.dyn.LifRef(...)`, projections (a class of the file '
          "derived from `bp.Projection` too), `bp.VarDelay`, `bm.LengthDelay`, `bp.Sequential`, a model's own "
-         '`bm.random.RandomState`'),
+         '`bm.random.RandomState`; built by a function of the file whose every `return` builds it '
+         '(`self.E2E = _projection(self.E, self.E, w)`)'),
         ("not re-implemented: `bfy.attach_library(self, batch_size)` keeps the built-ins' "
          'single-example Variables and the batch of their values (`self.library`, a '
          '`bfy.Library`); a Variable of the class given to one (`bm.LengthDelay(self.V, 3)`) is '

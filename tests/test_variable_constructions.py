@@ -124,3 +124,44 @@ def test_a_helper_that_does_not_only_make_a_variable_is_refused_where_it_is_call
     first = caught.value.diagnostics[0]
     assert (first.line, first.column, first.code) == (line, 18, "BFY102"), caught.value.diagnostics
     assert "_maybe() returns, a function of this file that makes a Variable" in first.message
+
+
+PROJECTION_HELPER = textwrap.dedent('''
+    import brainpy as bp
+    import brainpy.math as bm
+
+
+    class Net(bp.DynSysGroup):
+        def __init__(self, n=20):
+            super().__init__()
+            self.E = bp.dyn.LifRef(n, V_rest=-60., V_th=-50., V_reset=-60., tau=20., tau_ref=5.,
+                                   V_initializer=bp.init.Normal(-55., 2.))
+            self.E2E = _projection(self.E, self.E, 0.6)
+
+        def update(self, i_ext=0.0):
+            self.E2E()
+            self.E(i_ext)
+
+
+    def _projection(pre, post, weight):
+        return bp.dyn.FullProjAlignPostMg(
+            pre=pre, delay=None, comm=bp.dnn.AllToAll(pre.num, post.num, weight),
+            syn=bp.dyn.Expon.desc(post.num, tau=5.), out=bp.dyn.COBA.desc(E=0.), post=post)
+''')
+
+
+def test_a_function_that_only_builds_a_builtin_stands_for_it(tmp_path: Path) -> None:
+    """Probe J's rola_ei_balance.py builds its projections in a helper of the file. main transformed it
+    with the projection run as it is for the whole batch, and verify said, at 1:1: 'the batched model
+    refused to run: NetBatched.update wrote E._before_updates.None // (<class ...Expon'>, ...).syn.g'.
+    The helper's call is now the built-in it builds: held as library code, with the neurons it is given."""
+    (tmp_path / "net.py").write_text(PROJECTION_HELPER)
+    text = transform(PROJECTION_HELPER.encode(), "net.py", command="batchify").text
+    (tmp_path / "net_batched.py").write_text(text)
+    assert 'builtins=("E", "E2E")' in text, text
+    assert "        self.E2E = _projection(self.E, self.E, 0.6)\n" in text
+    assert "state, _ = self.library.call(params, state, self.E2E)" in text
+    result = subprocess.run([sys.executable, "-m", "batchify", "verify", "net.py", "net_batched.py", "--class", "Net",
+                             "--init", "", "--shared", "i_ext=20.0", "--steps", "20", "--no-speed"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
