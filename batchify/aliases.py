@@ -158,6 +158,12 @@ class Normaliser:
     items_loops: set[str] = field(default_factory=set)
 
     def normalise(self, func: cst.FunctionDef) -> cst.FunctionDef:
+        unrolled = self.model_loops(func)
+        if unrolled:
+            new = func.visit(_Unroll(self, unrolled))
+            if type(new) is cst.FunctionDef:
+                self.inherit(new, func)
+                func = new
         self.current = func
         self.nodes = list(walk(func.body))
         counts = bound_names(func, self.nodes)
@@ -173,6 +179,41 @@ class Normaliser:
             return func  # nothing reached by another name: the method as it is
         new = func.visit(_Inline(self, aliases, removed, loops))
         return new if type(new) is cst.FunctionDef else func
+
+    def model_loops(self, func: cst.FunctionDef) -> dict[int, list[cst.BaseExpression]]:
+        """``for proj in (self.E2E, self.E2I): proj()``: a loop over a literal tuple (or list) of the
+        class's models, its name bound by the loop alone and read only in its body, which has no
+        ``break``, ``continue``, ``else`` or function reading the name: unrolled, one copy of the
+        body per model with the name replaced by it (``self.E2E()``, the form the rules know).
+        ``id(For) -> the models``."""
+        nodes = list(walk(func.body))
+        counts = bound_names(func, nodes)
+        found: dict[int, list[cst.BaseExpression]] = {}
+        for loop in nodes:
+            if not (type(loop) is cst.For and type(loop.target) is cst.Name and loop.orelse is None
+                    and loop.asynchronous is None and type(loop.iter) in (cst.Tuple, cst.List) and loop.iter.elements
+                    and counts.get(loop.target.value) == 1):
+                continue
+            models = [e.value for e in loop.iter.elements]
+            paths = [self_path(m, self.me) if type(e) is cst.Element else None
+                     for e, m in zip(loop.iter.elements, models)]
+            if not all(p is not None and len(p) == 1 and (p[0] in self.known.children or p[0] in self.known.libraries)
+                       for p in paths):
+                continue
+            name = loop.target.value
+            inside = {id(n) for n in walk(loop.body)}
+            nested = {id(n) for f in walk(loop.body) if type(f) in (cst.For, cst.While, cst.FunctionDef, cst.Lambda,
+                                                                    cst.ClassDef) for n in walk(f)}
+            if any(type(n) in (cst.Break, cst.Continue) and id(n) not in nested for n in walk(loop.body)):
+                continue
+            if any(type(n) is cst.Name and n.value == name and id(n) not in inside and n is not loop.target
+                   for n in nodes):
+                continue  # read after the loop: the last model, which the unrolled code no longer binds
+            if any(type(f) in (cst.FunctionDef, cst.Lambda) and any(type(n) is cst.Name and n.value == name
+                                                                     for n in walk(f)) for f in walk(loop.body)):
+                continue  # a closure over the loop name sees its last value when called later
+            found[id(loop)] = models
+        return found
 
     def piped_module(self, node: cst.BinaryOperation) -> bool:
         """``x >> self.neu1``: BrainPy's pipe, which calls the model (``DynamicalSystem.__rrshift__``)."""
@@ -762,6 +803,69 @@ def returned_params(helper: cst.FunctionDef) -> set[str]:
         return {expr.value} & params if type(expr) is cst.Name else set()
 
     return {n for node in walk(helper.body) if type(node) is cst.Return for n in names(node.value)}
+
+
+class _Unroll(Transformer):
+    """Unrolls ``Normaliser.model_loops``: each loop becomes its body once per model, the loop name
+    replaced by the model (each copy's nodes at the positions of the nodes they copy)."""
+
+    def __init__(self, owner: Normaliser, loops: dict[int, list[cst.BaseExpression]]):
+        super().__init__()
+        self.owner = owner
+        self.loops = loops
+
+    def copy(self, node: cst.CSTNode, name: str, model: cst.BaseExpression) -> cst.CSTNode:
+        clone = node.deep_clone()
+        for new, old in zip(walk(clone), walk(node)):
+            self.owner.inherit(new, old)
+        return clone.visit(_Substitute(self.owner, name, model))
+
+    def leave_For(self, original_node: cst.For, updated_node: cst.For):
+        models = self.loops.get(id(original_node))
+        if models is None:
+            return updated_node
+        body = updated_node.body
+        statements = (list(body.body) if type(body) is cst.IndentedBlock
+                      else [cst.SimpleStatementLine(list(body.body))])
+        name = original_node.target.value
+        copies = [self.copy(stmt, name, model) for model in models for stmt in statements]
+        if copies:  # the loop's own comments stay above its first copy
+            copies[0] = copies[0].with_changes(leading_lines=[*updated_node.leading_lines, *copies[0].leading_lines])
+        return cst.FlattenSentinel(copies)
+
+    def on_leave(self, original_node, updated_node):
+        result = super().on_leave(original_node, updated_node)
+        if result is not original_node and is_node(result):
+            self.owner.inherit(result, original_node)
+        return result
+
+
+class _Substitute(Transformer):
+    """``name`` -> a copy of ``model`` (at the model's place in the loop header)."""
+
+    def __init__(self, owner: Normaliser, name: str, model: cst.BaseExpression):
+        super().__init__()
+        self.owner, self.name, self.model = owner, name, model
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.Attribute:
+        return updated_node.with_changes(attr=original_node.attr)  # (`x.name`: an attribute, not the loop name)
+
+    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+        return updated_node.with_changes(keyword=original_node.keyword)
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        if original_node.value != self.name:
+            return updated_node
+        clone = self.model.deep_clone()
+        for new, old in zip(walk(clone), walk(self.model)):
+            self.owner.inherit(new, old)
+        return clone
+
+    def on_leave(self, original_node, updated_node):
+        result = super().on_leave(original_node, updated_node)
+        if result is not original_node and is_node(result):
+            self.owner.inherit(result, original_node)
+        return result
 
 
 class _Inline(Transformer):

@@ -113,31 +113,60 @@ def test_self_handed_to_a_function_of_the_file_is_refused() -> None:
     assert "make it a method (def energy(self, ...)) and call self.energy(...)" in message
 
 
-def test_children_gathered_into_a_tuple_are_refused() -> None:
-    """main copied `for layer in (self.l1, self.l2): x = layer(x)`: each batched child ran inside one
-    example's step (verify BFY303, advising --shared x, which was wrong)."""
-    source = HEAD + textwrap.dedent('''
-        class Layer(bp.DynamicalSystem):
-            def __init__(self, n):
-                super().__init__()
-                self.h = bm.Variable(bm.zeros(n))
+CHAINED_LAYERS = HEAD + textwrap.dedent('''
+    class Layer(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.h = bm.Variable(bm.zeros(n))
 
-            def update(self, x):
-                self.h.value = 0.8 * self.h + x
-                return self.h.value
+        def update(self, x):
+            self.h.value = 0.8 * self.h + x
+            return self.h.value
 
 
-        class Net(bp.DynamicalSystem):
-            def __init__(self, n):
-                super().__init__()
-                self.l1 = Layer(n)
-                self.l2 = Layer(n)
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.l1 = Layer(n)
+            self.l2 = Layer(n)
 
-            def update(self, x):
-                for layer in (self.l1, self.l2):
-                    x = layer(x)
-                return x * self.l1.h.sum()
-    ''')
+        def update(self, x):
+            for layer in (self.l1, self.l2):
+                x = layer(x)
+            return x * self.l1.h.sum()
+''')
+
+
+def test_a_loop_over_a_literal_tuple_of_children_is_unrolled(tmp_path) -> None:
+    """`for layer in (self.l1, self.l2): x = layer(x)` (probe J's EINet: `for proj in (self.E2E, ...):
+    proj()`). It was refused (BFY213 'self.l1, a model, is gathered into a tuple'; before that, copied
+    as it was, each batched child ran inside one example's step). Now it is the body once per child,
+    the loop name replaced by it, and it verifies."""
+    text = transform(CHAINED_LAYERS.encode(), "chain.py", command="batchify").text
+    body = text[text.index("    def update_pure(self, params, state, x):\n", text.index("class NetBatched")):]
+    assert body.startswith("    def update_pure(self, params, state, x):\n"
+                           "        l1_state, x = self.l1.update_pure(params.l1, state.l1, x)\n"
+                           "        state = state._replace(l1=l1_state)\n"
+                           "        l2_state, x = self.l2.update_pure(params.l2, state.l2, x)\n"
+                           "        state = state._replace(l2=l2_state)\n"), body[:600]
+    checked = verify_cli(tmp_path, "chain", CHAINED_LAYERS, "--class", "Net", "--init", "3", "--input-shape", "x=3",
+                         "--steps", "6", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+
+
+@pytest.mark.parametrize("loop", [
+    # gathered into a name first: a tuple of models handed around
+    "layers = (self.l1, self.l2)\n            for layer in layers:\n                x = layer(x)",
+    # the loop name read after the loop: the last child, which unrolled code would not bind
+    "for layer in (self.l1, self.l2):\n                x = layer(x)\n            x = x + layer.h",
+    # a break: which copies run is the data's to say
+    "for layer in (self.l1, self.l2):\n                x = layer(x)\n                if x.sum() > 0:\n"
+    "                    break",
+])
+def test_children_gathered_into_a_tuple_are_refused_where_a_loop_cannot_be_unrolled(loop: str) -> None:
+    source = CHAINED_LAYERS.replace("for layer in (self.l1, self.l2):\n            x = layer(x)",
+                                    loop.replace("            ", "        "))
+    assert source != CHAINED_LAYERS
     assert "self.l1, a model, is gathered into a tuple" in refused(source, "BFY213")
 
 
