@@ -30,6 +30,7 @@ import sys
 import threading
 import types
 import typing
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -2524,6 +2525,10 @@ class Harness:
         if not n_batches:  # no step would run: a history of NaN, and weights as they were
             raise ValueError(f"batch_size {batch_size} is larger than the {count} training examples; pass "
                              f"batch_size={count} or less")
+        if count % batch_size and not shuffle:  # shuffled, each epoch leaves out other examples
+            warnings.warn(f"fit: batches are whole, so the last {count % batch_size} of the {count} examples are "
+                          f"never trained on (shuffle=False keeps them last in every epoch); pass a batch_size "
+                          f"that divides {count}, or shuffle=True", stacklevel=2)
         for epoch in range(start, epochs):
             order = rng.permutation(count) if shuffle else np.arange(count)
             losses = []

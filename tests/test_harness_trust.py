@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import warnings
 import sys
 from pathlib import Path
 
@@ -441,6 +442,14 @@ def test_fit_on_fewer_examples_than_a_batch_says_so(tmp_path: Path) -> None:
     xs, ys = np.ones((10, 3), np.float32), np.ones((10, 2), np.float32)
     with pytest.raises(ValueError, match="batch_size 64 is larger than the 10 training examples"):
         harness.fit(xs, ys, epochs=1, progress=False)
+    # Whole batches: unshuffled, the same last examples would never be trained on, silently (main).
+    with pytest.warns(UserWarning, match=r"the last 2 of the 10 examples are never trained on"):
+        harness.fit(xs, ys, epochs=1, batch_size=4, shuffle=False, progress=False)
+    with warnings.catch_warnings(record=True) as caught:  # shuffled, or batches that divide the data: nothing
+        warnings.simplefilter("always")
+        harness.fit(xs, ys, epochs=1, batch_size=4, progress=False)
+        harness.fit(xs, ys, epochs=1, batch_size=5, shuffle=False, progress=False)
+    assert not [w for w in caught if "never trained on" in str(w.message)], [str(w.message) for w in caught]
 
 
 def test_a_harness_over_a_step_that_returns_nothing_is_refused(tmp_path: Path) -> None:
