@@ -489,6 +489,7 @@ class _ClassScan:
         for helper in self.helpers.values():  # what they create is created with the object (a base's
             self.scan_assignments(helper, direct, certain=False)  # __init__ may run this class's override)
         for func in ([init] if init is not None else []) + list(self.helpers.values()):
+            self.check_models_in_containers(func)
             self.check_stored_functions(func)
             self.check_handed_functions(func)
             self.check_second_names(func)
@@ -589,6 +590,40 @@ class _ClassScan:
                 self.a.report(arg.value, "BFY105", f"{name} ({what}) is handed to {keeps}: batchify builds a child "
                               "model batched only where the class it belongs to assigns it to an attribute; assign "
                               f"it here (self.{name} = ...) and leave it out of the base's __init__ call")
+
+    def check_models_in_containers(self, func: cst.FunctionDef) -> None:
+        """``self.pops[name] = LIF(n)`` (into a ``bp.Collector``, a dict, a list) or ``pops.append(LIF(n))``:
+        a model stored in a container, where batchify follows children only as attributes; the
+        batched constructor would build it without its batch size (or unbatched, for a built-in)."""
+        container_methods = {"append", "insert", "extend", "add", "update", "setdefault", "__setitem__"}
+
+        me = self_name_of(func) or "self"
+
+        def model_in(value: cst.CSTNode, container: cst.BaseExpression) -> cst.Call | None:
+            # (built-ins gathered in a local list may become a bp.Sequential, itself a built-in)
+            held = bool(self_path(container, me))
+            for node in walk(value):
+                if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in self.models:
+                    return node
+                if held and type(node) is cst.Call and any(names.is_library(q)
+                                                           for q in self.a.qualified_names(node.func)):
+                    return node
+            return None
+
+        for node in walk(func.body):
+            stored = None
+            if type(node) in (cst.Assign, cst.AugAssign) and node.value is not None:
+                targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
+                stored = next((m for t in targets if type(t) is cst.Subscript
+                               for m in [model_in(node.value, t.value)] if m is not None), None)
+            elif (type(node) is cst.Call and type(node.func) is cst.Attribute
+                  and node.func.attr.value in container_methods):
+                stored = next((m for a in node.args for m in [model_in(a.value, node.func.value)] if m is not None),
+                              None)
+            if stored is not None:
+                self.a.report(stored, "BFY105", "this model is stored in a container (a bp.Collector, dict or "
+                              "list); batchify follows child models only as attributes of their own: assign "
+                              "each to one (self.E = LIF(n)) and call it by that attribute")
 
     def check_nested_models(self) -> None:
         """A model class defined inside this one (``class Cell(bp.DynamicalSystem)`` in its body or a
@@ -1098,6 +1133,14 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     # Classes deriving from a built-in, batched whole as library code: those named, or, in a file
     # with no model class, every one.
     library_targets = [n for n in only if n in derived] or ([] if models or only else list(derived))
+    for name in library_targets:  # batched whole: it runs as BrainPy's code, one example at a time
+        for node in walk(classes[name].body):
+            if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in models:
+                a.report(node, "BFY104", f"{name} derives from the BrainPy built-in {derived[name]} and is batched "
+                         f"whole, as library code, but it builds {node.func.value}, a model of this file, which "
+                         f"batchify batches as a class of its own; if {derived[name]} is a group or network base "
+                         f"(an older BrainPy's bp.dyn.Network), derive {name} from bp.DynSysGroup")
+                break
     if not models and not library_targets:
         others = "; classes here: " + ", ".join(describe(a, c) for c in classes.values()) if classes else ""
         raise BatchifyError(a.diagnostics or [Diagnostic(

@@ -150,6 +150,9 @@ MODEL_BASES = frozenset(
         "brainpy.dynsys.DynamicalSystem",
         "brainpy.dynsys.DynSysGroup",
         "brainpy.dynsys.Network",
+        # An older BrainPy's (2.0-2.3) spellings of the network and container bases.
+        "brainpy.dyn.Network",
+        "brainpy.dyn.Container",
         # Objects holding Variables and an update method, without DynamicalSystem's machinery.
         "brainpy.BrainPyObject",
         "brainpy.math.BrainPyObject",

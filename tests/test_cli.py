@@ -61,6 +61,10 @@ BAD_SOURCES = {
                                       "    def update(self, x):\n        return self.counter.tick(x)\n", "BFY106"),
     "children-in-list": (GOOD + "\n\nclass Net(bp.DynSysGroup):\n    def __init__(self):\n        super().__init__()\n"
                          "        self.layers = [Leaky(2), Leaky(3)]\n", "BFY105"),
+    # (probe K: main exited 0, and the batched constructor built Leaky without its batch size)
+    "children-in-collector": (GOOD + "\n\nclass Net(bp.DynSysGroup):\n    def __init__(self):\n        super().__init__()\n"
+                              "        self.pops = bp.Collector()\n        self.pops['E'] = Leaky(2)\n"
+                              "        self.register_implicit_nodes(self.pops)\n", "BFY105"),
     "weight-written": (model("\n    def learn(self, x):\n        self.w += 0.1 * bm.outer(self.v, x)\n"), "BFY201"),
     "plain-attribute-written": (model("\n    def count(self, x):\n        self.steps = self.v.sum()\n"), "BFY202"),
     "plain-attribute-in-unpacking": (model("\n    def count(self, x):\n        self.v.value, self.steps = x, 1\n"),
@@ -140,6 +144,30 @@ def test_bad_source_gives_one_diagnostic_and_no_file(case: str, tmp_path: Path) 
     assert_one_diagnostic(result, code)
     assert files_in(tmp_path) == before
     assert src.read_text() == text
+
+
+def test_built_ins_gathered_in_a_local_list_for_a_sequential_still_transform(tmp_path: Path) -> None:
+    """The look-alike of the Collector refusal: bp.Sequential(*layers), itself a built-in, holds them."""
+    src = tmp_path / "model.py"
+    src.write_text(GOOD + "\n\nclass Net(bp.DynSysGroup):\n    def __init__(self, n):\n        super().__init__()\n"
+                   "        layers = []\n        for _ in range(2):\n            layers.append(bp.dnn.Dense(n, n))\n"
+                   "        self.seq = bp.Sequential(*layers)\n\n    def update(self, x):\n        return self.seq(x)\n")
+    result = batchify(str(src), "-o", str(tmp_path / "model_batched.py"))
+    assert result.returncode == 0, result.stderr.decode()
+    assert 'builtins=("seq",)' in (tmp_path / "model_batched.py").read_text()
+
+
+def test_a_class_batched_whole_that_builds_a_model_of_the_file_is_refused(tmp_path: Path) -> None:
+    """--class Conn, Conn deriving from a BrainPy built-in (an older BrainPy's bp.dyn.TwoEndConn): batched
+    whole, as library code. main: 'BFY900 the generated module reads 'Leaky', which it never binds'."""
+    src = tmp_path / "model.py"
+    text = (GOOD + "\n\nclass Conn(bp.dyn.TwoEndConn):\n    def __init__(self, n):\n        super().__init__()\n"
+            "        self.post = Leaky(n)\n\n    def update(self, x):\n        return self.post(x)\n")
+    src.write_text(text)
+    result = batchify(str(src), "--class", "Conn", "-o", str(tmp_path / "model_batched.py"))
+    assert_one_diagnostic(result, "BFY104")
+    assert "Conn derives from the BrainPy built-in brainpy.dyn.TwoEndConn and is batched whole" in result.stderr.decode()
+    assert files_in(tmp_path) == {"model.py"} and src.read_text() == text
 
 
 def test_missing_file(tmp_path: Path) -> None:
