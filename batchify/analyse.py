@@ -425,6 +425,13 @@ def late_state(a: Analysis, name: str, classes: dict[str, cst.ClassDef], derived
     return list(dict.fromkeys(paths))
 
 
+def models_in_functions(a: Analysis) -> list[tuple[cst.FunctionDef, cst.ClassDef]]:
+    """Model classes defined inside a module-level function (BrainPy's ei_nets.py example)."""
+    return [(func, node) for func in a.module.body if type(func) is cst.FunctionDef for node in walk(func.body)
+            if type(node) is cst.ClassDef and any(q in names.MODEL_BASES or names.is_library(q)
+                                                  for b in node.bases for q in a.qualified_names(b.value))]
+
+
 def describe(a: Analysis, cls: cst.ClassDef) -> str:
     """``Foo(bp.Base -> brainpy.Base)``: a class and its bases as written, with what they resolve to."""
     parts = []
@@ -1142,6 +1149,11 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                          f"(an older BrainPy's bp.dyn.Network), derive {name} from bp.DynSysGroup")
                 break
     if not models and not library_targets:
+        # `def model1(): class Leaky(bp.DynamicalSystem): ...`: models there, but out of reach
+        for func, node in models_in_functions(a):
+            a.report(node.name, "BFY106", f"{node.name.value} is a model class defined inside the function "
+                     f"{func.name.value}(); batchify batches the model classes of the module's top level: "
+                     f"move {node.name.value} to the top of the module (build it in {func.name.value}() as before)")
         others = "; classes here: " + ", ".join(describe(a, c) for c in classes.values()) if classes else ""
         raise BatchifyError(a.diagnostics or [Diagnostic(
             path, 1, 1, "BFY004", "no BrainPy model class found (a class deriving from bp.DynamicalSystem, "

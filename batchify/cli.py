@@ -826,8 +826,8 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
         with contextlib.redirect_stdout(sys.stderr):
             original = load_models(src, only=requested, functions=functions,
                                    also=sorted(set().union(*(init_names(plan.drive) for plan in plans))))
-    except Exception as exc:  # noqa: BLE001 - the source's own module-level code (an import) raised
-        diagnostic = raised_in(exc, src, shown, generated)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the source's own module-level code (an import,
+        diagnostic = raised_in(exc, src, shown, generated)  # a parse_args() needing arguments) raised
         if diagnostic is None:
             raise
         raise BatchifyError([diagnostic]) from None

@@ -9,6 +9,7 @@ that tracebacks point into the user's file. Executing them imports brainpy.
 from __future__ import annotations
 
 import ast
+import contextlib
 import sys
 import types
 from pathlib import Path
@@ -39,7 +40,8 @@ def load_models(path: str | Path, module_name: str | None = None, only=(), funct
     module.__file__ = str(path)
     sys.modules[name] = module
     # dont_inherit: this file's `from __future__ import annotations` must not change the user's code.
-    exec(compile(tree, str(path), "exec", dont_inherit=True), module.__dict__)
+    with as_script(path):
+        exec(compile(tree, str(path), "exec", dont_inherit=True), module.__dict__)
     module.__batchify_driven__ = {name: (ir.driven[name], ir.driver_methods[name], name in ir.takes_instance)
                                   for name in ir.driven}
     return module
@@ -54,8 +56,22 @@ def load_generated(path: str | Path, module_name: str | None = None) -> types.Mo
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    with as_script(path):
+        spec.loader.exec_module(module)
     return module
+
+
+@contextlib.contextmanager
+def as_script(path: Path):
+    """``sys.argv`` as if the file were run with no arguments while it loads: a script's module-level
+    ``parser.parse_args()`` (which the model reads, ``args.gain``) gets its defaults, not batchify's
+    own command line."""
+    saved = sys.argv
+    sys.argv = [str(path)]
+    try:
+        yield
+    finally:
+        sys.argv = saved
 
 
 def _lines(stmt: ast.stmt) -> set[int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import unicodedata
+import warnings
 
 import libcst as cst
 
@@ -33,6 +34,12 @@ def decode(source: bytes, path: str) -> str:
 
 def check_python(text: str, path: str) -> None:
     """Refuse what CPython would not compile (BFY001) and what nests past MAX_DEPTH (BFY009)."""
+    with warnings.catch_warnings():  # Python's own warnings about the code ('\l' in a string) are
+        warnings.simplefilter("ignore", SyntaxWarning)  # Python's to show when it runs: not batchify's lines
+        _check_python(text, path)
+
+
+def _check_python(text: str, path: str) -> None:
     try:
         tree = ast.parse(text, path)
     except SyntaxError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import re
 import symtable
+import warnings
 
 import _symtable
 
@@ -24,8 +25,10 @@ def validate(text: str, path: str, source: str | None = None) -> None:
     """``source``: the text it was generated from; a name the source never binds either is the
     source's own error (BFY012 at its first use), not batchify's."""
     try:
-        compile(text, path, "exec", dont_inherit=True)
-        table = _symtable.symtable(text, path, "exec")
+        with warnings.catch_warnings():  # (the source's own '\l' in a string, copied: see parse.check_python)
+            warnings.simplefilter("ignore", SyntaxWarning)
+            compile(text, path, "exec", dont_inherit=True)
+            table = _symtable.symtable(text, path, "exec")
     except SyntaxError as exc:
         raise BatchifyError([Diagnostic(
             path, 1, 1, "BFY900",

@@ -1568,3 +1568,38 @@ def test_an_ion_channel_resets_as_brainpys_sweep_does(tmp_path) -> None:
                          "0.1", "--steps", "10", "--batch", "3", "--strict")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "reset_state() not compared" in checked.stdout and "reset skipped" not in checked.stdout, checked.stdout
+
+
+ARGPARSE_SCRIPT = """
+import argparse
+
+import brainpy as bp
+import brainpy.math as bm
+
+parser = argparse.ArgumentParser(description='script options')
+parser.add_argument('-gain', default=2.0, type=float)
+args = parser.parse_args()
+
+
+class Leaky(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.v = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.v.value = 0.9 * self.v + args.gain * x
+        return self.v.value
+"""
+
+
+def test_a_scripts_module_level_parse_args_sees_no_arguments_under_verify(tmp_path) -> None:
+    """Probe K (BrainPy's mnist_lif_readout.py reads args.T): the loaded source's parse_args() parsed
+    batchify's own command line. main: 'usage: __main__.py [-h] [-gain GAIN] ... error: unrecognized
+    arguments: verify ...', exit 2, no report. Loaded as a script run with no arguments, it verifies;
+    one whose arguments are required is BFY302 at its parse_args() line."""
+    checked = verify_cli(tmp_path, "script", ARGPARSE_SCRIPT, "--init", "4", "--input-shape", "x=4", "--steps", "5")
+    assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout[-2000:] + checked.stderr[-2000:]
+    required = ARGPARSE_SCRIPT.replace("'-gain', default=2.0", "'--gain', required=True")
+    checked = verify_cli(tmp_path, "needs", required, "--init", "4", "--input-shape", "x=4", "--steps", "5")
+    assert checked.returncode == 2, checked.stdout[-2000:] + checked.stderr[-2000:]
+    assert "needs.py:9:1: BFY302 cannot verify: the model's own code raised SystemExit" in checked.stderr, checked.stderr

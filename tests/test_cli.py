@@ -61,6 +61,11 @@ BAD_SOURCES = {
                                       "    def update(self, x):\n        return self.counter.tick(x)\n", "BFY106"),
     "children-in-list": (GOOD + "\n\nclass Net(bp.DynSysGroup):\n    def __init__(self):\n        super().__init__()\n"
                          "        self.layers = [Leaky(2), Leaky(3)]\n", "BFY105"),
+    # (probe K, BrainPy's ei_nets.py: main said 'BFY004 no BrainPy model class found' at 1:1)
+    "model-in-function": ("import brainpy as bp\nimport brainpy.math as bm\n\n\ndef model1():\n"
+                          "    class Leaky(bp.DynamicalSystem):\n        def __init__(self, n):\n"
+                          "            super().__init__()\n            self.v = bm.Variable(bm.zeros(n))\n\n"
+                          "    return Leaky(3)\n", "BFY106"),
     # (probe K: main exited 0, and the batched constructor built Leaky without its batch size)
     "children-in-collector": (GOOD + "\n\nclass Net(bp.DynSysGroup):\n    def __init__(self):\n        super().__init__()\n"
                               "        self.pops = bp.Collector()\n        self.pops['E'] = Leaky(2)\n"
@@ -168,6 +173,16 @@ def test_a_class_batched_whole_that_builds_a_model_of_the_file_is_refused(tmp_pa
     assert_one_diagnostic(result, "BFY104")
     assert "Conn derives from the BrainPy built-in brainpy.dyn.TwoEndConn and is batched whole" in result.stderr.decode()
     assert files_in(tmp_path) == {"model.py"} and src.read_text() == text
+
+
+def test_pythons_own_warnings_about_the_source_are_not_batchifys_lines(tmp_path: Path) -> None:
+    """Probe K (BrainPy's fixed_points_finder2.py): a string with '\\l' made the transform print Python's
+    'SyntaxWarning: invalid escape sequence' on stderr, a line no tool reading diagnostics can parse."""
+    src = tmp_path / "model.py"
+    src.write_text(GOOD + "\n\nLABEL = 'Real($\\lambda$)'\n")
+    assert "\\l" in src.read_text()
+    result = batchify(str(src), "-o", str(tmp_path / "model_batched.py"))
+    assert result.returncode == 0 and result.stderr.decode() == "", result.stderr.decode()
 
 
 def test_missing_file(tmp_path: Path) -> None:
