@@ -1286,6 +1286,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                 side_effects(method.node, self_name_of(method.node), module_data, plain,
                              a.qualified_names, a.report)
                 check_sweeps(a, cls, method, method_names, children)
+            elif method.name in renamed.values():  # a --function the user asked to batch: stateful or refused
+                check_sweeps(a, cls, method, method_names, children)  # (bm.for_loop(net.step_run, ...))
         if declarations_needed:  # loading the original for verification needs no batching decision
             check_learned_online(a, ir, cls, modes, scan)
 

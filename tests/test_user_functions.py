@@ -361,3 +361,40 @@ def test_a_harness_on_a_loss_that_does_not_reset_the_model_is_refused() -> None:
     # Without the harness the loss is batched as written: loss_fun_grad runs it so.
     assert "def loss_fun_pure" in transform(text.encode(), "seed.py", command="batchify seed.py",
                                             functions=["loss_fun"]).text
+
+
+def test_a_function_looping_over_brainpys_inherited_step_run_is_refused_at_its_line() -> None:
+    """Probe K (BrainPy's mnist_lif_readout.py: bm.for_loop(net.step_run, ...) in loss_fun). main exited
+    0 and copied loss_fun unchanged (step_run is BrainPy's, so the function looked stateless): no
+    loss_fun_pure or loss_fun_grad, and verify --function loss_fun said 'BFY900 internal error:
+    AttributeError: 'SNNBatched' object has no attribute 'loss_fun_grad''. As in a method: BFY221."""
+    text = textwrap.dedent('''
+        import numpy as np
+
+        import brainpy as bp
+        import brainpy.math as bm
+
+
+        class SNN(bp.DynamicalSystem):
+            def __init__(self, n_in, n_out):
+                super().__init__()
+                self.l1 = bp.dnn.Dense(n_in, n_out)
+                self.l2 = bp.dyn.Lif(n_out, V_th=1.)
+
+            def update(self, x):
+                return x >> self.l1 >> self.l2
+
+
+        net = SNN(8, 4)
+
+
+        def loss_fun(xs, ys):
+            net.reset_state()
+            outs = bm.for_loop(net.step_run, (np.arange(10), xs))
+            return bm.mean((outs.mean(0) - ys) ** 2)
+    ''')
+    line = text.splitlines().index("    outs = bm.for_loop(net.step_run, (np.arange(10), xs))") + 1
+    with pytest.raises(BatchifyError) as caught:
+        transform(text.encode(), "snn.py", command="batchify snn.py", functions=["loss_fun"])
+    found = [d for d in caught.value.diagnostics if d.code == "BFY221"]
+    assert found and found[0].line == line and "loss_fun()" in found[0].message, caught.value.diagnostics
