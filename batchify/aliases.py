@@ -805,7 +805,26 @@ def returned_params(helper: cst.FunctionDef) -> set[str]:
     return {n for node in walk(helper.body) if type(node) is cst.Return for n in names(node.value)}
 
 
-class _Unroll(Transformer):
+class _Positioned(Transformer):
+    """A rewrite of a method's nodes whose new nodes stand at the places of those they replace."""
+
+    owner: Normaliser
+
+    def on_leave(self, original_node, updated_node):
+        result = super().on_leave(original_node, updated_node)
+        if result is not original_node and is_node(result):
+            self.owner.inherit(result, original_node)
+        return result
+
+    def clone(self, node: cst.CSTNode) -> cst.CSTNode:
+        """A copy of ``node`` whose every node stands where its original does."""
+        copy = node.deep_clone()
+        for new, old in zip(walk(copy), walk(node)):
+            self.owner.inherit(new, old)
+        return copy
+
+
+class _Unroll(_Positioned):
     """Unrolls ``Normaliser.model_loops``: each loop becomes its body once per model, the loop name
     replaced by the model (each copy's nodes at the positions of the nodes they copy)."""
 
@@ -813,12 +832,6 @@ class _Unroll(Transformer):
         super().__init__()
         self.owner = owner
         self.loops = loops
-
-    def copy(self, node: cst.CSTNode, name: str, model: cst.BaseExpression) -> cst.CSTNode:
-        clone = node.deep_clone()
-        for new, old in zip(walk(clone), walk(node)):
-            self.owner.inherit(new, old)
-        return clone.visit(_Substitute(self.owner, name, model))
 
     def leave_For(self, original_node: cst.For, updated_node: cst.For):
         models = self.loops.get(id(original_node))
@@ -828,19 +841,14 @@ class _Unroll(Transformer):
         statements = (list(body.body) if type(body) is cst.IndentedBlock
                       else [cst.SimpleStatementLine(list(body.body))])
         name = original_node.target.value
-        copies = [self.copy(stmt, name, model) for model in models for stmt in statements]
+        copies = [self.clone(stmt).visit(_Substitute(self.owner, name, model)) for model in models
+                  for stmt in statements]
         if copies:  # the loop's own comments stay above its first copy
             copies[0] = copies[0].with_changes(leading_lines=[*updated_node.leading_lines, *copies[0].leading_lines])
         return cst.FlattenSentinel(copies)
 
-    def on_leave(self, original_node, updated_node):
-        result = super().on_leave(original_node, updated_node)
-        if result is not original_node and is_node(result):
-            self.owner.inherit(result, original_node)
-        return result
 
-
-class _Substitute(Transformer):
+class _Substitute(_Positioned):
     """``name`` -> a copy of ``model`` (at the model's place in the loop header)."""
 
     def __init__(self, owner: Normaliser, name: str, model: cst.BaseExpression):
@@ -854,21 +862,10 @@ class _Substitute(Transformer):
         return updated_node.with_changes(keyword=original_node.keyword)
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
-        if original_node.value != self.name:
-            return updated_node
-        clone = self.model.deep_clone()
-        for new, old in zip(walk(clone), walk(self.model)):
-            self.owner.inherit(new, old)
-        return clone
-
-    def on_leave(self, original_node, updated_node):
-        result = super().on_leave(original_node, updated_node)
-        if result is not original_node and is_node(result):
-            self.owner.inherit(result, original_node)
-        return result
+        return self.clone(self.model) if original_node.value == self.name else updated_node
 
 
-class _Inline(Transformer):
+class _Inline(_Positioned):
     """Replaces aliases by their Variable and getattr/setattr/fill by the plain forms."""
 
     def __init__(self, owner: Normaliser, aliases: dict, removed: dict[int, list[int]], loops: dict[int, str]):
@@ -902,12 +899,6 @@ class _Inline(Transformer):
             return updated_node
         return cst.Call(updated_node.right, [cst.Arg(updated_node.left)], lpar=updated_node.lpar,
                         rpar=updated_node.rpar)
-
-    def on_leave(self, original_node, updated_node):
-        result = super().on_leave(original_node, updated_node)
-        if result is not original_node and is_node(result):
-            self.owner.inherit(result, original_node)
-        return result
 
     def visit_Assign(self, node: cst.Assign) -> bool:
         for t in node.targets:  # the names an assignment binds (not `v` in `v.value = e`)

@@ -602,12 +602,16 @@ def raised_in(exc: BaseException, src: Path, shown: str, generated: Path) -> Dia
                       f"{message} (in {frame.name}); this is a transformation bug, please report it")
 
 
-def built_at(src: Path, model: str, paths: tuple[str, ...]) -> tuple[int, int]:
-    """Where class ``model`` (a batched class's name: ``FooBatched``) of ``src`` first assigns the
-    attribute that leads to ``paths[0]`` (``syn`` of ``syn.comm.weight``): the line to fix for a
-    Variable the batched model refused to run with. The class's line without one; 1:1 without it."""
+def built_at(src: Path, exc: BaseException) -> tuple[int, int]:
+    """Where the class ``exc.model`` names (``FooBatched`` or ``Foo``) first assigns the attribute
+    that leads to ``exc.paths[0]`` (``syn`` of ``syn.comm.weight``): the line to fix for a Variable
+    the batched model refused to run with, or the original grew. The class's line without one; 1:1
+    without the class (or an exception naming none)."""
     import ast
 
+    model, paths = getattr(exc, "model", ""), getattr(exc, "paths", ())
+    if not model:
+        return 1, 1
     try:
         tree = ast.parse(src.read_bytes())
     except (OSError, SyntaxError, ValueError):
@@ -877,7 +881,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
                                        else rerun_argv, probe=args.x64_probe,
                                        speed=not (getattr(args, "no_speed", False) or args.x64_probe))
     except DriveError as exc:
-        line, col = built_at(src, exc.model, exc.paths) if hasattr(exc, "paths") else (1, 1)
+        line, col = built_at(src, exc)
         raise BatchifyError([Diagnostic(shown, line, col, "BFY302", f"cannot verify: {exc}")]) from None
     except engine.NotTraceable as exc:  # the model's code runs eagerly only: the user's to fix
         raise BatchifyError([not_traceable(exc, src, shown, generated)]) from None
@@ -885,7 +889,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
         diagnostic = raised_in(exc, src, shown, generated)
         if diagnostic is not None and diagnostic.path == shown:  # the original's own code (NotImplementedError)
             raise BatchifyError([diagnostic]) from None
-        line, col = built_at(src, exc.model, exc.paths) if hasattr(exc, "paths") else (1, 1)
+        line, col = built_at(src, exc)
         raise BatchifyError([Diagnostic(shown, line, col, "BFY302", f"cannot verify: the batched model refused "
                                         f"to run: {exc}")]) from None
     except Exception as exc:  # noqa: BLE001 - the user's model or the generated one raised: say whose

@@ -19,7 +19,12 @@ from batchify.names import SHARED_DICT_PARAMS
 
 
 class DriveError(Exception):
-    """Driving information is missing or malformed: verification cannot run (exit 2)."""
+    """Driving information is missing or malformed: verification cannot run (exit 2). ``model`` and
+    ``paths``, where it names Variables of a model (as ``runtime.UnbatchedStateError``), let the CLI
+    point at the line that builds them."""
+
+    model: str = ""
+    paths: tuple[str, ...] = ()
 
 
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "bool")

@@ -304,7 +304,7 @@ def restore(obj, values: dict[str, np.ndarray]) -> None:
                          "bp.dyn.STDP_Song2000 makes its connection's plain weight one at its first step); "
                          "batchify batches the Variables a model holds once built, so it can neither "
                          "compare nor batch this: create it as a Variable (or TrainVar) when building the model")
-        error.model, error.paths = type(obj).__name__, tuple(appeared)  # for the CLI to point at their line
+        error.model, error.paths = type(obj).__name__, tuple(appeared)
         raise error
     for k, v in found.items():
         v.value = bm.asarray(values[k])

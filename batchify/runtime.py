@@ -1349,21 +1349,22 @@ def batch_state_only(model, what):
     with trace:
         yield
 
-    def paths_of(states):
+    def paths_of(states):  # each state's attribute path under the model, None for one elsewhere
         paths = {id(v): path for path, v in model.vars(method="relative").items()}
-        return [paths[id(s)] for s in states if id(s) in paths]
+        return [paths.get(id(s)) for s in states]
 
     def named(states):
-        paths = {id(v): path for path, v in model.vars(method="relative").items()}
-        return ", ".join(paths.get(id(s), f"a {type(s).__name__} of shape {jnp.shape(s.value)}") for s in states)
+        return ", ".join(path or f"a {type(s).__name__} of shape {jnp.shape(s.value)}"
+                         for s, path in zip(states, paths_of(states)))
 
     def refuse(states, message):
-        return UnbatchedStateError(message, type(model).__name__, paths_of(states))
+        return UnbatchedStateError(message, type(model).__name__, [p for p in paths_of(states) if p])
 
     # A Variable made during the step (bp.dyn.STDP_Song2000 makes its connection's plain weight one
     # at its first step) holds one example's traced value and is in no batch: left there, the next
     # step fails inside BrainPy with JAX's UnexpectedTracerError.
-    made = [v for v in model.vars().values() if id(v) not in built]
+    after = list(model.vars().values())
+    made = [v for v in after if id(v) not in built]
     if made:
         raise refuse(made,
             f"{type(model).__name__}.{what} made {named(made)}, a Variable that did not exist when the model "
@@ -1378,8 +1379,8 @@ def batch_state_only(model, what):
                if written and st._value is not before]
     if escaped:
         trace.recovery_original_values()
-    ours = {id(v) for v in model.vars().values()}
-    batch = {id(v) for v in model.vars().values() if getattr(v, "batch_axis", None) == 0}  # the batch's state
+    ours = {id(v) for v in after}
+    batch = {id(v) for v in after if getattr(v, "batch_axis", None) == 0}  # the batch's state
     if any(isinstance(st, bm.random.RandomState) and id(st) not in ours for st in escaped):
         raise RuntimeError(
             f"{type(model).__name__}.{what} drew random numbers from BrainPy's global stream "
@@ -2467,10 +2468,9 @@ class Harness:
 
     def shard(self, batch):
         """Place a batch on the mesh, split along its first axis (with several hosts: this host's part)."""
-        if jax.process_count() == 1:
-            self._sharded_batch_size(batch)
         if jax.process_count() > 1:
             return jax.tree.map(lambda a: jax.make_array_from_process_local_data(self.batch_sharded, a), batch)
+        self._sharded_batch_size(batch)
         return jax.device_put(batch, self.batch_sharded)
 
     def evaluate(self, params, xs, ys, batch_size=256, key=None):
