@@ -47,6 +47,10 @@ class Known:
     libraries: set[str] = field(default_factory=set)
     lists: set[str] = field(default_factory=set)  # fields holding a bm.VarList
     dicts: set[str] = field(default_factory=set)  # fields holding a bm.VarDict
+    # ``self.pops = [self.E, self.I]``: attribute -> the models it lists (ModelClass.model_sequences);
+    # one holding models batchify cannot follow -> why (ModelClass.gathered_models).
+    sequences: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    gathered: dict[str, str] = field(default_factory=dict)
     # What each method hands out as the Variable object (``return self.h``), for a parent's calls.
     returns: dict[str, list[list[str]]] = field(default_factory=dict)
 
@@ -85,6 +89,44 @@ def constant_name(call: cst.Call, me: str, function: str, arity: tuple[int, ...]
     return False
 
 
+
+
+def constant_index(node: cst.Subscript) -> int | None:
+    """``x[2]`` / ``x[-1]``: the index, when it is one integer literal."""
+    if len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
+        return None
+    value = node.slice[0].slice.value
+    negative = type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus
+    if negative:
+        value = value.expression
+    if type(value) is not cst.Integer:
+        return None
+    return -int(value.value, 0) if negative else int(value.value, 0)
+
+
+def comprehension_scopes(nodes: list[cst.CSTNode], name: str) -> tuple[int, set[int]]:
+    """The comprehensions among ``nodes`` that bind ``name`` themselves: how many bindings they make,
+    and the ids of their nodes, where ``name`` is theirs (all but the first iterable, read outside)."""
+    bindings, scoped = 0, set()
+    for comp in nodes:
+        if type(comp) not in (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp):
+            continue
+        fors, current = [], comp.for_in
+        while current is not None:
+            fors.append(current)
+            current = current.inner_for_in
+        own = sum(1 for f in fors for n in walk(f.target) if type(n) is cst.Name and n.value == name)
+        if own:
+            bindings += own
+            outside = {id(n) for n in walk(comp.for_in.iter)}
+            scoped |= {id(n) for n in walk(comp) if id(n) not in outside}
+    return bindings, scoped
+
+
+def closes_over(node: cst.CSTNode, name: str) -> bool:
+    """Whether a function defined in ``node`` reads ``name`` (its value when called, not when made)."""
+    return any(type(f) in (cst.FunctionDef, cst.Lambda) and any(type(n) is cst.Name and n.value == name
+                                                                 for n in walk(f)) for f in walk(node))
 
 
 def written_paths(node: cst.CSTNode, me: str) -> set[tuple[str, ...]]:
@@ -164,6 +206,8 @@ class Normaliser:
             if type(new) is cst.FunctionDef:
                 self.inherit(new, func)
                 func = new
+        if self.known.sequences or self.known.gathered:
+            self.check_listed_models(func)
         self.current = func
         self.nodes = list(walk(func.body))
         counts = bound_names(func, self.nodes)
@@ -182,38 +226,100 @@ class Normaliser:
 
     def model_loops(self, func: cst.FunctionDef) -> dict[int, list[cst.BaseExpression]]:
         """``for proj in (self.E2E, self.E2I): proj()``: a loop over a literal tuple (or list) of the
-        class's models, its name bound by the loop alone and read only in its body, which has no
-        ``break``, ``continue``, ``else`` or function reading the name: unrolled, one copy of the
-        body per model with the name replaced by it (``self.E2E()``, the form the rules know).
-        ``id(For) -> the models``."""
+        class's models, or over an attribute listing them (``self.pops``, Known.sequences), its name
+        bound by the loop alone and read only in its body, which has no ``break``, ``continue``,
+        ``else`` or function reading the name: unrolled, one copy of the body per model with the name
+        replaced by it (``self.E2E()``, the form the rules know). So is a comprehension over them with
+        one ``for`` and no ``if`` (``sum(p(x) for p in self.pops)``: a tuple, one item per model), and
+        a constant index (``self.pops[-1]``: that model). ``id(node) -> the models``."""
         nodes = list(walk(func.body))
         counts = bound_names(func, nodes)
         found: dict[int, list[cst.BaseExpression]] = {}
-        for loop in nodes:
-            if not (type(loop) is cst.For and type(loop.target) is cst.Name and loop.orelse is None
-                    and loop.asynchronous is None and type(loop.iter) in (cst.Tuple, cst.List) and loop.iter.elements
-                    and counts.get(loop.target.value) == 1):
+        for node in nodes:
+            if type(node) is cst.Subscript:
+                models = self.listed_models(node.value, literal=False)
+                index = constant_index(node)
+                if models is not None and index is not None and -len(models) <= index < len(models):
+                    found[id(node)] = [models[index]]
                 continue
-            models = [e.value for e in loop.iter.elements]
-            paths = [self_path(m, self.me) if type(e) is cst.Element else None
-                     for e, m in zip(loop.iter.elements, models)]
-            if not all(p is not None and len(p) == 1 and (p[0] in self.known.children or p[0] in self.known.libraries)
-                       for p in paths):
+            if type(node) in (cst.ListComp, cst.GeneratorExp):
+                comp = node.for_in
+                models = self.listed_models(comp.iter)
+                if (models is not None and type(comp.target) is cst.Name and not comp.ifs
+                        and comp.inner_for_in is None and comp.asynchronous is None
+                        and not closes_over(node.elt, comp.target.value)):
+                    found[id(node)] = models
                 continue
-            name = loop.target.value
-            inside = {id(n) for n in walk(loop.body)}
-            nested = {id(n) for f in walk(loop.body) if type(f) in (cst.For, cst.While, cst.FunctionDef, cst.Lambda,
+            if not (type(node) is cst.For and type(node.target) is cst.Name and node.orelse is None
+                    and node.asynchronous is None):
+                continue
+            name = node.target.value
+            # (a comprehension binding the same name has its own: `sum(p(x) for p in ...)` beside the loop)
+            bindings, own_scope = comprehension_scopes(nodes, name)
+            models = self.listed_models(node.iter) if counts.get(name, 0) - bindings == 1 else None
+            if models is None:
+                continue
+            inside = {id(n) for n in walk(node.body)} | own_scope
+            nested = {id(n) for f in walk(node.body) if type(f) in (cst.For, cst.While, cst.FunctionDef, cst.Lambda,
                                                                     cst.ClassDef) for n in walk(f)}
-            if any(type(n) in (cst.Break, cst.Continue) and id(n) not in nested for n in walk(loop.body)):
+            if any(type(n) in (cst.Break, cst.Continue) and id(n) not in nested for n in walk(node.body)):
                 continue
-            if any(type(n) is cst.Name and n.value == name and id(n) not in inside and n is not loop.target
+            if any(type(n) is cst.Name and n.value == name and id(n) not in inside and n is not node.target
                    for n in nodes):
                 continue  # read after the loop: the last model, which the unrolled code no longer binds
-            if any(type(f) in (cst.FunctionDef, cst.Lambda) and any(type(n) is cst.Name and n.value == name
-                                                                     for n in walk(f)) for f in walk(loop.body)):
+            if closes_over(node.body, name):
                 continue  # a closure over the loop name sees its last value when called later
-            found[id(loop)] = models
+            found[id(node)] = models
         return found
+
+    def listed_models(self, iterated: cst.BaseExpression, literal: bool = True) -> list[cst.BaseExpression] | None:
+        """The models ``iterated`` lists, in order: a literal tuple or list of the class's models
+        (``literal``), or an attribute listing them (``self.pops``), each as ``self.E`` standing where
+        ``self.pops`` does. None for anything else."""
+        if literal and type(iterated) in (cst.Tuple, cst.List) and iterated.elements:
+            if not all(type(e) is cst.Element for e in iterated.elements):
+                return None
+            models = [e.value for e in iterated.elements]
+            paths = [self_path(m, self.me) for m in models]
+            if all(p is not None and len(p) == 1 and (p[0] in self.known.children or p[0] in self.known.libraries)
+                   for p in paths):
+                return models
+            return None
+        path = self_path(iterated, self.me) if type(iterated) is cst.Attribute else None
+        if not (path and len(path) == 1 and path[0] in self.known.sequences):
+            return None
+        models = []
+        for name in self.known.sequences[path[0]]:
+            model = path_expr(self.me, [name])
+            for new, old in zip(walk(model), walk(iterated)):  # (both `self.<name>`)
+                self.inherit(new, old)
+            models.append(model)
+        return models
+
+    def check_listed_models(self, func: cst.FunctionDef) -> None:
+        """What is left of ``self.pops`` once its loops are unrolled (an ``enumerate`` or ``zip`` over it,
+        a computed index, the list handed on) would reach the batched models by another name, inside
+        one example's step (BFY213); ``len(self.pops)`` is a constant."""
+        counted = {id(n.args[0].value) for n in walk(func.body) if type(n) is cst.Call and type(n.func) is cst.Name
+                   and n.func.value == "len" and len(n.args) == 1}
+        for node in walk(func.body):
+            path = self_path(node, self.me) if type(node) is cst.Attribute else None
+            if not (path and len(path) == 1):
+                continue
+            name = path[0]
+            if name in self.known.sequences and id(node) not in counted:
+                listed = ", ".join(f"self.{m}" for m in self.known.sequences[name])
+                self.report(node, "BFY213", f"self.{name} lists the models {listed}, and is used here other than "
+                            f"by a loop batchify unrolls (for p in self.{name}: ..., with no break or else), a "
+                            f"comprehension over it, or a constant index (self.{name}[0]): it would hand over the "
+                            f"batched models inside one example's step; call each model by its own attribute here")
+                return
+            if name in self.known.gathered:
+                self.report(node, "BFY213", f"{self.known.gathered[name]}: batchify cannot follow those models "
+                            "through it, and a step would run them as they are, for the whole batch; call each "
+                            "by its own attribute (or list them once in __init__, models only, and never change "
+                            "the list)")
+                return
 
     def piped_module(self, node: cst.BinaryOperation) -> bool:
         """``x >> self.neu1``: BrainPy's pipe, which calls the model (``DynamicalSystem.__rrshift__``)."""
@@ -846,6 +952,26 @@ class _Unroll(_Positioned):
         if copies:  # the loop's own comments stay above its first copy
             copies[0] = copies[0].with_changes(leading_lines=[*updated_node.leading_lines, *copies[0].leading_lines])
         return cst.FlattenSentinel(copies)
+
+    def leave_ListComp(self, original_node: cst.ListComp, updated_node: cst.ListComp):
+        items = self.expanded(original_node, updated_node)
+        return updated_node if items is None else cst.List(items, lpar=updated_node.lpar, rpar=updated_node.rpar)
+
+    def leave_GeneratorExp(self, original_node: cst.GeneratorExp, updated_node: cst.GeneratorExp):
+        items = self.expanded(original_node, updated_node)
+        return updated_node if items is None else cst.Tuple(items)  # (in its own parentheses, as an argument too)
+
+    def expanded(self, original_node, updated_node) -> list[cst.Element] | None:
+        models = self.loops.get(id(original_node))
+        if models is None:
+            return None
+        name = original_node.for_in.target.value
+        return [cst.Element(self.clone(updated_node.elt).visit(_Substitute(self.owner, name, model)))
+                for model in models]
+
+    def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript):
+        models = self.loops.get(id(original_node))
+        return updated_node if models is None else self.clone(models[0])
 
 
 class _Substitute(_Positioned):

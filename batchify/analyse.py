@@ -471,6 +471,8 @@ class _ClassScan:
         self.local_variables: set[tuple[str, str]] = set()
         # `self.f = lambda x: self.w * x`: the function -> the fields it reads (see check_stored_functions)
         self.bound_functions: dict[str, frozenset[str]] = {}
+        self.model_sequences: dict[str, tuple[str, ...]] = {}  # see check_model_sequences
+        self.gathered_models: dict[str, str] = {}
 
     def functions(self) -> list[cst.FunctionDef]:
         return [s for s in self.cls.body.body if type(s) is cst.FunctionDef]
@@ -501,6 +503,7 @@ class _ClassScan:
             self.check_handed_functions(func)
             self.check_second_names(func)
         if init is not None:
+            self.check_model_sequences(init)
             self.check_group_children(init)
             self.init_resets = calls_own(init, "reset_state")
         if reset is not None:
@@ -701,6 +704,56 @@ class _ClassScan:
                                   "read the Variable itself, not one example's value; read the value in a stepping "
                                   "method and pass it on as an argument (or make the function a method)")
                     break
+
+    def check_model_sequences(self, init: cst.FunctionDef) -> None:
+        """``self.pops = [self.E, self.I]``: the class's own models listed under one more attribute, to
+        walk in a step (``for p in self.pops: p(x)``, what BFY105 leads to). Where the list holds
+        models only and is never changed (assigned once, in __init__; no append, no item written), it
+        is a sequence of those attributes: a step's loop, comprehension or constant index over it is
+        the models themselves (aliases.py). Otherwise a step's use of it is refused there (BFY213)."""
+        me = self_name_of(init) or "self"
+        models = self.held_models()
+        for node in walk(init.body):
+            if not (type(node) is cst.Assign and len(node.targets) == 1
+                    and type(node.value) in (cst.List, cst.Tuple, cst.Set, cst.Dict)):
+                continue
+            target = self_path(node.targets[0].target, me)
+            elements = [e.value for e in node.value.elements if type(e) in (cst.Element, cst.DictElement)]
+            paths = [self_path(v, me) if type(v) is cst.Attribute else None for v in elements]
+            held = [p[0] for p in paths if p and len(p) == 1 and p[0] in models]
+            if not (target and len(target) == 1 and held):
+                continue
+            name = target[0]
+            listed = ", ".join(f"self.{h}" for h in held)
+            changed = self.changed_after(name, node)
+            if type(node.value) in (cst.Set, cst.Dict):
+                self.gathered_models[name] = f"self.{name} is a {type(node.value).__name__.lower()} of the models {listed}"
+            elif len(held) != len(node.value.elements) or len(node.value.elements) != len(elements):
+                self.gathered_models[name] = f"self.{name} holds the models {listed} beside other values"
+            elif changed is not None:
+                self.gathered_models[name] = (f"self.{name} holds the models {listed} and is changed after "
+                                              f"__init__ builds it (line {self.a.positions[changed].start.line})")
+            else:
+                self.model_sequences[name] = tuple(held)
+
+    def changed_after(self, name: str, built: cst.Assign) -> cst.CSTNode | None:
+        """Where the class changes ``self.NAME`` other than by ``built``: assigned again, an item
+        written or deleted, or a method of it called that changes a list (append, extend, ...)."""
+        keeps = {"index", "count", "copy"}
+        for func in self.functions():
+            me = self_name_of(func) or "self"
+            for node in walk(func.body):
+                if node is built:
+                    continue
+                for target in assigned(node) if type(node) in (cst.Assign, cst.AugAssign) else (
+                        [node.target] if type(node) in (cst.AnnAssign, cst.Del) else []):
+                    inner = target.value if type(target) is cst.Subscript else target
+                    if self_path(inner, me) == [name]:
+                        return node
+                if (type(node) is cst.Call and type(node.func) is cst.Attribute
+                        and self_path(node.func.value, me) == [name] and node.func.attr.value not in keeps):
+                    return node
+        return None
 
     def check_second_names(self, init: cst.FunctionDef) -> None:
         """A Variable stored under a second name (``self.dec = self.enc``) or handed to a child of this
@@ -1222,7 +1275,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                          library_fields=tuple(scan.library_fields), losses=driver_losses.get(name, {}),
                          local_variables=frozenset(scan.local_variables),
                          bound_functions=dict(scan.bound_functions),
-                         construction_helpers=tuple(scan.helpers))
+                         construction_helpers=tuple(scan.helpers),
+                         model_sequences=dict(scan.model_sequences), gathered_models=dict(scan.gathered_models))
         classes[name] = cls
         fields = set(ir.field_map(cls))
         inherited = ir.all_methods(cls)
@@ -1523,7 +1577,8 @@ def known_variables(ir: ModuleIR, cls: ModelClass) -> Known:
     known = Known({f.name for f in ir.all_fields(cls)},
                   {ch: known_variables(ir, c) for ch, c in ir.child_map(cls).items()},
                   set(ir.all_libraries(cls)), {f.name for f in ir.all_fields(cls) if f.container == "list"},
-                  {f.name for f in ir.all_fields(cls) if f.container == "dict"})
+                  {f.name for f in ir.all_fields(cls) if f.container == "dict"},
+                  *ir.all_model_sequences(cls))
     for name, method in ir.all_methods(cls).items():
         me = self_name_of(method.node) if method.kind == "method" else None
         if me is None:

@@ -63,6 +63,11 @@ class ModelClass:
     # Methods only construction runs (``self._init_weights(n)`` in __init__): they create fields too,
     # and the batched class's copy builds them batched (``bfy.batched(..., self.batch_size)``).
     construction_helpers: tuple[str, ...] = ()
+    # ``self.pops = [self.E, self.I]`` in __init__, never changed: the attribute -> the models it
+    # lists, in order (aliases.py unrolls a step's loop over it). ``gathered_models``: one holding
+    # models that cannot be followed (changed later, or other values beside them) -> why.
+    model_sequences: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    gathered_models: dict[str, str] = field(default_factory=dict)
     # ``(attribute, local)``: a Variable made into a name of __init__, then stored (``self.h = h``):
     # a state Variable is batched where it is stored.
     local_variables: frozenset[tuple[str, str]] = frozenset()
@@ -155,6 +160,19 @@ class ModuleIR:
         """The state fields ``reset_state`` creates, its bases' included (an override calling
         ``super().reset_state()``, or a base's ``__init__`` running the override)."""
         return tuple(dict.fromkeys(f for c in self.chain(cls) for f in c.reset_fields))
+
+    def all_model_sequences(self, cls: ModelClass) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
+        """``model_sequences`` and ``gathered_models`` of ``cls`` and its bases (a subclass's own win)."""
+        sequences: dict[str, tuple[str, ...]] = {}
+        gathered: dict[str, str] = {}
+        for c in self.chain(cls):
+            for name, models in c.model_sequences.items():
+                sequences[name] = models
+                gathered.pop(name, None)
+            for name, why in c.gathered_models.items():
+                gathered[name] = why
+                sequences.pop(name, None)
+        return sequences, gathered
 
     def all_libraries(self, cls: ModelClass) -> tuple[str, ...]:
         return tuple(dict.fromkeys(lib for c in self.chain(cls) for lib in c.libraries))

@@ -1312,6 +1312,34 @@ RULES: tuple[Rule, ...] = (
                     'return bfy.unwrap(state), state.V * v')),
     ),
     Rule(
+        'models walked by a loop',
+        'aliases._Unroll.leave_For',
+        "a loop over the class's models",
+        ('`for proj in (self.E2E, self.I2E): proj()`; `self.pops = [self.E, self.I]` in `__init__`, then '
+         '`for p in self.pops: p(x)`, `sum(p(x) for p in self.pops)`, `self.pops[-1]`'),
+        ('the body once per model, the loop name replaced by it (`self.E2E()`, then rewritten as a child '
+         'call); a comprehension is a list or tuple of one item per model, a constant index that model; '
+         'not where the loop name is read after the loop, by a function in the body, or the body has '
+         '`break`, `continue` or `else`, nor a list of models changed after `__init__` (BFY213)'),
+        Case(before=('for kid in self.kids:\n'
+                     '    x = kid(x)\n'
+                     'return x'),
+             after=('child_state, x = self.child.update_pure(params.child, state.child, x)\n'
+                    'state = state._replace(child=child_state)\n'
+                    'other_state, x = self.other.update_pure(params.other, state.other, x)\n'
+                    'state = state._replace(other=other_state)\n'
+                    'return bfy.unwrap(state), x'),
+             init=('self.other = Child()\n'
+                   'self.kids = [self.child, self.other]')),
+        Case(before=('for g in self.gains:\n'
+                     '    x = x * g\n'
+                     'return self.V + x'),
+             after=('for g in self.gains:\n'
+                    '    x = x * g\n'
+                    'return bfy.unwrap(state), state.V + x'),
+             init='self.gains = [1.0, 2.0]'),
+    ),
+    Rule(
         'getattr and setattr',
         'aliases._Inline.leave_Call',
         '`getattr` / `setattr` with a constant name',

@@ -170,6 +170,67 @@ def test_children_gathered_into_a_tuple_are_refused_where_a_loop_cannot_be_unrol
     assert "self.l1, a model, is gathered into a tuple" in refused(source, "BFY213")
 
 
+LISTED_POPULATIONS = HEAD + textwrap.dedent('''
+    class Pop(bp.DynamicalSystem):
+        def __init__(self, n, tau):
+            super().__init__()
+            self.tau = tau
+            self.V = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            self.V.value = self.V * (1.0 - 1.0 / self.tau) + x
+            return self.V.value
+
+
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.E = Pop(n, 5.0)
+            self.I = Pop(n, 2.0)
+            self.pops = [self.E, self.I]
+
+        def update(self, x):
+            for p in self.pops:
+                p.V.value = p.V + 0.1 * x
+            out = sum(p(x) for p in self.pops)
+            return out + [p.V.sum() for p in self.pops][1] - self.pops[-1].V
+''')
+
+
+def test_a_list_of_the_class_models_is_walked_by_unrolling(tmp_path) -> None:
+    """`self.pops = [self.E, self.I]` in __init__ (what BFY105 advises after `[Pop(n), Pop(n)]`), then
+    `for p in self.pops:` in the step. main copied update as a stateless method ('BFY301 ... missing
+    --method NAME (one of no stateful method)'); with a write through the loop name, verify said 'BFY302
+    ... NetBatched.update wrote a Variable ... which is not part of the batch's state'. Now a loop, a
+    comprehension and a constant index over the list are the models themselves, as for a literal tuple."""
+    text = transform(LISTED_POPULATIONS.encode(), "pops.py", command="batchify").text
+    body = text[text.index("    def update_pure(self, params, state, x):\n", text.index("class NetBatched")):]
+    assert "self.pops" not in body.split("\n\n")[0], body[:1500]
+    assert "self.E.update_pure(params.E, state.E, x)" in body and "self.I.update_pure(params.I, state.I, x)" in body
+    checked = verify_cli(tmp_path, "pops", LISTED_POPULATIONS, "--class", "Net", "--init", "3", "--input-shape",
+                         "x=3", "--steps", "6", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "PASS" in checked.stdout
+
+
+@pytest.mark.parametrize("change, where", [
+    # changed after it is built: which models it holds is no longer the constructor's to say
+    ("self.pops = [self.E, self.I]\n        self.pops.append(self.E)", "self.pops.append"),
+    # models and other values together
+    ("self.pops = [self.E, self.I, None]", "self.pops = "),
+    # handed over whole in the step
+    ("self.pops = [self.E, self.I]\n        self.first = 0", "for p in self.pops"),
+])
+def test_a_list_of_models_is_refused_where_it_cannot_be_followed(change: str, where: str) -> None:
+    source = LISTED_POPULATIONS.replace("self.pops = [self.E, self.I]", change)
+    if where == "for p in self.pops":
+        source = source.replace("for p in self.pops:\n            p.V.value",
+                                "for i, p in enumerate(self.pops):\n            p.V.value")
+    assert source != LISTED_POPULATIONS
+    message = refused(source, "BFY213")
+    assert "self.pops" in message and "own attribute" in message, message
+
+
 def test_a_module_level_change_to_a_model_class_is_refused() -> None:
     """main dropped `Unit.gain = 3.0`: UnitBatched.gain was 1.0, and verify PASSed (its loader dropped the
     statement too)."""
