@@ -849,7 +849,10 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
             plan.drive = replace(plan.drive, dt=bm.get_dt())
     for plan in plans:
         plan.missing = plan.drive.missing(getattr(original, plan.cls), stateful[plan.cls])
-    missing = [Diagnostic(shown, p.line, 1, "BFY301", f"cannot verify {p.cls} without driving information: "
+    missing = [Diagnostic(shown, p.line, 1, "BFY301", f"cannot verify {p.cls}: batchify found no stateful method "
+                          "in it (none reads or writes a Variable, or calls a child model by its attribute), so "
+                          "nothing would be checked") if not stateful[p.cls] and not p.drive.method else
+               Diagnostic(shown, p.line, 1, "BFY301", f"cannot verify {p.cls} without driving information: "
                           f"missing {'; '.join(p.missing)}. Give them as flags, or in pyproject.toml under "
                           f'[tool.batchify.verify."{shown}::{p.cls}"]') for p in plans if p.missing]
     if missing:

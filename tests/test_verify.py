@@ -138,6 +138,22 @@ def test_missing_driving_information_is_one_line_exit_2(tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stdout + ok.stderr
 
 
+def test_a_class_with_no_stateful_method_says_so(tmp_path: Path) -> None:
+    """main: 'missing --method NAME (one of no stateful method)', as if a flag could supply one."""
+    (tmp_path / "still.py").write_text("import brainpy as bp\nimport brainpy.math as bm\n\n\n"
+                                       "class Still(bp.DynamicalSystem):\n    def __init__(self, n):\n"
+                                       "        super().__init__()\n        self.V = bm.Variable(bm.zeros(n))\n\n"
+                                       "    def update(self, x):\n        return x * 2.0\n")
+    made = subprocess.run([sys.executable, "-m", "batchify", "still.py", "-o", "still_batched.py"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    result = verify("still.py", "still_batched.py", "--init", "3", "--input-shape", "x=3", cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == ("still.py:5:1: BFY301 cannot verify Still: batchify found no stateful method in "
+                                     "it (none reads or writes a Variable, or calls a child model by its attribute), "
+                                     "so nothing would be checked")
+
+
 FIXTURES = ROOT / "tests" / "models"
 HELD_BACK_STYLE = [
     # file, class, --init, inputs, extra flags
