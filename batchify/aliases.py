@@ -329,10 +329,11 @@ class Normaliser:
         return bool(path) and len(path) == 1 and (path[0] in self.known.children or path[0] in self.known.libraries)
 
     def needs_inline(self, call: cst.Call) -> bool:
-        """A call the inlining pass rewrites or checks: getattr/setattr, an in-place method, a helper."""
+        """A call the inlining pass rewrites or checks: getattr/setattr, an in-place method, a helper,
+        the model calling itself (``self(x)``)."""
         func = call.func
         if type(func) is cst.Name:
-            return func.value in ("getattr", "setattr") or func.value in self.helpers
+            return func.value in ("getattr", "setattr", self.me) or func.value in self.helpers
         if type(func) is cst.Attribute:
             name = func.attr.value
             return (name in FILL_METHODS or name in ZERO_METHODS or in_place_method(name)
@@ -1066,6 +1067,10 @@ class _Inline(_Positioned):
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         me = self.owner.me
+        if type(updated_node.func) is cst.Name and updated_node.func.value == me:
+            # `self(x)`: the class's own __call__ if the file defines one, else BrainPy's, which steps update
+            method = "__call__" if "self.__call__" in self.owner.helpers else "update"
+            return updated_node.with_changes(func=cst.Attribute(updated_node.func, cst.Name(method)))
         got = constant_name(updated_node, me, "getattr", (2,))
         if isinstance(got, str):
             return path_expr(me, [got])

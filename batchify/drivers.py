@@ -44,7 +44,7 @@ def names_read(func: cst.FunctionDef) -> set[str]:
 
 class _AsMethod(Transformer):
     """The function with the instance as ``self`` and the other driving functions as its methods:
-    ``model.step_run(i, x)`` -> ``self.step_run(i, x)``, ``model(x)`` -> ``self.update(x)``,
+    ``model.step_run(i, x)`` -> ``self.step_run(i, x)``, ``model(x)`` -> ``self(x)`` (its ``__call__``),
     ``step_run(i, x)`` -> ``self.step_run_fn(i, x)`` (``step_run(model, i, x)`` too, for a function
     that takes the instance as its first parameter)."""
 
@@ -68,8 +68,6 @@ class _AsMethod(Transformer):
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
         func = original_node.func
-        if type(func) is cst.Name and func.value == self.instance:  # model(x): its update
-            return updated_node.with_changes(func=cst.Attribute(cst.Name("self"), cst.Name("update")))
         if (type(func) is cst.Name and func.value in self.takes_instance and original_node.args
                 and type(original_node.args[0].value) is cst.Name
                 and original_node.args[0].value.value == self.instance):

@@ -306,3 +306,11 @@ def is_builtin_model(qualified: str) -> bool:
 KNOWN_PACKAGES = frozenset({"brainpy", "brainstate", "brainunit", "braintools", "brainevent", "saiunit", "jax",
                             "jaxlib", "numpy", "scipy", "optax", "flax", "equinox", "torch"}) | frozenset(
     sys.stdlib_module_names)
+
+
+def pure_name(method: str) -> str:
+    """``update`` -> ``update_pure``; ``__call__`` -> ``call_pure`` (``__call___pure`` would be
+    name-mangled inside class bodies, ``self.c.__call___pure`` reading ``_Net__call___pure``)."""
+    if method.startswith("__") and method.endswith("__"):
+        method = method[2:-2]
+    return f"{method}_pure"

@@ -27,7 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 
 from batchify.drive import Drive, DriveError, Input, Plan, resolve_init, stepping_parameters
-from batchify.names import SHARED_DICT_PARAMS
+from batchify.names import SHARED_DICT_PARAMS, pure_name
 
 X64_ENV = "BATCHIFY_X64"
 if os.environ.get(X64_ENV):  # the float64 rerun: before jax is imported anywhere
@@ -519,7 +519,9 @@ class Verifier:
         restore(model, initial)
         batched = batch_of(self.batched_cls, model, d.batch, d.seed)
         gradient = getattr(batched, f"{method}_grad")
+        batch_start = snapshot(batched)
         grads, losses, aux = gradient(*values, train_vars=train_vars)
+        restore(batched, batch_start)  # (a function that steps the model moved the batch's state, as the original's)
         each, _, _ = gradient(*values, train_vars=train_vars, per_example=True)
         restore(model, initial)
         report = Report(steps=1, batch=d.batch)
@@ -600,7 +602,7 @@ class Verifier:
         # Through the generated pure function, with jax.grad and vmap.
         batched = batch_of(self.batched_cls, model, d.batch, d.seed)
         start_batch(batched, model, starts)
-        pure = getattr(batched, f"{self.method}_pure")
+        pure = getattr(batched, pure_name(self.method))
         # The old ``update(self, tdi, x)``: the caller leaves ``tdi`` out and BrainPy fills it from
         # bp.share, as it does for the original; the pure method takes it explicitly.
         after_state = list(inspect.signature(pure).parameters)[2:3]  # after params, state

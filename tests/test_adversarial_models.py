@@ -1664,3 +1664,53 @@ def test_a_scripts_module_level_parse_args_sees_no_arguments_under_verify(tmp_pa
     checked = verify_cli(tmp_path, "needs", required, "--init", "4", "--input-shape", "x=4", "--steps", "5")
     assert checked.returncode == 2, checked.stdout[-2000:] + checked.stderr[-2000:]
     assert "needs.py:9:1: BFY302 cannot verify: the model's own code raised SystemExit" in checked.stderr, checked.stderr
+
+
+SELF_CALLED = HEAD + textwrap.dedent('''
+    class Readout(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.w = bm.TrainVar(bm.ones(n) * 0.5)
+            self.h = bm.Variable(bm.zeros(n))
+
+        def __call__(self, x):
+            self.h.value = 0.9 * self.h.value + x * self.w.value
+            return self.h.value
+
+        def twice(self, x):
+            self(x)
+            return self(x) * 2.0
+
+
+    model = Readout(4)
+
+
+    def loss_fun(x_single):
+        y = model(x_single)
+        return bm.sum(y ** 2)
+''')
+
+
+def test_a_model_calling_itself_and_a_function_calling_a_call_override_verify(tmp_path) -> None:
+    """Probe M (canns' SineWaveRNN: a class overriding __call__, its loss calling model(x)). main wrote
+    `y = self.update(x_single)` into loss_fun, a plain method ('NotImplementedError: Must implement
+    "update"' when called; no loss_fun_grad), and verify said 'BFY900 internal error: AttributeError:
+    ... no attribute '__call___pure''; `self(x)` inside a method was copied as it was, the batched
+    model stepping the whole batch inside one example's step. With the call fixed, verify's per-example
+    gradients came from the state the mean gradient's call had moved on (a false FAIL, 'max rel error
+    0.9'): each call now starts from the same state, as each of the original's does."""
+    text = transform(SELF_CALLED.encode(), "selfcall.py", command="batchify", functions=["loss_fun"]).text
+    assert ("        state, _ = self.call_pure(params, state, x)\n"
+            "        state, call_out_2 = self.call_pure(params, state, x)\n") in text
+    assert "        state, y = self.call_pure(params, state, x_single)\n" in text
+    assert 'loss_fun_grad = bfy.batched_grad("loss_fun_pure")' in text
+    (tmp_path / "selfcall.py").write_text(SELF_CALLED)
+    (tmp_path / "selfcall_batched.py").write_text(text)
+    for flags in (["--method", "twice", "--input-shape", "x=4"],
+                  ["--method", "__call__", "--input-shape", "x=4", "--function", "loss_fun", "--input-shape",
+                   "x_single=4"]):
+        checked = subprocess.run([sys.executable, "-m", "batchify", "verify", "selfcall.py", "selfcall_batched.py",
+                                  "--init", "4", "--strict", "--no-speed", *flags], capture_output=True, text=True,
+                                 cwd=tmp_path)
+        assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+        assert "PASS" in checked.stdout

@@ -15,10 +15,9 @@ from batchify.cstwalk import Transformer, assigned, self_path, walk
 from batchify.diagnostics import Diagnostic
 from batchify.ir import ClassCode, FieldLine, ModelClass, ModuleIR
 from batchify.names import (RUNTIME, SHARED_CLOCK_PARAMS, SHARED_DICT_PARAMS, STATE_FACTORIES, STATE_VARIABLES,
-                            VARIABLE_CONTAINERS)
+                            VARIABLE_CONTAINERS, pure_name)
 from batchify.rewrite.methods import (
     keyword_arg,
-    pure_name,
     rewrite_context_property,
     rewrite_method,
     with_example_for_holders,

@@ -31,6 +31,7 @@ from batchify.analyse import deterministic_initializer, is_none, is_super_call, 
 from batchify.cstwalk import Transformer, self_path, walk
 from batchify.diagnostics import Diagnostic
 from batchify.ir import Method, ModelClass, ModuleIR
+from batchify.names import pure_name
 from batchify.scopes import COMPREHENSIONS
 
 AUG_OPS: dict[type, type] = {
@@ -40,14 +41,6 @@ AUG_OPS: dict[type, type] = {
     cst.BitOrAssign: cst.BitOr, cst.BitXorAssign: cst.BitXor, cst.LeftShiftAssign: cst.LeftShift,
     cst.RightShiftAssign: cst.RightShift,
 }
-
-
-def pure_name(method: str) -> str:
-    """``update`` -> ``update_pure``; ``__call__`` -> ``call_pure`` (``__call___pure`` would be
-    name-mangled inside class bodies, ``self.c.__call___pure`` reading ``_Net__call___pure``)."""
-    if method.startswith("__") and method.endswith("__"):
-        method = method[2:-2]
-    return f"{method}_pure"
 
 
 def name(value: str) -> cst.Name:
@@ -548,7 +541,7 @@ class ExprRewriter(Transformer):
     def own_call(self, updated_node, children, method_name, via_super) -> cst.BaseExpression:
         """``y = self.m(x)`` -> ``state, y = self.m_pure(params, state, x)``, moved in front of the statement."""
         ctx = self.ctx
-        tmp = ctx.ns.fresh(f"{method_name}_out")
+        tmp = ctx.ns.fresh(f"{pure_name(method_name)[:-len('_pure')]}_out")  # (`__call__`: call_out)
         args = list(updated_node.args)
 
         def build(out: str) -> list[cst.SimpleStatementLine]:
