@@ -219,8 +219,21 @@ def construction_helpers(a: Analysis, cls: cst.ClassDef,
         return {}
     # Any other mention of such a method (a stepping method calling it, a callback, another class
     # of the file calling it) and it is not construction only; a subclass's override is its own.
+    # ``self.NAME`` in a class unrelated to this one (neither a base nor a subclass) is that class's
+    # own method of the same name, not this one.
+    def related(other: cst.ClassDef) -> bool:
+        line = [other]
+        while (up := model_base(a, line[-1], models)) is not None and models[up] not in line:
+            line.append(models[up])
+        return cls in line or other in chain
+
     allowed: set[int] = set()
     for node in walk(a.module):
+        if type(node) is cst.ClassDef and not related(node):
+            for f in node.body.body:
+                if type(f) is cst.FunctionDef and (me := self_name_of(f)):
+                    allowed |= {id(n.attr) for n in walk(f.body) if type(n) is cst.Attribute
+                                and type(n.value) is cst.Name and n.value.value == me and n.attr.value in names}
         if type(node) is cst.ClassDef:
             for f in node.body.body:
                 if type(f) is not cst.FunctionDef or f.name.value not in names | {"__init__"}:
@@ -1087,10 +1100,27 @@ def matrix_operands(a: Analysis, node: cst.CSTNode) -> list[cst.BaseExpression]:
     return []
 
 
+def reaches_state(known: Known, path: list[str]) -> bool:
+    """Whether ``self.<path>`` reaches state: a Variable or a built-in of the class, of a child or of
+    theirs, or a model itself (``self.rec.sub``, handed on whole); not a plain attribute of a model
+    (``self.rec.a``, a setting of the child's constructor)."""
+    at = known
+    for part in path:
+        if part in at.fields or part in at.libraries:
+            return True
+        if part not in at.children:
+            return False
+        at = at.children[part]
+    return True
+
+
 def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: dict[str, set[str]],
                 methods: set[str], kind: str, libraries: set[str] = frozenset(),
-                noisy: set[str] = frozenset(), properties: set[tuple[str, ...]] = frozenset()) -> Method:
-    """What a method touches; using a library attribute at all counts as reading it."""
+                noisy: set[str] = frozenset(), properties: set[tuple[str, ...]] = frozenset(),
+                known: Known | None = None) -> Method:
+    """What a method touches; using a library attribute at all counts as reading it. A child's
+    attribute is a read of its state when it reaches a Variable or a built-in of the child (``known``),
+    not when it is one of the child's settings (``self.rec.a``, a float of its constructor)."""
     me = self_name_of(func) if kind in ("method", "property") else None
     reads: set[str] = set()
     writes: set[str] = set()
@@ -1127,7 +1157,8 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                     a.report(node, "BFY209", f"self.{path[0]}.value: '{path[0]}' is not a Variable created in "
                              "__init__ of this class")
                 if path and (path[0] in fields or (path[0] in children and len(path) > 1
-                                                    and path[1] not in children[path[0]])):
+                                                    and path[1] not in children[path[0]]
+                                                    and (known is None or reaches_state(known, path)))):
                     reads.add(path[0])
             elif type(node) is cst.Call:
                 path = self_path(node.func, me) if type(node.func) in (cst.Attribute, cst.Name) else None
@@ -1320,7 +1351,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             if me is not None:  # Variables reached by another name: into the plain self.V forms (aliases.py)
                 func = explicit_base_calls(func, me, below, a.inherit)
                 func = Normaliser(me, known, helpers, a.report, a.inherit).normalise(func)
-            method = scan_method(a, func, fields, children, method_names, kind, libraries, noisy, properties)
+            method = scan_method(a, func, fields, children, method_names, kind, libraries, noisy, properties, known)
             if me is not None and bound_reads:  # `self.f(x)`, f a lambda reading self.w: a read of w
                 used = {p[0] for n in walk(func.body) if type(n) is cst.Attribute for p in [self_path(n, me)] if p}
                 method = method._replace(reads=method.reads | {r for b in used & set(bound_reads)

@@ -1714,3 +1714,95 @@ def test_a_model_calling_itself_and_a_function_calling_a_call_override_verify(tm
                                  cwd=tmp_path)
         assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
         assert "PASS" in checked.stdout
+
+
+CHILD_SETTING_READ = HEAD + textwrap.dedent('''
+    class Rec(bp.DynamicalSystem):
+        def __init__(self, n, a=0.5):
+            super().__init__()
+            self.a = a
+            self.r = bm.Variable(bm.zeros(n))
+
+        def update(self, inp):
+            self.r.value = 0.9 * self.r.value + inp
+            return self.r.value
+
+
+    class Band(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.x = bm.linspace(-bm.pi, bm.pi, n)
+            self.rec = Rec(n)
+            W = self.make_conn(0.1)
+            self.syn = bp.dnn.Linear(n, n, W)
+
+        def make_conn(self, shift):
+            d = self.x[:, None] - self.x[None, :] + shift
+            return bm.exp(-0.5 * bm.square(d / self.rec.a))
+
+        def update(self, inp):
+            return self.rec(self.syn(inp)) * self.rec.r.sum()
+''')
+
+
+def test_a_method_reading_a_setting_of_a_child_is_not_a_step(tmp_path) -> None:
+    """Probe M (canns' BandCell: make_conn reads self.band_cells.a, a float of the child's constructor,
+    and __init__ builds a bp.dnn.Linear from its result). main counted any attribute of a child as
+    its state, batched make_conn, and the batched constructor raised 'RuntimeError: BandBatched's
+    constructor runs make_conn() before the batched model has what its step reads'. A child's
+    Variable (self.rec.r) is still its state."""
+    text = transform(CHILD_SETTING_READ.encode(), "band.py", command="batchify").text
+    assert "make_conn = bfy.batched_method" not in text and "    def make_conn(self, shift):\n" in text
+    assert "rec_state, rec_out = self.rec.update_pure(params.rec, state.rec, " in text
+    source, batched = generated(tmp_path, "band", CHILD_SETTING_READ)
+    assert batched.BandBatched(6, batch_size=3).state().rec.r.shape == (3, 6)
+    checked = verify_cli(tmp_path, "band", CHILD_SETTING_READ, "--class", "Band", "--init", "6", "--input-shape",
+                         "inp=6", "--steps", "6", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+
+
+def test_a_construction_helper_named_like_another_class_step_helper_is_one(tmp_path) -> None:
+    """Probe M (canns' hierarchical model: GaussRecUnits, BandCell and GridCell each define make_conn).
+    main took `self.make_conn(...)` in Band.update for a use of Net's make_conn, so Net's was not
+    construction-only: 'BFY101 a Variable is created in make_conn()' twice, then BFY209 at each read."""
+    source = HEAD + textwrap.dedent('''
+        class Band(bp.DynamicalSystem):
+            def __init__(self, n):
+                super().__init__()
+                self.r = bm.Variable(bm.zeros(n))
+
+            def make_conn(self, inp):
+                return inp * 2.0
+
+            def update(self, inp):
+                self.r.value = self.make_conn(self.r.value) * 0.1 + inp
+                return self.r.value
+
+
+        class Net(bp.DynamicalSystem):
+            def __init__(self, n):
+                super().__init__()
+                self.band = Band(n)
+                self.make_conn(n)
+
+            def make_conn(self, n):
+                self.W = bm.TrainVar(bm.ones((n, n)) * 0.5)
+                self.out = bm.Variable(bm.zeros(n))
+
+            def update(self, inp):
+                r = self.band(inp)
+                self.out.value = r @ self.W
+                return self.out.value
+    ''')
+    checked = verify_cli(tmp_path, "clash", source, "--class", "Net", "--init", "4", "--input-shape", "inp=4",
+                         "--steps", "6", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    # The same mention in a subclass of Net's is Net's method: still not construction-only.
+    subclassed = source + textwrap.dedent('''
+
+        class Deep(Net):
+            def update(self, inp):
+                self.make_conn(3)
+                return super().update(inp)
+    ''')
+    assert "BFY101" in refused(subclassed, "BFY101")
