@@ -567,10 +567,10 @@ class Library(bp.BrainPyObject):
             brainpy_sweep(_Nodes(collector(nodes)), *args)
 
     def read(self, params, state, path):
-        """One example's value of ``path`` (``"N.spike"``) under a built-in."""
+        """One example's value of ``path`` (``"N.spike"``) under a built-in; a container or an object
+        (``"proj.refs"``, read on as ``['syn'].g``) as an ``ExampleView``, taken inside the call."""
         def get():
-            value = self.resolve(path)
-            return value.value if isinstance(value, bm.Variable) else value
+            return example_view(self.resolve(path), path, {})
 
         return self.call(params, state, get)[1]
 
@@ -627,6 +627,61 @@ def held(owner, name):
 
 def unviewed(value):
     return object.__getattribute__(value, "_module") if type(value) is BatchView else value
+
+
+def example_view(value, path: str, seen: dict):
+    """``value`` as one example sees it, taken while ``Library.call`` has bound that example: a
+    Variable is its value; a dict, list or tuple holds the views of its items; a BrainPy object (a
+    built-in's ``refs['syn']``) is an ``ExampleView``. Anything else is itself (a setting, an array)."""
+    if isinstance(value, bm.Variable):
+        return value.value
+    if type(value) in (dict, list, tuple):
+        items = value.items() if type(value) is dict else enumerate(value)
+        viewed = {k: example_view(v, f"{path}[{k!r}]", seen) for k, v in items}
+        return viewed if type(value) is dict else type(value)(viewed.values())
+    if isinstance(value, bp.BrainPyObject):
+        if id(value) not in seen:  # (objects refer to each other: post's inputs name the projection)
+            seen[id(value)] = ExampleView(value, path)
+            values = {name: example_view(v, f"{path}.{name}", seen) for name, v in vars(value).items()
+                      if isinstance(v, (bm.Variable, bp.BrainPyObject, dict, list, tuple))}
+            object.__setattr__(seen[id(value)], "_values", values)
+        return seen[id(value)]
+    return value
+
+
+class ExampleView:
+    """A built-in's object read whole in a pure step (``self.proj.refs['syn'].g``, BrainPy's way to
+    monitor a synapse): its Variables hold one example's values, taken when it was read, and its
+    settings are the object's own. Its methods would run on the built-in outside the example, so
+    calling one is refused; call it through the built-in that holds it."""
+
+    __slots__ = ("_module", "_path", "_values")
+
+    def __init__(self, module, path: str):
+        object.__setattr__(self, "_module", module)
+        object.__setattr__(self, "_path", path)
+        object.__setattr__(self, "_values", {})
+
+    @property
+    def __class__(self):
+        return type(object.__getattribute__(self, "_module"))
+
+    def __getattr__(self, name):
+        if name in self._values:
+            return self._values[name]
+        value = getattr(self._module, name)
+        if inspect.ismethod(value) and value.__self__ is self._module:
+            raise TypeError(f"{self._path}.{name}() is a method of a built-in's object read in a batched "
+                            "step: it would run outside the example being computed; call it through the "
+                            "built-in that holds it (self.proj(...)), or read the Variables you need")
+        return value
+
+    def __setattr__(self, name, value):
+        raise TypeError(f"{self._path}.{name} is set on a built-in's object read in a batched step; the "
+                        "write would be lost: write it through the built-in that holds it")
+
+    def __repr__(self):
+        return f"{self._module!r} (one example's values, read at {self._path})"
 
 
 class BatchView:
