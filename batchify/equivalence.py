@@ -515,8 +515,9 @@ def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int
             tick(dt, t)
             write_ports(model, ports, e, t)
             per_step.append(to_numpy(call(step, args, (a.example(e, t) for a in args))))
-            clear_inputs(model)
+            # (before the ports are cleared: a step whose only effect is `self.post.input += I` shows there)
             per_state.append({k: np.asarray(v.value) for k, v in variables_.items()})
+            clear_inputs(model)
         outputs.append(per_step)
         states.append(per_state)
         if resets is not None:
@@ -608,8 +609,8 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
             for port in ports:
                 got_vars[port.path].value = bm.asarray(port.values[:, t])
             got_out.append(to_numpy(call(step, args, (a.batch(t) for a in args))))
-            clear_inputs(batched)
             got_state.append({name: np.asarray(got_vars[name].value) for name in want_state[0][0]})
+            clear_inputs(batched)
     elif driver == "for_loop" and not ports:
         def body(t):
             tick(dt, t)

@@ -359,3 +359,43 @@ def test_constructor_state_drawn_per_example_is_named_as_compared_by_shape(tmp_p
     result = json.loads(capsys.readouterr().out)["classes"][0]
     assert code == 0 and result["ok"], result
     assert result["strength"]["constructor_shapes_only"] == ["V"], result["strength"]
+
+
+PORT_WRITER = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Syn(bp.DynSysGroup):
+    """Steps its presynaptic group and adds a current into post.input; post is stepped elsewhere."""
+
+    def __init__(self):
+        super().__init__()
+        self.pre = bp.neurons.LIF(3)
+        self.post = bp.neurons.LIF(3)
+        self.g = bm.Variable(bm.zeros(3))
+
+    def update(self, x):
+        self.pre(x)
+        self.g.value = 0.9 * self.g + self.pre.spike
+        self.post.input += 2.0 * self.g
+'''
+
+
+def test_a_wrong_current_into_an_input_port_is_caught(tmp_path, capsys, monkeypatch) -> None:
+    """Probe L (BrainPy's synapse notebooks, a synapse verified alone): verify compared the state after
+    clearing the input ports, as DSRunner clears them between steps, so a step whose only effect is
+    `self.post.input += I` was never compared: main PASSed a planted 3.0 * g for 2.0 * g ('state moved
+    4/9 (not: post.V, post.input, ...)'). The state is now compared before the ports are cleared."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "syn.py").write_text(PORT_WRITER)
+    assert main(["syn.py", "-o", "syn_batched.py"]) == 0
+    flags = ["verify", "syn.py", "syn_batched.py", "--class", "Syn", "--input-shape", "x=3:float32:1000",
+             "--steps", "20", "--no-speed", "--no-triage", "--format", "json"]
+    capsys.readouterr()
+    assert main([*flags, "--strict"]) == 0
+    assert json.loads(capsys.readouterr().out)["classes"][0]["verdict"] == "PASS"
+    planted = tmp_path / "syn_batched.py"
+    assert "+ 2.0 * state.g)" in planted.read_text()
+    planted.write_text(planted.read_text().replace("+ 2.0 * state.g)", "+ 3.0 * state.g)"))
+    assert main(flags) == 1
+    assert json.loads(capsys.readouterr().out)["classes"][0]["verdict"].startswith("FAIL")
