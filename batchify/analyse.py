@@ -373,6 +373,14 @@ def find_model_classes(a: Analysis) -> dict[str, cst.ClassDef]:
                     models[cls.name.value] = cls
                     changed = True
                     break
+    # `class Test` twice (a notebook's cells): Python binds the last, code between them uses the first;
+    # the batched module has one TestBatched, so which one is meant is the user's to say.
+    for cls in top:
+        first = models.get(cls.name.value)
+        if first is not None and cls is not first:
+            a.report(cls.name, "BFY014", f"class {cls.name.value} is defined again here (first at line "
+                     f"{a.positions[first].start.line}): Python binds this one, code before it uses the first, "
+                     f"and batchify batches one class per name; rename one of them")
     return models
 
 

@@ -43,7 +43,8 @@ CODES: dict[str, Code] = {
     "BFY012": Code("a name the model uses is not defined at module level (only in a __main__ block, or nowhere), "
                    "or comes from a star import of brainpy, jax or numpy"),
     "BFY014": Code("copied module-level code uses an instance of a model class (a module-level `model = Foo(...)`), "
-                   "or module-level code changes a model class (`Foo.gain = 3.0`, a class decorator)"),
+                   "or module-level code changes a model class (`Foo.gain = 3.0`, a class decorator), or a model "
+                   "class is defined twice"),
     "BFY015": Code("--shared NAME names no argument of a stepping method and no state Variable"),
     "BFY019": Code("a warning: a class with a stepping method derives from a class imported from another file, "
                    "and is left out of the generated module", EXIT_OK),

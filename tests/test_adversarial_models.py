@@ -1842,3 +1842,22 @@ def test_a_built_in_object_read_whole_gives_this_example_values(tmp_path) -> Non
     bp.share.save(t=0.0, dt=bm.get_dt(), i=0)  # (LifRef reads the clock, as under DSRunner)
     with pytest.raises(TypeError, match=r"proj\.refs\['syn'\]\.reset_state\(\) is a method of a built-in's object"):
         net.update(bm.ones((2, 2)) * 40.0)
+
+
+def test_a_model_class_defined_twice_is_refused() -> None:
+    """Probe L (BrainPy's differentiation notebook defines `class Test` twice). main batched the first
+    definition, verify loaded the first too and PASSed, while Python binds the second: a user's
+    from_model of the class they import gave [1 1 1] where the model gives [-1 -1 -1]."""
+    cell = textwrap.dedent('''
+        class Cell(bp.DynamicalSystem):
+            def __init__(self):
+                super().__init__()
+                self.h = bm.Variable(bm.zeros(3))
+
+            def update(self, x):
+                self.h.value = {step}
+                return self.h.value
+    ''')
+    source = HEAD + cell.format(step="self.h + x") + "\n" + cell.format(step="0.5 * self.h - x")
+    message = refused(source, "BFY014")
+    assert "m.py:16:7: BFY014 class Cell is defined again here (first at line 6): Python binds this one" in message
