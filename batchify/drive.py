@@ -143,7 +143,7 @@ class Drive:
             return self.method
         if "update" in stateful:
             return "update"
-        public = [m for m in stateful if not m.startswith("_") and m != "reset_state"]
+        public = [m for m in stateful if (not m.startswith("_") or m == "__call__") and m != "reset_state"]
         return public[0] if len(public) == 1 else None
 
 

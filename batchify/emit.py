@@ -12,6 +12,7 @@ import jinja2
 
 from batchify import __version__
 from batchify.ir import ModuleCode
+from batchify.names import pure_name
 from batchify.provenance import stamp, template_dir
 
 LINE_LENGTH = 100
@@ -41,6 +42,7 @@ def environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.filters["indent"] = indent_lines
+    env.filters["pure"] = pure_name  # `{{ h.method | pure }}`: __call__'s pure twin is call_pure
     env.globals["class_header"] = class_header
     return env
 

@@ -75,7 +75,8 @@ def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics:
     from batchify.ir import HarnessCode  # the CLI imports this module on every run; LibCST only when it transforms
 
     methods = ir.all_methods(cls)
-    stepping = [m for m in methods if m in cls.stateful and not m.startswith("_") and m != "reset_state"]
+    stepping = [m for m in methods if m in cls.stateful and (not m.startswith("_") or m == "__call__")
+                and m != "reset_state"]
     method = options.method or ("update" if "update" in stepping else stepping[0] if len(stepping) == 1 else None)
 
     def fail(message: str, node=None) -> None:

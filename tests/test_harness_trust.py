@@ -529,3 +529,54 @@ def test_a_batch_size_that_is_no_number_of_examples_is_refused(seed, batch_size)
         harness.fit(xs, ys, epochs=1, batch_size=batch_size, progress=False)
     with pytest.raises(ValueError, match=r"batch_size must be a positive whole number of examples"):
         harness.evaluate(harness.model.params(), xs, ys, batch_size=batch_size)
+
+
+CALL_STEP = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Leaky(bp.DynamicalSystem):
+    def __init__(self, n_in, n):
+        super().__init__()
+        self.W = bm.TrainVar(bm.random.normal(0., 0.3, (n_in, n)))
+        self.h = bm.Variable(bm.zeros(n))
+
+    def __call__(self, x):
+        self.h.value = 0.9 * self.h + x @ self.W
+        return self.h.value
+'''
+
+
+def test_a_harness_over_a_call_override_steps_it(tmp_path: Path) -> None:
+    """Probe L (BrainPy's differentiation notebook: models whose step is __call__). main refused the
+    harness ('BFY013 harness for Leaky: choose the stepping method with --harness-method (one of
+    none)', with --harness-method __call__ too): private names were left out, __call__ with them; its
+    template would then have called __call___pure. Now its loss is the original's, example by example."""
+    src = tmp_path / "leaky.py"
+    src.write_text(CALL_STEP)
+    out = tmp_path / "leaky_batched.py"
+    result = batchify(str(src), "-o", str(out), "--harness", "--input-mode", "sequence", "--readout", "last",
+                      "--loss", "mse", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    generated = load_generated(out, "leaky_batched")
+    original = load_models(src, "leaky_original")
+    bm.random.seed(0)
+    model = original.Leaky(3, 4)
+    batched = generated.LeakyBatched.from_model(model, 2)
+    harness = generated.LeakyHarness(batched)
+    rng = np.random.default_rng(0)
+    xs = rng.random((2, 5, 3)).astype(np.float32)
+    ys = rng.random((2, 4)).astype(np.float32)
+    want = []
+    for x, y in zip(xs, ys):
+        model.h.value = bm.zeros(4)  # (as built: the class has no reset_state of its own)
+        for x_t in x:
+            h = model(bm.asarray(x_t))
+        want.append(float(np.mean((np.asarray(h) - y) ** 2)))
+    got = [float(harness.loss_fn(batched.params(), jnp.asarray(x), jnp.asarray(y))) for x, y in zip(xs, ys)]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    # verify takes __call__ as the stepping method when it is the only one (main: BFY301 '--method NAME
+    # (one of __call__)'; with it given, BFY900 '... no attribute __call___pure' in the gradient check)
+    checked = batchify("verify", str(src), str(out), "--init", "3,4", "--input-shape", "x=3", "--steps", "6",
+                       "--no-speed", "--strict", cwd=tmp_path)
+    assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
