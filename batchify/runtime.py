@@ -1751,7 +1751,8 @@ def keyed_like(model, grads, train_vars):
     for path, value in param_items(grads):
         target = model
         for part in path.split("."):
-            target = getattr(target, part, None)
+            # (a built-in's path goes through containers too: bp.Sequential's `children` dict)
+            target = target.get(part) if isinstance(target, dict) else getattr(target, part, None)
             if target is None:
                 break
         key = by_id.get(id(target))

@@ -1861,3 +1861,38 @@ def test_a_model_class_defined_twice_is_refused() -> None:
     source = HEAD + cell.format(step="self.h + x") + "\n" + cell.format(step="0.5 * self.h - x")
     message = refused(source, "BFY014")
     assert "m.py:16:7: BFY014 class Cell is defined again here (first at line 6): Python binds this one" in message
+
+
+def test_a_function_gradient_reaches_weights_inside_a_sequential(tmp_path) -> None:
+    """Probe L (BrainPy's state-saving notebook: an SNN with a bp.Sequential). main matched each weight
+    to train_vars by walking its path with getattr, and `seq.children.comm.W` goes through a dict:
+    'KeyError: the weight seq.children.comm.W is not among the train_vars given' from loss_grad, and
+    verify --function said BFY900 with it."""
+    source = HEAD + textwrap.dedent('''
+        bm.set_mode(bm.training_mode)
+
+
+        class Net(bp.DynamicalSystem):
+            def __init__(self):
+                super().__init__()
+                self.seq = bp.Sequential(comm=bp.dnn.Linear(3, 2))
+
+            def update(self, x):
+                return self.seq(x)
+
+
+        model = Net()
+
+
+        def loss(x):
+            y = model.update(x)
+            return (y ** 2).sum()
+    ''')
+    (tmp_path / "seqnet.py").write_text(source)
+    (tmp_path / "seqnet_batched.py").write_text(
+        transform(source.encode(), "seqnet.py", command="batchify", functions=["loss"]).text)
+    checked = subprocess.run([sys.executable, "-m", "batchify", "verify", "seqnet.py", "seqnet_batched.py", "--class",
+                              "Net", "--input-shape", "x=1x3", "--function", "loss", "--steps", "4", "--no-speed",
+                              "--strict"], capture_output=True, text=True, cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "loss(): losses and outputs ok, gradients (mean and per example) ok" in checked.stdout, checked.stdout
