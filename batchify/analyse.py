@@ -2090,11 +2090,12 @@ def mark_stateful(ir: ModuleIR, cls: ModelClass) -> None:
     children = ir.child_map(cls)
     # A method that only changes weights (a constraint such as clipping, applied between training
     # steps) and that no other method calls acts on the shared TrainVars as it is: kept verbatim.
+    # Not BrainPy's step (update, __call__): one that writes a weight is a step, refused (BFY201).
     params = {f.name for f in ir.all_fields(cls) if f.kind == "param"}
     called = {c for m in ir.all_methods(cls).values() for c in m.self_calls}
     weight_methods = {m.name for m in cls.methods.values()
                       if m.writes and m.writes | m.reads <= params and not (m.draws or m.self_calls or m.child_calls)
-                      and m.name not in called}
+                      and m.name not in called and m.name not in ("update", "__call__")}
     changed = True
     while changed:
         changed = False

@@ -1896,3 +1896,27 @@ def test_a_function_gradient_reaches_weights_inside_a_sequential(tmp_path) -> No
                               "--strict"], capture_output=True, text=True, cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "loss(): losses and outputs ok, gradients (mean and per example) ok" in checked.stdout, checked.stdout
+
+
+def test_an_update_that_only_writes_a_weight_is_a_step() -> None:
+    """Probe L (BrainPy's differentiation notebook's F2, its step as update). main kept it verbatim as a
+    weight constraint (a method only changing weights, called by no other), so F2Batched.update ran once
+    for the whole batch and returned the batch's mean; verify asked for '--method NAME (one of no stateful
+    method)', and with --method update said 'BFY900 ... no attribute update_pure'."""
+    source = HEAD + textwrap.dedent('''
+        class F2(bp.DynamicalSystem):
+            def __init__(self):
+                super().__init__()
+                self.a = bm.TrainVar(bm.ones(1))
+
+            def update(self, c):
+                ab = self.a * 2
+                self.a.value = ab
+                return (ab + c).mean()
+
+            def clip(self):
+                self.a.value = bm.clip(self.a, -1.0, 1.0)
+    ''')
+    assert "m.py:13:9: BFY201 the weight self.a is written in update()" in refused(source, "BFY201")
+    kept = transform(source.replace("        self.a.value = ab\n", "").encode(), "m.py", command="batchify").text
+    assert "    def clip(self):\n        self.a.value = bm.clip(self.a, -1.0, 1.0)\n" in kept  # a constraint
