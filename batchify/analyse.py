@@ -923,6 +923,15 @@ class _ClassScan:
                           f"this file that makes a Variable but does not only return one (batchify follows a "
                           f"function whose every return is `return bm.Variable(...)`); make it one, or create "
                           f"the Variable here (self.{name} = bm.Variable(...))")
+        elif self.unseen_builder(value):
+            callee, why = self.unseen_builder(value)
+            handed = self.handed_models(value)
+            given = ", ".join(handed)
+            self.a.report(value, "BFY104", f"self.{name} is built by {callee}(...), {why}, from the "
+                          f"model{'s' if len(handed) > 1 else ''} {given} of this class: batchify cannot see what "
+                          f"it builds, and the batched step would run that as it is, for the whole batch; build "
+                          f"it here by the name of its class, defined in this file (self.{name} = "
+                          f"MyProjection({given}), a bp.Projection or model class)")
         elif type(value.func) is cst.Name and value.func.value in self.plain_stateful:
             self.a.report(value, "BFY106", f"self.{name} is a {value.func.value}, a class of this file that "
                           "creates Variables but derives from no BrainPy class, so batchify cannot batch its "
@@ -930,6 +939,29 @@ class _ClassScan:
                           "make it a child model")
         else:
             self.check_container(name, value)
+
+    def handed_models(self, call: cst.Call) -> list[str]:
+        """The class's models a call is given whole (``self.pre``, not ``self.pre.num``)."""
+        me = self_name_of(self.init) if self.init is not None else None
+        held = self.held_models()
+        return [f"self.{p[0]}" for arg in call.args for p in [self_path(arg.value, me) if me else None]
+                if p and len(p) == 1 and p[0] in held]
+
+    def unseen_builder(self, call: cst.Call) -> tuple[str, str] | None:
+        """``syn_cls(self.pre, self.post)``: a class or function batchify cannot read (a constructor
+        parameter, or imported from another file), given models of this class: most likely a model built
+        around them (a projection), which nothing would batch. ``(callee, why)``, or None."""
+        if type(call.func) is not cst.Name or not self.handed_models(call) or self.init is None:
+            return None
+        callee = call.func.value
+        if callee in {p.name.value for p in (*self.init.params.params, *self.init.params.kwonly_params)}:
+            return callee, "a class or function given to the constructor"
+        imported = sorted(q.name for q in self.a.qualified.get(call.func, ())
+                          if q.source is QualifiedNameSource.IMPORT
+                          and q.name.split(".")[0] not in names.KNOWN_PACKAGES)
+        if imported:
+            return callee, f"imported from another file ({imported[0]}; batchify reads one file)"
+        return None
 
     def add_library(self, name: str, value: cst.Call, builtin: str, direct: set[int]) -> None:
         """A built-in held as library code (``builtin`` says which, for diagnostics). A child model of

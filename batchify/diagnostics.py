@@ -55,7 +55,8 @@ CODES: dict[str, Code] = {
     "BFY102": Code("a Variable is created but not assigned directly to a self attribute"),
     "BFY103": Code("an unsupported Variable container (TimeDelay, NodeList, NodeDict, self.register_delay)"),
     "BFY104": Code("a BrainPy built-in held as library code reaches a model of this file built for it alone, "
-                   "or a weight of this file"),
+                   "or a weight of this file; or an object batchify cannot see (built by a class given to the "
+                   "constructor, or imported) is built from models of this class"),
     "BFY105": Code("child models are held in a container (list, dict, Sequential) or handed to the base "
                    "constructor (`super().__init__(E=E)`)"),
     "BFY106": Code("a model holds an instance of a class of this file that creates Variables but is not a model, "
