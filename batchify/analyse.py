@@ -1131,12 +1131,13 @@ def variable_locals(a: Analysis, func: cst.FunctionDef, me: str) -> dict[str, li
     return {k: v for k, v in held.items() if stores.get(k) == 1 and k not in used}
 
 
-def matrix_operands(a: Analysis, node: cst.CSTNode) -> list[cst.BaseExpression]:
-    """The right operand of a matrix product, where weights stand: ``x @ self.w``, ``bm.dot(r, self.w)``."""
+def matrix_operands(a: Analysis, node: cst.CSTNode, left: bool = False) -> list[cst.BaseExpression]:
+    """The right operand of a matrix product, where weights stand: ``x @ self.w``, ``bm.dot(r, self.w)``;
+    with ``left``, the left one (``self.W @ x``, ``bm.dot(self.W, x)``)."""
     if type(node) is cst.BinaryOperation and type(node.operator) is cst.MatrixMultiply:
-        return [node.right]
+        return [node.left if left else node.right]
     if type(node) is cst.Call and a.qualified_names(node.func) & names.MATRIX_PRODUCTS:
-        return [arg.value for arg in node.args[1:2]]
+        return [arg.value for arg in (node.args[0:1] if left else node.args[1:2])]
     return []
 
 
@@ -1168,13 +1169,15 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
     child_calls: set[tuple[str, str]] = set()
     draws = False
     multiplied: set[str] = set()  # on the right of a matrix product, like weights
+    left_multiplied: set[str] = set()  # on the left (``self.W @ x``): a weight if it is a matrix
     incremented: set[str] = set()  # `self.w += dw`: how a learning rule changes a weight
     if me is not None:
         for node in walk(func.body):
-            for operand in matrix_operands(a, node):
-                path = self_path(operand, me) if type(operand) is cst.Attribute else None
-                if path and path[0] in fields and path[1:] in ([], ["value"]):
-                    multiplied.add(path[0])
+            for side, found in ((False, multiplied), (True, left_multiplied)):
+                for operand in matrix_operands(a, node, left=side):
+                    path = self_path(operand, me) if type(operand) is cst.Attribute else None
+                    if path and path[0] in fields and path[1:] in ([], ["value"], ["T"], ["value", "T"]):
+                        found.add(path[0])
             if type(node) is cst.AugAssign and type(node.target) is cst.Attribute:
                 path = self_path(node.target, me)
                 if path and path[0] in fields:
@@ -1227,7 +1230,7 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                                 writes.add(path[0])
     return Method(func.name.value, func, frozenset(reads), frozenset(writes), frozenset(self_calls),
                   frozenset(child_calls), kind, draws, frozenset(multiplied),
-                  frozenset(incremented))  # type: ignore[arg-type]
+                  frozenset(incremented), frozenset(left_multiplied))  # type: ignore[arg-type]
 
 
 def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Iterable[str] = (),
@@ -1734,6 +1737,23 @@ def check_sweeps(a: Analysis, cls: ModelClass, method: Method, own: set[str], ch
             check_sweeps(a, cls, helper, own, children, f", through {method.name}(){via}", seen)
 
 
+def made_as_matrix(scan) -> set[str]:
+    """Fields whose constructor in __init__ names a two-item shape: ``bm.Variable(bm.zeros((n, m)))``,
+    ``bm.random.normal(size=(n_out, n_in))``."""
+    init = scan.init
+    if init is None:
+        return set()
+    me = self_name_of(init) or "self"
+    out = set()
+    for node in walk(init.body):
+        if type(node) is cst.Assign and len(node.targets) == 1:
+            path = self_path(node.targets[0].target, me)
+            if path and len(path) == 1 and any(type(n) is cst.Tuple and len(n.elements) == 2
+                                               for n in walk(node.value)):
+                out.add(path[0])
+    return out
+
+
 def check_learned_online(a: Analysis, ir: ModuleIR, cls: ModelClass, modes: Mapping[str, str], scan) -> None:
     """A Variable multiplied like a weight (``x @ self.w``) and incremented by a learning rule outside
     the stepping method (``self.w += dw`` in ``rls``, ``learn``) is learned online: per example, or
@@ -1746,6 +1766,9 @@ def check_learned_online(a: Analysis, ir: ModuleIR, cls: ModelClass, modes: Mapp
             stepping.add(m)
             todo.extend(methods[m].self_calls)
     multiplied = {f for m in methods.values() for f in m.multiplied}
+    # On the left (`self.W @ x`, an Oja or BCM layer's y = W x): a weight where it is made a matrix
+    # (a two-item shape in its constructor), not a state vector (`self.r @ self.W_rec`).
+    multiplied |= {f for m in methods.values() for f in m.left_multiplied} & made_as_matrix(scan)
     learned = {f for m in methods.values() if m.name not in stepping for f in m.incremented}
     state = {f.name for f in cls.fields if f.kind == "state"}
     for name in sorted(multiplied & learned & state):

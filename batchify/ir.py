@@ -42,6 +42,7 @@ class Method(NamedTuple):
     draws: bool = False  # calls bm.random.<sampler> without an explicit key
     multiplied: frozenset[str] = frozenset()  # fields on the right of a matrix product (like weights)
     incremented: frozenset[str] = frozenset()  # fields changed by an augmented assignment
+    left_multiplied: frozenset[str] = frozenset()  # fields on the left of a matrix product (``self.W @ x``)
 
 
 @dataclass

@@ -82,6 +82,13 @@ BAD_SOURCES = {
                            "BFY210"),
     "learned-online-undeclared": (model("\n    def learn(self, x):\n        self.g += bm.outer(x, self.v @ self.g)\n",
                                         "        self.g = bm.Variable(bm.ones((n, n)))\n"), "BFY211"),
+    # (probe M, canns' Oja and BCM layers, y = W x: main exited 0 and each example learned its own W, unasked)
+    "learned-online-on-the-left": (model("\n    def drive(self, x):\n        return self.g.value @ x\n\n"
+                                         "    def learn(self, x):\n        self.g.value += 0.1 * bm.outer(x, x)\n",
+                                         "        self.g = bm.Variable(bm.ones((n, n)))\n"), "BFY211"),
+    "learned-online-transposed": (model("\n    def drive(self, x):\n        return x @ self.g.T\n\n"
+                                        "    def learn(self, x):\n        self.g += 0.1 * bm.outer(x, x)\n",
+                                        "        self.g = bm.Variable(bm.ones((n, n)))\n"), "BFY211"),
     "stored-function-reads-variable": (model("", "        self.scale = lambda x: self.update(x) * self.w\n"), "BFY212"),
     "in-place-method": (model("\n    def clear(self):\n        self.v.sort()\n"), "BFY205"),
     "numpy-random-draw": (model("\n    def noisy(self, x):\n        self.v += np.random.normal(size=x.shape)\n",
@@ -149,6 +156,16 @@ def test_bad_source_gives_one_diagnostic_and_no_file(case: str, tmp_path: Path) 
     assert_one_diagnostic(result, code)
     assert files_in(tmp_path) == before
     assert src.read_text() == text
+
+
+def test_a_state_vector_on_the_left_of_a_product_is_not_learned_online(tmp_path: Path) -> None:
+    """The look-alike of learned-online-on-the-left: a rate vector (made with one size) on the left of
+    its recurrent weights, moved by a method outside update, is state."""
+    src = tmp_path / "model.py"
+    src.write_text(model("\n    def drive(self, x):\n        return self.v.value @ self.w\n\n"
+                         "    def nudge(self, x):\n        self.v.value += 0.1 * x\n"))
+    result = batchify(str(src), "-o", str(tmp_path / "model_batched.py"))
+    assert result.returncode == 0, result.stderr.decode()
 
 
 def test_built_ins_gathered_in_a_local_list_for_a_sequential_still_transform(tmp_path: Path) -> None:
