@@ -215,6 +215,7 @@ UNBATCHABLE_RANDOM_PREFIXES = ("numpy.random.",)
 # BrainPy's global key used directly, not through a sampler batchify rewrites: traced once, the
 # whole batch would share its draws (``jax.random.normal(bm.random.split_key(), ...)``).
 GLOBAL_KEY = frozenset({"brainpy.math.random.split_key", "brainpy.math.random.split_keys",
+                        "brainpy.math.random.get_key", "brainpy.math.random.get_key_data",
                         "brainpy.math.random.DEFAULT", "brainpy.math.random.default_rng",
                         "brainpy.math.random.get_rng"})
 

@@ -93,6 +93,9 @@ BAD_SOURCES = {
     "in-place-method": (model("\n    def clear(self):\n        self.v.sort()\n"), "BFY205"),
     "numpy-random-draw": (model("\n    def noisy(self, x):\n        self.v += np.random.normal(size=x.shape)\n",
                                 header="import numpy as np\n"), "BFY206"),
+    # (probe M, canns' AmariHopfieldNetwork: main exited 0, and verify blamed 'a model handed to this one')
+    "global-key-read": (model("\n    def noisy(self, x):\n        key = bm.random.get_key()\n"
+                              "        self.v += jax.random.normal(key, x.shape)\n", header="import jax\n"), "BFY206"),
     "random-draw-in-lambda": (model("\n    def noisy(self, x):\n        f = lambda: bm.random.normal(size=x.shape)\n"
                                     "        self.v += f()\n"), "BFY204"),
     "star-kwargs": (model("\n    def many(self, **xs):\n        self.v.value = xs['a']\n"), "BFY207"),
