@@ -894,8 +894,8 @@ class Normaliser:
             elif param in value_read:  # the batched code hands over each example's value, an array
                 self.report(arg, "BFY213", f"{helper.name.value}() reads {param}.value, and is given self.{dotted}, "
                             f"the Variable object; batchify hands a helper each example's value, which has no "
-                            f".value. Give it self.{dotted}.value, or read '{param}' itself in "
-                            f"{helper.name.value}()")
+                            f".value. Read '{param}' itself in {helper.name.value}() ({param}.value -> {param}: a "
+                            f"Variable computes as its value, so the original keeps its meaning)")
 
 
 def returned_params(helper: cst.FunctionDef) -> set[str]:

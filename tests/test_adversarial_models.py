@@ -1214,15 +1214,22 @@ class M(bp.DynamicalSystem):
 """
 
 
-def test_a_helper_reading_value_of_a_variable_argument_is_refused() -> None:
+def test_a_helper_reading_value_of_a_variable_argument_is_refused(tmp_path) -> None:
     """The batched code hands the helper each example's value, an array. main: BFY303 at verify,
-    "AttributeError ... has no attribute value ... a transformation bug"."""
+    "AttributeError ... has no attribute value ... a transformation bug". The advice is the helper's
+    change alone (probe M: 'Give it self.V.value' broke the original, whose helper then read .value of
+    an array)."""
     with pytest.raises(BatchifyError) as error:
         transform(HELPER_READS_VALUE.encode(), "helper.py", command="batchify")
     assert ("helper.py:15:32: BFY213 decayed() reads v.value, and is given self.V, the Variable object; batchify "
-            "hands a helper each example's value, which has no .value. Give it self.V.value") in str(error.value)
-    fixed = HELPER_READS_VALUE.replace("decayed(self.V,", "decayed(self.V.value,").replace("v.value * k", "v * k")
+            "hands a helper each example's value, which has no .value. Read 'v' itself in decayed() (v.value -> v: "
+            "a Variable computes as its value, so the original keeps its meaning)") in str(error.value)
+    fixed = HELPER_READS_VALUE.replace("v.value * k", "v * k")
     assert "decayed(state.V, 0.5)" in transform(fixed.encode(), "helper.py", command="batchify").text
+    source, _ = generated(tmp_path, "helper", fixed)
+    model = source.M(3)
+    model.V.value = bm.ones(3)
+    np.testing.assert_allclose(np.asarray(model.update(bm.ones(3))), np.full(3, 1.5))  # the original still runs
 
 
 NODES_LOOP = '''import brainpy as bp
