@@ -2058,6 +2058,11 @@ def name_factories(a: Analysis, models: dict[str, cst.ClassDef]) -> None:
             module_level[stmt.name.value] = factory_of(a, stmt)
             if any(made_variable(a, n) for n in walk(stmt.body)):
                 a.variable_makers.add(stmt.name.value)
+        if type(stmt) is cst.ClassDef:  # `class YourVar(bm.Variable)`: a Variable of that kind
+            made = {q for b in stmt.bases for q in a.qualified_names(b.value)
+                    if q in names.STATE_VARIABLES | names.PARAM_VARIABLES}
+            if made:
+                module_level[stmt.name.value] = made
     module_level = {k: v for k, v in module_level.items() if v and bound.get(k) == 1}
     a.variable_makers -= set(module_level)
     for node in models.values():

@@ -1972,3 +1972,32 @@ def test_a_model_built_by_a_class_given_to_the_constructor_is_refused(tmp_path) 
                                     "self.w = syn_cls(self.pre.num, self.post.num)\n"
                                     "        self.syn = Proj(self.pre, self.post)")
     assert "class NetBatched" in transform(sized.encode(), "m.py", command="batchify").text
+
+
+def test_a_variable_of_a_subclass_of_the_file_is_a_variable(tmp_path) -> None:
+    """Probe L (BrainPy's variables notebook: class YourVar(bm.Variable)). main said 'BFY209
+    self.b.value: 'b' is not a Variable created in __init__ of this class', though it is (line 14)."""
+    source = HEAD + textwrap.dedent('''
+        class YourVar(bm.Variable):
+            pass
+
+
+        class Weighted(bm.TrainVar):
+            pass
+
+
+        class YourModel(bp.DynamicalSystem):
+            def __init__(self):
+                super().__init__()
+                self.w = Weighted(bm.ones(1) * 0.5)
+                self.b = YourVar(bm.zeros(1))
+
+            def update(self, x):
+                self.b.value = self.b * 0.9 + self.w * x
+                return self.b.value
+    ''')
+    text = transform(source.encode(), "yours.py", command="batchify").text
+    assert "        self.b = bfy.batched(YourVar(bm.zeros(1)), batch_size)\n" in text
+    assert "class YourModelParams(NamedTuple):\n    w: jax.Array\n" in text
+    checked = verify_cli(tmp_path, "yours", source, "--input-shape", "x=1", "--steps", "6", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
