@@ -748,7 +748,8 @@ class _ClassScan:
             listed = ", ".join(f"self.{h}" for h in held)
             changed = self.changed_after(name, node)
             if type(node.value) in (cst.Set, cst.Dict):
-                self.gathered_models[name] = f"self.{name} is a {type(node.value).__name__.lower()} of the models {listed}"
+                kind = type(node.value).__name__.lower()
+                self.gathered_models[name] = f"self.{name} is a {kind} of the models {listed}"
             elif len(held) != len(node.value.elements) or len(node.value.elements) != len(elements):
                 self.gathered_models[name] = f"self.{name} holds the models {listed} beside other values"
             elif changed is not None:

@@ -234,7 +234,8 @@ RULES: tuple[Rule, ...] = (
         ('`bm.Variable(bm.zeros(n))`, `bm.Variable(n)`, `…, dtype=bm.int32)`, '
          '`bp.init.variable_(bm.zeros, n, self.mode)`, `self.init_variable(bm.zeros, None)` (the spelling of '
          "BrainPy's own neurons); several unpacked at once (`self.a, self.b = bm.Variable(x), bm.Variable(y)`); "
-         "a function of the file whose every `return` makes one (`self.V = _state(n, v)`); a class of the file deriving from `bm.Variable` or `bm.TrainVar` (`self.b = YourVar(x)`)"),
+         "a function of the file whose every `return` makes one (`self.V = _state(n, v)`); a class of the file "
+         "deriving from `bm.Variable` or `bm.TrainVar` (`self.b = YourVar(x)`)"),
         ('`bfy.batched(bm.Variable(...), batch_size)`: one example\'s Variable while the constructor runs '
          '(shapes read in `__init__` are the example\'s), a leading batch axis (`batch_axis=0`) once it is done; '
          'each element of an unpacking in place'),
