@@ -1034,15 +1034,22 @@ class _ClassScan:
         inits = [f for f in functions if f.name.value == "__init__"]
         params = [p.name.value for p in inits[0].params.params[1:]] if inits else []
         stored: dict[str, str] = {}  # attribute -> the parameter stored there
+        parts: set[str] = set()  # attributes holding a part of one (`self.a = source.a`): read, it is reached
         for init in inits:
             me = self_name_of(init) or "self"
             names_ = {p.name.value for p in init.params.params}
             for node in walk(init.body):
-                if type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) is cst.Name \
-                        and node.value.value in names_:
+                if not (type(node) is cst.Assign and len(node.targets) == 1):
+                    continue
+                root = node.value  # `self.pre = pre`, or a part of it: `self.a = source.a` (its Variable)
+                while type(root) is cst.Attribute:
+                    root = root.value
+                if type(root) is cst.Name and root.value in names_:
                     target = self_path(node.targets[0].target, me)
                     if target and len(target) == 1:
-                        stored[target[0]] = node.value.value
+                        stored[target[0]] = root.value
+                        if root is not node.value:
+                            parts.add(target[0])
         reached = set()
         for func in functions:
             me = self_name_of(func)
@@ -1050,7 +1057,7 @@ class _ClassScan:
                 continue
             for node in walk(func.body):
                 path = self_path(node, me) if type(node) is cst.Attribute else None
-                if path and len(path) > 1 and path[0] in stored:  # `self.pre.spike`
+                if path and (len(path) > 1 or path[0] in parts) and path[0] in stored:  # `self.pre.spike`
                     reached.add(stored[path[0]])
                 called = self_path(node.func, me) if type(node) is cst.Call and type(
                     node.func) is cst.Attribute else None

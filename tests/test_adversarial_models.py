@@ -2001,3 +2001,45 @@ def test_a_variable_of_a_subclass_of_the_file_is_a_variable(tmp_path) -> None:
     assert "class YourModelParams(NamedTuple):\n    w: jax.Array\n" in text
     checked = verify_cli(tmp_path, "yours", source, "--input-shape", "x=1", "--steps", "6", "--strict")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+
+
+def test_a_model_keeping_a_variable_of_a_model_it_is_given_runs_with_it(tmp_path) -> None:
+    """Probe L (BrainPy's base-and-collector notebook: SharedA keeps `self.a = source.a`, a Variable of
+    the model it is given). main took SharedA for a child (a parameter counted as reached only through
+    `self.source.x`), copied its update as stateless, and verify said 'BFY302 ... read A_shared.source.a
+    as it is ... batch the class that builds both', which Group already was. Now SharedA runs with the
+    models it is given, as library code of Group."""
+    source = HEAD + textwrap.dedent('''
+        class ModelA(bp.DynamicalSystem):
+            def __init__(self):
+                super().__init__()
+                self.a = bm.Variable(bm.zeros(5))
+
+            def update(self, x):
+                self.a.value = self.a * 0.5 + x
+                return self.a.value
+
+
+        class SharedA(bp.DynamicalSystem):
+            def __init__(self, source):
+                super().__init__()
+                self.source = source
+                self.a = source.a  # shared variable
+
+            def update(self):
+                return self.a * 2.0
+
+
+        class Group(bp.DynamicalSystem):
+            def __init__(self):
+                super().__init__()
+                self.A = ModelA()
+                self.A_shared = SharedA(self.A)
+
+            def update(self, x):
+                self.A(x)
+                return self.A_shared()
+    ''')
+    checked = verify_cli(tmp_path, "shared", source, "--class", "Group", "--input-shape", "x=5", "--steps", "6",
+                         "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
