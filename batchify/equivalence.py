@@ -470,8 +470,18 @@ def bp_reset_state(model) -> None:
     bp.reset_state(model)
 
 
+def model_reset(model) -> None:
+    """``model.reset()``: the model's own where its class defines one (a partial reset of its fast
+    Variables, say), else BrainPy's, which is ``bp.reset_state(model)``."""
+    reset = getattr(type(model), "reset", None)
+    if reset is not None and not getattr(reset, "__module__", "").startswith("brainpy"):
+        model.reset()
+    else:
+        bp_reset_state(model)
+
+
 # The resets compared after the steps: the original's, and the batched class's for the whole batch.
-RESETS = {"reset()": (bp_reset_state, lambda batched: batched.reset()),
+RESETS = {"reset()": (model_reset, lambda batched: batched.reset()),
           "bp.reset_state": (bp_reset_state, bp_reset_state),  # BrainPy's own sweep over the batch's nodes
           "reset_state()": (own_reset, lambda batched: batched.reset_state())}
 

@@ -2043,3 +2043,38 @@ def test_a_model_keeping_a_variable_of_a_model_it_is_given_runs_with_it(tmp_path
     checked = verify_cli(tmp_path, "shared", source, "--class", "Group", "--input-shape", "x=5", "--steps", "6",
                          "--strict")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+
+
+def test_a_model_with_its_own_reset_is_checked_against_it(tmp_path) -> None:
+    """Probe M (canns' BandCell: reset() zeroes the shifter units only). verify compared the batched
+    reset() (the user's, copied: right) with bp.reset_state of the original, and said 'reset reset() v
+    diverges ... FAIL (transformation bug: float64 disagrees too)'. Now the original's own reset()."""
+    source = HEAD + textwrap.dedent('''
+        class Leaky(bp.DynamicalSystem):
+            def __init__(self, n):
+                super().__init__()
+                self.u = bm.Variable(bm.zeros(n))
+                self.v = bm.Variable(bm.zeros(n))
+
+            def reset(self):
+                self.u.value = bm.zeros_like(self.u.value)
+
+            def reset_state(self, *args, **kwargs):
+                self.u.value = bm.zeros_like(self.u.value)
+                self.v.value = bm.zeros_like(self.v.value)
+
+            def update(self, x):
+                self.u.value = 0.5 * self.u.value + x
+                self.v.value = 0.9 * self.v.value + self.u.value
+                return self.v.value
+    ''')
+    checked = verify_cli(tmp_path, "own_reset", source, "--class", "Leaky", "--init", "4", "--input-shape", "x=4",
+                         "--steps", "5", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    # A batched reset() that resets v too (BrainPy's) is caught against the user's.
+    batched = tmp_path / "own_reset_batched.py"
+    batched.write_text(batched.read_text() + "\nLeakyBatched.reset = lambda self, *a, **k: bp.reset_state(self)\n")
+    planted = subprocess.run([sys.executable, "-m", "batchify", "verify", "own_reset.py", "own_reset_batched.py",
+                              "--class", "Leaky", "--init", "4", "--input-shape", "x=4", "--steps", "5", "--no-speed",
+                              "--no-triage"], capture_output=True, text=True, cwd=tmp_path)
+    assert planted.returncode == 1 and "reset() v diverges" in planted.stdout, planted.stdout[-2000:]
