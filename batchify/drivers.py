@@ -154,6 +154,14 @@ def driver_methods(module: cst.Module, models: dict[str, cst.ClassDef], names: I
             diagnostics.append(Diagnostic(path, 1, 1, "BFY017", f"--function {name}: no module-level function of "
                                           f"that name (functions here: {', '.join(sorted(functions)) or 'none'})"))
             continue
+        several = sorted(n for n in names_read(func) if n in instances)
+        if len(several) > 1:  # one function becomes a method of one model: which of them is not ours to pick
+            report(func.name, "BFY017", f"--function {name} drives {len(several)} model instances "
+                   f"({', '.join(several)}); batchify makes a function a method of the one model it drives: "
+                   f"build them in one model class of the file (a network holding "
+                   f"{', '.join(instances[n] for n in several)} as children) and drive an instance of that")
+            plain.append(name)  # (copied, so that the error stands where the function does)
+            continue
         instance = driven(func)
         if instance is None:
             plain.append(name)  # drives no model: copied unchanged

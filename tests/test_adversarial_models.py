@@ -2078,3 +2078,44 @@ def test_a_model_with_its_own_reset_is_checked_against_it(tmp_path) -> None:
                               "--class", "Leaky", "--init", "4", "--input-shape", "x=4", "--steps", "5", "--no-speed",
                               "--no-triage"], capture_output=True, text=True, cwd=tmp_path)
     assert planted.returncode == 1 and "reset() v diverges" in planted.stdout, planted.stdout[-2000:]
+
+
+def test_a_function_driving_two_instances_says_so() -> None:
+    """Probe M (canns' theta-sweep run_step drives dc_net and gc_net). main said only 'BFY014 'a_net' (line
+    24) uses the model class A at module level ... pass the model in as an argument', naming whichever
+    instance a set gave first (in canns, the wrong line), never the limit itself."""
+    source = HEAD + textwrap.dedent('''
+        class A(bp.DynamicalSystem):
+            def __init__(self, n):
+                super().__init__()
+                self.num = n
+                self.r = bm.Variable(bm.zeros(n))
+
+            def update(self, x):
+                self.r.value = 0.9 * self.r.value + x
+
+
+        class B(bp.DynamicalSystem):
+            def __init__(self, n):
+                super().__init__()
+                self.r = bm.Variable(bm.zeros(n))
+
+            def update(self, x):
+                self.r.value = 0.5 * self.r.value + x
+
+
+        a_net = A(4)
+        b_net = B(a_net.num)
+
+
+        def run_step(x):
+            a_net(x)
+            b_net(a_net.r.value)
+            return b_net.r.value
+    ''')
+    with pytest.raises(BatchifyError) as caught:
+        transform(source.encode(), "two.py", command="batchify", functions=["run_step"])
+    first = caught.value.diagnostics[0].format()
+    assert first == ("two.py:29:5: BFY017 --function run_step drives 2 model instances (a_net, b_net); batchify makes "
+                     "a function a method of the one model it drives: build them in one model class of the file (a "
+                     "network holding A, B as children) and drive an instance of that"), first
