@@ -715,7 +715,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     """Plan (no jax), then run (imports jax and brainpy), then report."""
     from batchify.analyse import analyse
     from batchify.config import ConfigError, find_config
-    from batchify.drive import Drive, DriveError, Plan, from_toml, init_names, with_flags
+    from batchify.drive import Drive, DriveError, Plan, clock_inputs, from_toml, init_names, with_flags
     from batchify.parse import decode, parse
 
     root = project_root(src.resolve().parent)
@@ -847,6 +847,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     for plan in plans:  # BrainPy's clock ticks at the source's dt (`bm.set_dt` there), as DSRunner's would
         if plan.drive.dt is None:
             plan.drive = replace(plan.drive, dt=bm.get_dt())
+        plan.drive = clock_inputs(plan.drive, getattr(original, plan.cls), stateful[plan.cls])
     for plan in plans:
         plan.missing = plan.drive.missing(getattr(original, plan.cls), stateful[plan.cls])
     missing = [Diagnostic(shown, p.line, 1, "BFY301", f"cannot verify {p.cls}: batchify found no stateful method "
@@ -1129,3 +1130,7 @@ def dispatch(argv: list[str]) -> int:
         return args
     args.x64_probe = False
     return guarded(lambda: run(args), args.format, args.src)
+
+
+if __name__ == "__main__":  # `python -m batchify.cli` as well as `python -m batchify`
+    sys.exit(main())

@@ -15,7 +15,7 @@ import types
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from batchify.names import SHARED_DICT_PARAMS
+from batchify.names import SHARED_CLOCK_PARAMS, SHARED_DICT_PARAMS
 
 
 class DriveError(Exception):
@@ -35,7 +35,8 @@ MODES = ("nonbatching", "training", "batching")  # bm.nonbatching_mode, bm.train
 class Input:
     """One argument of the stepping method."""
 
-    kind: str  # "example": per-example random data; "time": the step index, shared; "value": a shared constant
+    kind: str  # "example": per-example random data; "time": the step index, shared; "value": a shared constant;
+    # "clock": the step's time, t * dt (BrainPy 2's `_t`)
     shape: tuple[int, ...] = ()
     dtype: str = "float32"
     scale: float = 1.0
@@ -155,6 +156,18 @@ class Plan:
     drive: Drive
     line: int
     missing: list[str] = field(default_factory=list)
+
+
+def clock_inputs(drive: Drive, original_cls, stateful: list[str]) -> Drive:
+    """``update(self, _t, _dt, x)``, BrainPy 2's clock arguments, always shared: left out of the flags,
+    ``_t`` is the step's time (``t * dt``) and ``_dt`` the time step, as BrainPy's runner passes them."""
+    method = drive.pick_method(stateful)
+    if method is None or not hasattr(original_cls, method):
+        return drive
+    clock = {p.name: Input("clock") if p.name == "_t" else Input("value", value=drive.dt)
+             for p in stepping_parameters(original_cls, method)
+             if p.name in SHARED_CLOCK_PARAMS and p.name not in drive.inputs and p.default is p.empty}
+    return replace(drive, inputs={**drive.inputs, **clock}) if clock else drive
 
 
 def stepping_parameters(original_cls, method: str) -> list[inspect.Parameter]:

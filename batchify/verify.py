@@ -144,6 +144,8 @@ def make_args(drive: Drive, signature_names: list[str]) -> list[Arg]:
         keyword = name if gap else None
         if spec.kind == "time":
             args.append(Arg(shared=lambda t: t, keyword=keyword))
+        elif spec.kind == "clock":
+            args.append(Arg(shared=lambda t, dt=drive.dt: t * dt, keyword=keyword))
         elif spec.kind == "value":
             args.append(Arg(shared=lambda t, v=spec.value: v, keyword=keyword))
         else:

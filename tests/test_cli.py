@@ -602,3 +602,13 @@ def test_a_class_deriving_from_another_files_model_is_reported_as_left_out(tmp_p
     own = subprocess.run([sys.executable, "-m", "batchify", "base_mod.py", "-o", "base_batched.py"], cwd=tmp_path,
                          capture_output=True, text=True)
     assert own.returncode == 0 and own.stderr == ""
+
+
+def test_python_m_batchify_cli_runs_the_cli(tmp_path: Path) -> None:
+    """Probe L: `python -m batchify.cli SRC -o OUT` exited 0 and wrote nothing (no __main__ guard)."""
+    src = tmp_path / "model.py"
+    src.write_text(GOOD)
+    result = subprocess.run([sys.executable, "-m", "batchify.cli", str(src), "-o", str(tmp_path / "out.py")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "class LeakyBatched" in (tmp_path / "out.py").read_text()

@@ -688,3 +688,21 @@ def test_a_derivative_called_through_an_integrator_is_checked(tmp_path: Path) ->
                     "0.5", "--no-speed", cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "not checked" not in result.stdout, result.stdout
+
+
+def test_brainpy_2_clock_arguments_need_no_flags(tmp_path: Path) -> None:
+    """Probe L (BrainPy's base-and-collector notebook: update(self, _t, _dt, x)). The README says _t and
+    _dt are always shared; main's verify asked for '--input-shape _t=SHAPE or --shared _t=time|VALUE
+    ...; --input-shape _dt=SHAPE ...'. Left out, they are the step's time and the time step."""
+    (tmp_path / "clocked.py").write_text("import brainpy as bp\nimport brainpy.math as bm\n\n\n"
+                                         "class Clocked(bp.DynamicalSystem):\n    def __init__(self, n):\n"
+                                         "        super().__init__()\n        self.V = bm.Variable(bm.zeros(n))\n\n"
+                                         "    def update(self, _t, _dt, x):\n"
+                                         "        self.V.value = self.V + _dt * (x - self.V) + 0.01 * _t\n"
+                                         "        return self.V.value\n")
+    made = subprocess.run([sys.executable, "-m", "batchify", "clocked.py", "-o", "clocked_batched.py"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    result = verify("clocked.py", "clocked_batched.py", "--init", "3", "--input-shape", "x=3", "--steps", "6",
+                    "--no-speed", "--strict", cwd=tmp_path)
+    assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
