@@ -2249,9 +2249,11 @@ def support_statements(a: Analysis, roots: list[cst.CSTNode], model_names: set[s
                     continue
                 if not _copyable(owner):
                     node = next(n for n, nm, o in access_origin[current] if nm == name and o is owner)
-                    a.report(node, "BFY012", f"'{name}' is defined only inside a module-level "
-                             f"{type(owner).__name__.lower()} block; define it at module level so the "
-                             "generated module can copy it")
+                    kind = type(owner).__name__.lower()
+                    keep = (" (a with block's setting goes with it: bm.set_mode(bm.training_mode) before it for "
+                            "bm.training_environment(), and --mode training for verify)" if kind == "with" else "")
+                    a.report(node, "BFY012", f"'{name}' is defined only inside a module-level {kind} block; "
+                             f"define it at module level so the generated module can copy it{keep}")
                     continue
                 needed.setdefault(owner_id, set()).add(name)
                 if owner_id not in seen:

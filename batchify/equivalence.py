@@ -192,7 +192,9 @@ class Strength:
         for name in self.functions_alike:
             reasons.append(f"{name}() gave every example the same loss: mixing examples could not show")
         for name in self.functions_without_gradient:
-            reasons.append(f"{name}()'s gradient is exactly zero for every example")
+            reasons.append(f"{name}()'s gradient is exactly zero for every example, or the model has no weights "
+                           "to take it for (BrainPy's built-ins make TrainVars in training mode only: --mode "
+                           "training)")
         return reasons
 
     def summary(self) -> str:

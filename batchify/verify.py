@@ -540,7 +540,7 @@ class Verifier:
         losses_want = np.array([float(w[1]) for w in want])
         if d.batch > 1 and np.all(losses_want == losses_want[0]):
             strength.functions_alike.append(name)
-        if train_vars and all(not np.any(np.asarray(w[0][k])) for w in want for k in train_vars):
+        if not train_vars or all(not np.any(np.asarray(w[0][k])) for w in want for k in train_vars):
             strength.functions_without_gradient.append(name)
         return [section_from(report, f"fn {name}", lambda q: q.startswith(f"fn {name} ") and "grad" not in q),
                 section_from(report, f"fn {name}/grad", lambda q: q.startswith(f"fn {name} grad"))]

@@ -706,3 +706,48 @@ def test_brainpy_2_clock_arguments_need_no_flags(tmp_path: Path) -> None:
     result = verify("clocked.py", "clocked_batched.py", "--init", "3", "--input-shape", "x=3", "--steps", "6",
                     "--no-speed", "--strict", cwd=tmp_path)
     assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
+
+
+TRAINING_ONLY_WEIGHTS = """import brainpy as bp
+import brainpy.math as bm
+
+
+class Net(bp.DynamicalSystem):
+    def __init__(self):
+        super().__init__()
+        self.fc = bp.dnn.Linear(3, 2)
+
+    def update(self, x):
+        return self.fc(x)
+
+
+net = Net()
+
+
+def loss(x):
+    return (net.update(x) ** 2).sum()
+"""
+
+
+def test_a_function_check_with_no_weights_is_weak(tmp_path: Path) -> None:
+    """Probe L (BrainPy's training tutorials build models under bm.training_environment()). Outside it
+    bp.dnn.Linear makes no TrainVar, and main's verify --function said 'gradients (mean and per example)
+    ok' and PASS with nothing differentiated. Now WEAK, pointing at --mode training, which PASSes; and
+    the BFY012 for a model built in the with block says its setting goes with it."""
+    (tmp_path / "fc.py").write_text(TRAINING_ONLY_WEIGHTS)
+    made = subprocess.run([sys.executable, "-m", "batchify", "fc.py", "-o", "fc_batched.py", "--function", "loss"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    flags = ["fc.py", "fc_batched.py", "--class", "Net", "--input-shape", "x=3", "--function", "loss", "--steps", "4",
+             "--no-speed"]
+    weak = verify(*flags, cwd=tmp_path)
+    assert weak.returncode == 0 and "WEAK" in weak.stdout, weak.stdout + weak.stderr
+    assert "loss()'s gradient is exactly zero for every example, or the model has no weights" in weak.stdout
+    full = verify(*flags, "--mode", "training", "--strict", cwd=tmp_path)
+    assert full.returncode == 0 and "PASS" in full.stdout, full.stdout + full.stderr
+    (tmp_path / "fc_with.py").write_text(TRAINING_ONLY_WEIGHTS.replace(
+        "net = Net()", "with bm.training_environment():\n    net = Net()"))
+    refused = subprocess.run([sys.executable, "-m", "batchify", "fc_with.py", "-o", "fc_with_batched.py",
+                              "--function", "loss"], cwd=tmp_path, capture_output=True, text=True)
+    assert refused.returncode == 1 and "BFY012 'net' is defined only inside a module-level with block" in refused.stderr
+    assert "bm.set_mode(bm.training_mode) before it" in refused.stderr, refused.stderr
