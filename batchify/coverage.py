@@ -223,18 +223,31 @@ def _record(coverage: Coverage, place: Place, eqn, invals, outvals) -> None:
         coverage.add(place, ({"on"} if (x >= 0).any() else set()) | ({"off"} if (x < 0).any() else set()))
 
 
-def evaluate(jaxpr, consts, args, coverage: Coverage, inherited: Place | None = None) -> list:
+def evaluate(jaxpr, consts, args, coverage: Coverage, inherited: Place | None = None,
+             live_args: list[bool] | None = None) -> list:
     """``jaxpr`` on concrete ``args``, eqn by eqn, recording the user's choices in ``coverage``.
-    ``inherited``: the user's call this jaxpr is the inside of (a ``where``), or None."""
+    ``inherited``: the user's call this jaxpr is the inside of (a ``where``), or None. ``live_args``:
+    which args depend on the run's inputs and state (default: all); a choice made on constants alone
+    (``bm.where(self.noise != 0.0, ...)`` on a constructor setting) is the model's configuration, one
+    way for good, not a choice the inputs could drive, and is not counted."""
     env = {}
+    live: set = set()
 
     def read(v):
         return v.val if isinstance(v, jex_core.Literal) else env[v]
 
+    def is_live(v) -> bool:
+        return not isinstance(v, jex_core.Literal) and v in live
+
     env.update(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
+    # (the run's inputs are closed over as constants: only literals, Python's own values, are settings)
+    live.update(jaxpr.constvars)
+    live.update(v for v, on in zip(jaxpr.invars, live_args or [True] * len(jaxpr.invars)) if on)
     for eqn in jaxpr.eqns:
         invals = [read(v) for v in eqn.invars]
+        deciding = eqn.invars[:1] if eqn.primitive.name in ("select_n", "cond") else eqn.invars
+        decided = any(is_live(v) for v in deciding)
         name = eqn.primitive.name
         kind = _kind(name)
         own = user_place(eqn, kind or "call")
@@ -247,17 +260,19 @@ def evaluate(jaxpr, consts, args, coverage: Coverage, inherited: Place | None = 
             # derivative's body is the function the user called (a surrogate spike's forward step).
             through = place if (function in CHOICE_FUNCTIONS or name.startswith("custom_")) else None
             outvals = evaluate(closed.jaxpr if closed else inner, closed.consts if closed else (), invals,
-                               coverage, through)
+                               coverage, through, [is_live(v) for v in eqn.invars])
         elif name in _ENTERED:
             outvals, ran = _ENTERED[name](eqn, invals, coverage)
-            if kind is not None and place is not None:
+            if kind is not None and place is not None and decided:
                 _record(coverage, Place(place.file, place.line, kind), eqn, invals, ran)
         else:
             outvals = _bind(eqn, invals)
-            if kind is not None and place is not None:
+            if kind is not None and place is not None and decided:
                 _record(coverage, Place(place.file, place.line, kind), eqn, invals, outvals)
         for var, val in zip(eqn.outvars, outvals):
             env[var] = val
+        if any(is_live(v) for v in eqn.invars):
+            live.update(eqn.outvars)
     return [read(v) for v in jaxpr.outvars]
 
 

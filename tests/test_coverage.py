@@ -133,6 +133,17 @@ class Surrogate(bp.DynamicalSystem):
         spike = bm.surrogate.sigmoid(self.V + x - 1.0)
         self.V.value = (self.V + x) * (1.0 - spike)
         return spike
+
+
+class Configured(bp.DynamicalSystem):
+    def __init__(self, n, noise=0.0):
+        super().__init__()
+        self.noise = noise
+        self.u = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.u.value = bm.where(self.noise != 0.0, self.u + self.noise, 0.9 * self.u + x)
+        self.u.value = bm.where(self.u > 10.0, 10.0, self.u)
 '''
 
 
@@ -171,6 +182,15 @@ def test_a_threshold_never_crossed_is_named_with_its_lines_and_a_crossed_one_is_
     assert len(low.lines()) == 2
     assert measure(model, [[0.1, 0.6, 0.3]] * 3).untaken() == []
     assert float(jnp.sum(model.V.value)) == 0.0  # the traced run left the model's state alone
+
+
+def test_a_choice_on_a_setting_of_the_constructor_is_not_the_inputs_to_drive(models) -> None:
+    """Probe M (canns' NonRecUnits: bm.where(self.noise_0 != 0.0, ...)). main counted it as a choice the
+    run took one way, so the check was WEAK with advice to drive the inputs, which cannot change it. A
+    choice on the step's values is still measured."""
+    found = measure(models.Configured(2), [[0.5, 0.2]] * 3)
+    assert untaken(found) == {"self.u.value = bm.where(self.u > 10.0, 10.0, self.u)":
+                              "the comparison was never true; the where() never took its true side"}, found.untaken()
 
 
 def test_a_rectifier_never_fed_a_negative_input_is_named(models) -> None:
