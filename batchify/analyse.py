@@ -1423,7 +1423,9 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                              a.qualified_names, a.report)
                 check_sweeps(a, cls, method, method_names, children)
             elif method.name in renamed.values():  # a --function the user asked to batch: stateful or refused
-                check_sweeps(a, cls, method, method_names, children)  # (bm.for_loop(net.step_run, ...))
+                function = next(f for f, m in renamed.items() if m == method.name)
+                check_sweeps(a, cls, method, method_names, children,  # (bm.for_loop(net.step_run, ...))
+                             shown=driven.get(function, "self"))
         if declarations_needed:  # loading the original for verification needs no batching decision
             check_learned_online(a, ir, cls, modes, scan)
 
@@ -1695,7 +1697,7 @@ SWEEPS = frozenset({"brainpy.reset_state", "brainpy.clear_input", "brainpy.helpe
 
 
 def check_sweeps(a: Analysis, cls: ModelClass, method: Method, own: set[str], children: dict[str, set[str]],
-                 via: str = "", seen: set[str] | None = None) -> None:
+                 via: str = "", seen: set[str] | None = None, shown: str = "self") -> None:
     """``bp.reset_state(self)``, ``self.reset()``, ``bp.clear_input(self.child)`` in a stepping method,
     or in a helper of the class it calls (``self.restart()``, which no step rewrites): BrainPy's sweep
     over the model's nodes writes their Variable objects, not the state the pure method threads
@@ -1711,7 +1713,7 @@ def check_sweeps(a: Analysis, cls: ModelClass, method: Method, own: set[str], ch
         if path and path[-1] == "step_run" and (
                 (len(path) == 1 and "step_run" not in own)
                 or (len(path) == 2 and path[0] in children and "step_run" not in children[path[0]])):
-            owner = "self" if len(path) == 1 else f"self.{path[0]}"
+            owner = shown if len(path) == 1 else f"{shown}.{path[0]}"  # (a --function's: its instance's name)
             a.report(node, "BFY221", f"{runs} {owner}.step_run, BrainPy's inherited step_run (it saves the clock, "
                      "runs update and sweeps clear_input over the nodes): batchify rewrites only the model's own "
                      "methods; define step_run in the class (def step_run(self, i, x): bp.share.save(i=i, "
@@ -1742,7 +1744,7 @@ def check_sweeps(a: Analysis, cls: ModelClass, method: Method, own: set[str], ch
     for name in sorted(method.self_calls - seen):  # a helper no step rewrites (it touches no state itself)
         helper = cls.methods.get(name)
         if helper is not None and name not in cls.stateful and helper.kind == "method":
-            check_sweeps(a, cls, helper, own, children, f", through {method.name}(){via}", seen)
+            check_sweeps(a, cls, helper, own, children, f", through {method.name}(){via}", seen, shown)
 
 
 def made_as_matrix(scan) -> set[str]:

@@ -398,3 +398,4 @@ def test_a_function_looping_over_brainpys_inherited_step_run_is_refused_at_its_l
         transform(text.encode(), "snn.py", command="batchify snn.py", functions=["loss_fun"])
     found = [d for d in caught.value.diagnostics if d.code == "BFY221"]
     assert found and found[0].line == line and "loss_fun()" in found[0].message, caught.value.diagnostics
+    assert "loss_fun() runs net.step_run, BrainPy's inherited step_run" in found[0].message  # (probe L: self.)
