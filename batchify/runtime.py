@@ -2245,6 +2245,10 @@ class Harness:
         self._residual_bytes = {}
         self._parts = {}  # the parts of a batch, per shape of (xs, ys): train_step's own cache
         self.model = model
+        if not jax.tree.leaves(model.params()):  # (a loss harness's model too: nothing to train)
+            warnings.warn(f"{type(model).__name__} has no weights (TrainVars): training it changes nothing. "
+                          "BrainPy's built-ins make TrainVars in training mode only (bm.set_mode(bm.training_mode) "
+                          "before building the model)", stacklevel=2)
         self.steps = self.steps if steps is None else steps
         self.dt = bm.get_dt() if dt is None else dt
         self.optimizer = optax.adam(learning_rate) if optimizer is None else optimizer

@@ -580,3 +580,18 @@ def test_a_harness_over_a_call_override_steps_it(tmp_path: Path) -> None:
     checked = batchify("verify", str(src), str(out), "--init", "3,4", "--input-shape", "x=3", "--steps", "6",
                        "--no-speed", "--strict", cwd=tmp_path)
     assert checked.returncode == 0 and "PASS" in checked.stdout, checked.stdout + checked.stderr
+
+
+def test_a_harness_over_a_model_with_no_weights_says_so(tmp_path: Path) -> None:
+    """Probe M (canns' NonRecUnits with --harness): main generated the harness and 'fit' it with no word
+    that nothing was trained."""
+    src = tmp_path / "still.py"
+    src.write_text(CALL_STEP.replace("bm.TrainVar(bm.random.normal(0., 0.3, (n_in, n)))",
+                                     "bm.random.normal(0., 0.3, (n_in, n))"))
+    out = tmp_path / "still_batched.py"
+    result = batchify(str(src), "-o", str(out), "--harness", "--input-mode", "sequence", "--readout", "last",
+                      "--loss", "mse", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    generated = load_generated(out, "still_batched")
+    with pytest.warns(UserWarning, match="LeakyBatched has no weights \\(TrainVars\\): training it changes nothing"):
+        generated.LeakyHarness(generated.LeakyBatched(3, 4, batch_size=2))
