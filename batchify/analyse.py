@@ -2154,6 +2154,21 @@ def check_stateful_overrides(a: Analysis, ir: ModuleIR, cls: ModelClass) -> None
                      f"{callers[0]}() in {cls.name} too, or {way}")
 
 
+HOST_CONVERSIONS = frozenset({"numpy.asarray", "numpy.array", "numpy.copy", "numpy.save", "numpy.savez"})
+
+
+def host_conversion(ir: ModuleIR, func: cst.FunctionDef) -> bool:
+    """Whether ``func`` turns values into host NumPy (``np.asarray(...)``, ``x.tolist()``, ``.item()``)."""
+    for node in walk(func.body):
+        if type(node) is not cst.Call:
+            continue
+        if {q.name for q in ir.qualified.get(node.func, ())} & HOST_CONVERSIONS:
+            return True
+        if type(node.func) is cst.Attribute and node.func.attr.value in ("tolist", "item") and not node.args:
+            return True
+    return False
+
+
 def mark_stateful(ir: ModuleIR, cls: ModelClass) -> None:
     """A method is stateful if it touches a field or calls something stateful (a fixpoint)."""
     stateful = set(ir.classes[cls.model_base].stateful) if cls.model_base else set()
@@ -2166,6 +2181,13 @@ def mark_stateful(ir: ModuleIR, cls: ModelClass) -> None:
     weight_methods = {m.name for m in cls.methods.values()
                       if m.writes and m.writes | m.reads <= params and not (m.draws or m.self_calls or m.child_calls)
                       and m.name not in called and m.name not in ("update", "__call__")}
+    # A method that reads state into NumPy on the host (`np.asarray(self.A.value)`: a checkpoint
+    # helper), changes nothing and no other method calls: it cannot run per example inside a batched
+    # call, and is kept as it is, reading the batch's Variables (each with its batch axis).
+    weight_methods |= {m.name for m in cls.methods.values()
+                       if m.reads and not (m.writes or m.draws or m.self_calls or m.child_calls)
+                       and m.name not in called and m.name not in ("update", "__call__", "reset_state")
+                       and m.kind == "method" and host_conversion(ir, m.node)}
     changed = True
     while changed:
         changed = False

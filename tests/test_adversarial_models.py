@@ -2119,3 +2119,29 @@ def test_a_function_driving_two_instances_says_so() -> None:
     assert first == ("two.py:29:5: BFY017 --function run_step drives 2 model instances (a_net, b_net); batchify makes "
                      "a function a method of the one model it drives: build them in one model class of the file (a "
                      "network holding A, B as children) and drive an instance of that"), first
+
+
+def test_a_method_reading_state_into_numpy_is_kept_as_a_host_helper(tmp_path) -> None:
+    """Probe M (ECMM's state_dict(): np.asarray(self.A.value)). main batched it (state_dict =
+    bfy.batched_method(...)), which could never run: 'TracerArrayConversionError' on every call. Kept as
+    written, it reads the batch's Variables."""
+    source = HEAD.replace("import brainpy as bp\n", "import brainpy as bp\nimport numpy as np\n") + textwrap.dedent('''
+        class Neurons(bp.DynamicalSystem):
+            def __init__(self, n):
+                super().__init__()
+                self.A = bm.Variable(bm.zeros(n))
+
+            def update(self, x):
+                self.A.value = 0.9 * self.A.value + x
+                return self.A.value
+
+            def state_dict(self):
+                return {"A": np.asarray(self.A.value, dtype=np.float32)}
+    ''')
+    text = transform(source.encode(), "npa.py", command="batchify").text
+    assert "state_dict = bfy.batched_method" not in text
+    _, batched = generated(tmp_path, "npa", source)
+    model = batched.NeuronsBatched(3, batch_size=2)
+    model.update(bm.ones((2, 3)))
+    assert model.state_dict()["A"].shape == (2, 3)
+    np.testing.assert_allclose(model.state_dict()["A"], np.ones((2, 3)))
