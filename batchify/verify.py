@@ -127,7 +127,7 @@ def _dtype(name: str):
 
 def make_args(drive: Drive, signature_names: list[str]) -> list[Arg]:
     """The stepping method's arguments, in signature order, as comparison inputs."""
-    unknown = sorted(set(drive.inputs) - set(signature_names))
+    unknown = sorted(n for n in set(drive.inputs) - set(signature_names) if "." not in n)  # (FUNCTION.NAME: its own)
     if unknown:
         close = difflib.get_close_matches(unknown[0], signature_names, n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
@@ -483,13 +483,15 @@ class Verifier:
         if not takes:
             function.__globals__[instance] = model  # the script's own `model = ...` never ran
         params = list(inspect.signature(function).parameters)[1 if takes else 0:]
-        missing = [p for p in params if p not in d.inputs or d.inputs[p].kind != "example"]
+        # `--input-shape loss_fun.x=6x4`: the function's own, where a stepping method names x too
+        inputs = {p: d.inputs.get(f"{name}.{p}", d.inputs.get(p)) for p in params}
+        missing = [p for p in params if inputs[p] is None or inputs[p].kind != "example"]
         if missing:
             raise DriveError(f"--function {name}: give its per-example inputs with --input-shape "
                              f"({', '.join(f'{p}=SHAPE' for p in missing)})")
         rng = np.random.default_rng(d.seed + 11)
         # jax arrays, as a user's loop hands them over (a numpy array indexed by a traced step fails)
-        values = [jax.numpy.asarray(random_input(rng, d.inputs[p], d.batch, 1)[:, 0]) for p in params]
+        values = [jax.numpy.asarray(random_input(rng, inputs[p], d.batch, 1)[:, 0]) for p in params]
         call = (lambda *a: function(model, *a)) if takes else function
         initial = snapshot(model)
         train_vars = model.train_vars().unique()

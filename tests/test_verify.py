@@ -751,3 +751,24 @@ def test_a_function_check_with_no_weights_is_weak(tmp_path: Path) -> None:
                               "--function", "loss"], cwd=tmp_path, capture_output=True, text=True)
     assert refused.returncode == 1 and "BFY012 'net' is defined only inside a module-level with block" in refused.stderr
     assert "bm.set_mode(bm.training_mode) before it" in refused.stderr, refused.stderr
+
+
+def test_a_function_input_named_like_the_step_input_takes_its_own_shape(tmp_path: Path) -> None:
+    """Probe M: loss_fun(x) takes a whole sequence [T, n] where update(x) takes one step [n]; main had
+    one --input-shape x for both (the last flag won, and verify stopped with BFY302 MathError).
+    `--input-shape loss_fun.x=6x4` is the function's own."""
+    (tmp_path / "seqloss.py").write_text(
+        "import brainpy as bp\nimport brainpy.math as bm\n\n\nclass Leaky(bp.DynamicalSystem):\n"
+        "    def __init__(self, n):\n        super().__init__()\n        self.w = bm.TrainVar(bm.ones(n) * 0.5)\n"
+        "        self.h = bm.Variable(bm.zeros(n))\n\n    def reset_state(self, batch_size=None):\n"
+        "        self.h.value = bm.zeros_like(self.h.value)\n\n    def update(self, x):\n"
+        "        self.h.value = 0.9 * self.h.value + self.w.value * x\n        return self.h.value\n\n\n"
+        "model = Leaky(4)\n\n\ndef loss_fun(x):\n    model.reset_state()\n    hs = bm.for_loop(model.update, x)\n"
+        "    return bm.mean(hs ** 2)\n")
+    made = subprocess.run([sys.executable, "-m", "batchify", "seqloss.py", "-o", "seqloss_batched.py", "--function",
+                           "loss_fun"], cwd=tmp_path, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    result = verify("seqloss.py", "seqloss_batched.py", "--init", "4", "--input-shape", "x=4", "--function", "loss_fun",
+                    "--input-shape", "loss_fun.x=6x4", "--steps", "6", "--no-speed", "--strict", cwd=tmp_path)
+    assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
+    assert "loss_fun(): losses and outputs ok, gradients (mean and per example) ok" in result.stdout
