@@ -498,6 +498,9 @@ class Verifier:
         probe = call(*[v[0] for v in values])
         has_aux = isinstance(probe, tuple) and len(probe) >= 2
         restore(model, initial)
+        first = probe[0] if has_aux else probe
+        if not (hasattr(first, "shape") and int(np.prod(np.shape(first))) == 1):
+            return self.function_outputs(model, name, call, values, initial)
 
         def scalar(loss):  # a loss of shape [1] (a [1] label) is the scalar it is, as the harness takes it
             loss = bm.as_jax(loss)
@@ -546,6 +549,28 @@ class Verifier:
             strength.functions_without_gradient.append(name)
         return [section_from(report, f"fn {name}", lambda q: q.startswith(f"fn {name} ") and "grad" not in q),
                 section_from(report, f"fn {name}/grad", lambda q: q.startswith(f"fn {name} grad"))]
+
+    def function_outputs(self, model, name: str, call, values, initial) -> list[Section]:
+        """A --function that is not a loss (a recall or predict loop: its result is not a scalar): its
+        outputs, example by example, against the generated batched function's; no gradient to take."""
+        d = self.drive
+        method = self.functions[name][2]
+        want = []
+        for e in range(d.batch):
+            restore(model, initial)
+            if self.random:
+                seed_example(model, d.seed, e, initial)
+            want.append(to_numpy(call(*[v[e] for v in values])))
+        restore(model, initial)
+        batched = batch_of(self.batched_cls, model, d.batch, d.seed)
+        got = to_numpy(getattr(batched, method)(*values))
+        restore(model, initial)
+        report = Report(steps=1, batch=d.batch)
+        compare(report, f"fn {name} output", None, jax.tree.map(lambda *xs: np.stack(xs), *want), got, d.rtol,
+                d.atol)
+        skipped = f"{name}() is not a loss (its result is not a scalar): its outputs are compared, no gradient"
+        return [section_from(report, f"fn {name}", lambda q: q.startswith(f"fn {name} ")),
+                Section(f"fn {name}/grad", skipped=skipped)]
 
     # -- gradients ------------------------------------------------------------------
     def gradients(self, model, strength: Strength) -> list[Section]:
@@ -828,6 +853,10 @@ def format_table(results: list[ClassResult], src: str, generated: str) -> str:
         for s in r.sections:
             if s.name.startswith("fn ") and not s.name.endswith("/grad"):
                 grad = next(g for g in r.sections if g.name == f"{s.name}/grad")
+                if grad.skipped:  # not a loss: its outputs alone
+                    lines.append(f"  {who}: {s.name[3:]}(): outputs {'ok' if s.ok else 'MISMATCH'} against the "
+                                 "original example by example")
+                    continue
                 lines.append(f"  {who}: {s.name[3:]}(): losses and outputs {'ok' if s.ok else 'MISMATCH'}, "
                              f"gradients (mean and per example) {'ok' if grad.ok else 'MISMATCH'} against bm.grad "
                              f"example by example")

@@ -772,3 +772,46 @@ def test_a_function_input_named_like_the_step_input_takes_its_own_shape(tmp_path
                     "--input-shape", "loss_fun.x=6x4", "--steps", "6", "--no-speed", "--strict", cwd=tmp_path)
     assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
     assert "loss_fun(): losses and outputs ok, gradients (mean and per example) ok" in result.stdout
+
+
+RECALL = """import brainpy as bp
+import brainpy.math as bm
+
+
+class Hop(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.s = bm.Variable(bm.ones(n))
+        self.W = bm.Variable(bm.eye(n) * 0.5)
+
+    def update(self):
+        self.s.value = bm.tanh(self.W.value @ self.s.value)
+
+
+model = Hop(4)
+
+
+def recall(pattern):
+    model.s.value = pattern
+    bm.for_loop(lambda i: model.update(), bm.arange(3))
+    return model.s.value
+"""
+
+
+def test_a_function_that_is_not_a_loss_has_its_outputs_checked(tmp_path: Path) -> None:
+    """Probe M (canns' HebbianTrainer recall loop). main's verify took every --function for a loss and
+    stopped with BFY302 from bm.grad ('a loss must be a scalar'), so a batched recall could not be
+    checked at all. Now its outputs are compared example by example, and a planted bug fails it."""
+    (tmp_path / "hop.py").write_text(RECALL)
+    made = subprocess.run([sys.executable, "-m", "batchify", "hop.py", "-o", "hop_batched.py", "--function", "recall"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    flags = ["hop.py", "hop_batched.py", "--init", "4", "--function", "recall", "--input-shape", "pattern=4",
+             "--steps", "6", "--no-speed", "--no-triage"]
+    result = verify(*flags, cwd=tmp_path)
+    assert result.returncode == 0 and "recall(): outputs ok against the original example by example" in result.stdout, (
+        result.stdout + result.stderr)
+    planted = tmp_path / "hop_batched.py"
+    planted.write_text(planted.read_text().replace("s=bm.tanh(", "s=1.01 * bm.tanh("))
+    failed = verify(*flags, cwd=tmp_path)
+    assert failed.returncode == 1 and "recall(): outputs MISMATCH" in failed.stdout, failed.stdout + failed.stderr
