@@ -21,6 +21,14 @@ def verify(*args: str, cwd: Path = ROOT):
                           capture_output=True, text=True)
 
 
+def generate(tmp_path: Path, stem: str, source: str, *flags: str) -> None:
+    """``stem.py`` holding ``source`` and ``stem_batched.py`` made from it by the CLI (with ``flags``)."""
+    (tmp_path / f"{stem}.py").write_text(source)
+    made = subprocess.run([sys.executable, "-m", "batchify", f"{stem}.py", "-o", f"{stem}_batched.py", *flags],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+
+
 def verify_json(*args: str, cwd: Path = ROOT) -> tuple[int, dict]:
     result = verify(*args, "--format", "json", cwd=cwd)
     # Nothing on stderr but warnings: a file edited by hand (the bugs planted here) is said to be one.
@@ -140,13 +148,10 @@ def test_missing_driving_information_is_one_line_exit_2(tmp_path: Path) -> None:
 
 def test_a_class_with_no_stateful_method_says_so(tmp_path: Path) -> None:
     """main: 'missing --method NAME (one of no stateful method)', as if a flag could supply one."""
-    (tmp_path / "still.py").write_text("import brainpy as bp\nimport brainpy.math as bm\n\n\n"
-                                       "class Still(bp.DynamicalSystem):\n    def __init__(self, n):\n"
-                                       "        super().__init__()\n        self.V = bm.Variable(bm.zeros(n))\n\n"
-                                       "    def update(self, x):\n        return x * 2.0\n")
-    made = subprocess.run([sys.executable, "-m", "batchify", "still.py", "-o", "still_batched.py"], cwd=tmp_path,
-                          capture_output=True, text=True)
-    assert made.returncode == 0, made.stderr
+    generate(tmp_path, "still", "import brainpy as bp\nimport brainpy.math as bm\n\n\n"
+                                "class Still(bp.DynamicalSystem):\n    def __init__(self, n):\n"
+                                "        super().__init__()\n        self.V = bm.Variable(bm.zeros(n))\n\n"
+                                "    def update(self, x):\n        return x * 2.0\n")
     result = verify("still.py", "still_batched.py", "--init", "3", "--input-shape", "x=3", cwd=tmp_path)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip() == ("still.py:5:1: BFY301 cannot verify Still: batchify found no stateful method in "
@@ -694,15 +699,12 @@ def test_brainpy_2_clock_arguments_need_no_flags(tmp_path: Path) -> None:
     """Probe L (BrainPy's base-and-collector notebook: update(self, _t, _dt, x)). The README says _t and
     _dt are always shared; main's verify asked for '--input-shape _t=SHAPE or --shared _t=time|VALUE
     ...; --input-shape _dt=SHAPE ...'. Left out, they are the step's time and the time step."""
-    (tmp_path / "clocked.py").write_text("import brainpy as bp\nimport brainpy.math as bm\n\n\n"
-                                         "class Clocked(bp.DynamicalSystem):\n    def __init__(self, n):\n"
-                                         "        super().__init__()\n        self.V = bm.Variable(bm.zeros(n))\n\n"
-                                         "    def update(self, _t, _dt, x):\n"
-                                         "        self.V.value = self.V + _dt * (x - self.V) + 0.01 * _t\n"
-                                         "        return self.V.value\n")
-    made = subprocess.run([sys.executable, "-m", "batchify", "clocked.py", "-o", "clocked_batched.py"], cwd=tmp_path,
-                          capture_output=True, text=True)
-    assert made.returncode == 0, made.stderr
+    generate(tmp_path, "clocked", "import brainpy as bp\nimport brainpy.math as bm\n\n\n"
+                                  "class Clocked(bp.DynamicalSystem):\n    def __init__(self, n):\n"
+                                  "        super().__init__()\n        self.V = bm.Variable(bm.zeros(n))\n\n"
+                                  "    def update(self, _t, _dt, x):\n"
+                                  "        self.V.value = self.V + _dt * (x - self.V) + 0.01 * _t\n"
+                                  "        return self.V.value\n")
     result = verify("clocked.py", "clocked_batched.py", "--init", "3", "--input-shape", "x=3", "--steps", "6",
                     "--no-speed", "--strict", cwd=tmp_path)
     assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
@@ -734,10 +736,7 @@ def test_a_function_check_with_no_weights_is_weak(tmp_path: Path) -> None:
     bp.dnn.Linear makes no TrainVar, and main's verify --function said 'gradients (mean and per example)
     ok' and PASS with nothing differentiated. Now WEAK, pointing at --mode training, which PASSes; and
     the BFY012 for a model built in the with block says its setting goes with it."""
-    (tmp_path / "fc.py").write_text(TRAINING_ONLY_WEIGHTS)
-    made = subprocess.run([sys.executable, "-m", "batchify", "fc.py", "-o", "fc_batched.py", "--function", "loss"],
-                          cwd=tmp_path, capture_output=True, text=True)
-    assert made.returncode == 0, made.stderr
+    generate(tmp_path, "fc", TRAINING_ONLY_WEIGHTS, "--function", "loss")
     flags = ["fc.py", "fc_batched.py", "--class", "Net", "--input-shape", "x=3", "--function", "loss", "--steps", "4",
              "--no-speed"]
     weak = verify(*flags, cwd=tmp_path)
@@ -757,17 +756,15 @@ def test_a_function_input_named_like_the_step_input_takes_its_own_shape(tmp_path
     """Probe M: loss_fun(x) takes a whole sequence [T, n] where update(x) takes one step [n]; main had
     one --input-shape x for both (the last flag won, and verify stopped with BFY302 MathError).
     `--input-shape loss_fun.x=6x4` is the function's own."""
-    (tmp_path / "seqloss.py").write_text(
+    generate(
+        tmp_path, "seqloss",
         "import brainpy as bp\nimport brainpy.math as bm\n\n\nclass Leaky(bp.DynamicalSystem):\n"
         "    def __init__(self, n):\n        super().__init__()\n        self.w = bm.TrainVar(bm.ones(n) * 0.5)\n"
         "        self.h = bm.Variable(bm.zeros(n))\n\n    def reset_state(self, batch_size=None):\n"
         "        self.h.value = bm.zeros_like(self.h.value)\n\n    def update(self, x):\n"
         "        self.h.value = 0.9 * self.h.value + self.w.value * x\n        return self.h.value\n\n\n"
         "model = Leaky(4)\n\n\ndef loss_fun(x):\n    model.reset_state()\n    hs = bm.for_loop(model.update, x)\n"
-        "    return bm.mean(hs ** 2)\n")
-    made = subprocess.run([sys.executable, "-m", "batchify", "seqloss.py", "-o", "seqloss_batched.py", "--function",
-                           "loss_fun"], cwd=tmp_path, capture_output=True, text=True)
-    assert made.returncode == 0, made.stderr
+        "    return bm.mean(hs ** 2)\n", "--function", "loss_fun")
     result = verify("seqloss.py", "seqloss_batched.py", "--init", "4", "--input-shape", "x=4", "--function", "loss_fun",
                     "--input-shape", "loss_fun.x=6x4", "--steps", "6", "--no-speed", "--strict", cwd=tmp_path)
     assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
@@ -802,10 +799,7 @@ def test_a_function_that_is_not_a_loss_has_its_outputs_checked(tmp_path: Path) -
     """Probe M (canns' HebbianTrainer recall loop). main's verify took every --function for a loss and
     stopped with BFY302 from bm.grad ('a loss must be a scalar'), so a batched recall could not be
     checked at all. Now its outputs are compared example by example, and a planted bug fails it."""
-    (tmp_path / "hop.py").write_text(RECALL)
-    made = subprocess.run([sys.executable, "-m", "batchify", "hop.py", "-o", "hop_batched.py", "--function", "recall"],
-                          cwd=tmp_path, capture_output=True, text=True)
-    assert made.returncode == 0, made.stderr
+    generate(tmp_path, "hop", RECALL, "--function", "recall")
     flags = ["hop.py", "hop_batched.py", "--init", "4", "--function", "recall", "--input-shape", "pattern=4",
              "--steps", "6", "--no-speed", "--no-triage"]
     result = verify(*flags, cwd=tmp_path)
