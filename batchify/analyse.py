@@ -1179,6 +1179,8 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
     multiplied: set[str] = set()  # on the right of a matrix product, like weights
     left_multiplied: set[str] = set()  # on the left (``self.W @ x``): a weight if it is a matrix
     incremented: set[str] = set()  # `self.w += dw`: how a learning rule changes a weight
+    # (`self.rec.f(x)`, a child's attribute called: a function it stores may read its state, so it counts)
+    called = {id(n.func) for n in walk(func.body) if type(n) is cst.Call} if me is not None else set()
     if me is not None:
         for node in walk(func.body):
             for side, found in ((False, multiplied), (True, left_multiplied)):
@@ -1209,7 +1211,8 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                              "__init__ of this class")
                 if path and (path[0] in fields or (path[0] in children and len(path) > 1
                                                     and path[1] not in children[path[0]]
-                                                    and (known is None or reaches_state(known, path)))):
+                                                    and (known is None or id(node) in called
+                                                         or reaches_state(known, path)))):
                     reads.add(path[0])
             elif type(node) is cst.Call:
                 path = self_path(node.func, me) if type(node.func) in (cst.Attribute, cst.Name) else None
