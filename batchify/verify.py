@@ -499,7 +499,9 @@ class Verifier:
         has_aux = isinstance(probe, tuple) and len(probe) >= 2
         restore(model, initial)
         first = probe[0] if has_aux else probe
-        if not (hasattr(first, "shape") and int(np.prod(np.shape(first))) == 1):
+        if not train_vars and not (hasattr(first, "shape") and int(np.prod(np.shape(first))) == 1):
+            # No weights and no scalar: a recall or predict loop, not a loss; with weights, a loss that
+            # is not a scalar is the user's to fix (bm.grad says so below)
             return self.function_outputs(model, name, call, values, initial)
 
         def scalar(loss):  # a loss of shape [1] (a [1] label) is the scalar it is, as the harness takes it
