@@ -1453,9 +1453,13 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
     targets: list[str] = []
     statement_of = {id(s): i for i, s in enumerate(a.module.body)}
     named: dict[int, set[str]] = {}  # a class statement's index -> the model classes it names
+    held: dict[int, set[str]] = {}  # ... and the classes of the file derived from built-ins
     for _, used, binding, statement in a.names.global_references():
-        if used in models and binding.statement == statement_of.get(id(class_defs[used])):
-            named.setdefault(statement, set()).add(used)
+        if used in class_defs and binding.statement == statement_of.get(id(class_defs[used])):
+            if used in models:
+                named.setdefault(statement, set()).add(used)
+            elif used in derived:
+                held.setdefault(statement, set()).add(used)
 
     def need(name: str) -> None:
         cls = classes[name]
@@ -1465,14 +1469,21 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             targets.append(name)
 
     def run_as_library() -> set[str]:
-        """The models of this file a target runs as library code, with their bases."""
+        """The models of this file a target runs as library code, with their bases, and every model
+        the code copied as written for it names (`comm=IndLinear(...)` in a projection class of the
+        file): copied code builds the class of the file, not its batched twin."""
         found: set[str] = set()
+        copied: set[str] = set()  # classes derived from built-ins, copied as written
         todo = [c for name in targets for c in scans[name].library_models]
+        todo += [c for name in targets for c in held.get(statement_of[id(class_defs[name])], ())]
         while todo:
             name = todo.pop()
-            if name not in found:
-                found.add(name)
-                todo += [base for base in [model_base(a, models[name], models)] if base]
+            if name in found or name in copied:
+                continue
+            (found if name in models else copied).add(name)
+            statement = statement_of[id(class_defs[name])]
+            todo += [base for base in [model_base(a, models[name], models)] if base] if name in models else []
+            todo += [*held.get(statement, ()), *named.get(statement, ())]
         return found
 
     for name in order:

@@ -397,7 +397,9 @@ RULES: tuple[Rule, ...] = (
          'file reading its projections with `sum_current_inputs`) joins the library, built from its own '
          'class, copied as written; so does a class of the file given the models of its parent '
          '(`self.E2I = ExpSyn(self.E, self.I)`, a synapse stepping `self.pre.spike` and `self.post.input`), '
-         'with the models it is given, and it has no batched class of its own (BFY219)'),
+         'with the models it is given, and it has no batched class of its own (BFY219); a model of the file that '
+         "code copied as written builds (a projection class's `comm=IndLinear(...)`, a library neuron's own child) "
+         'is copied as written too'),
         Case(before='return self.fc(x)',
              after=('self.fc = bp.dnn.Dense(3, 3)\n'
                     'self.rng_key = bfy.key_variable(seed, batch_size)\n'

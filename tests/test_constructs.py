@@ -51,6 +51,7 @@ CASES = {
     "user-projection-classes": ("projections", "EINet", (), "update", [1], (), 0.1, 40.0),
     "respelled-trainvar": ("projections", "Readout", (4, 3), "update", [4], ()),
     "own-neuron-handed-to-projections": ("projections", "COBA", (), "update", [1], (), 0.1, 40.0),
+    "classes-built-by-library-code": ("projections", "LayeredCOBA", (), "update", [1], (), 0.1, 40.0),
 }
 
 

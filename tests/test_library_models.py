@@ -203,3 +203,22 @@ class Sub(Base):
     with pytest.raises(BatchifyError, match=r"BFY105 cell \(LIF, a model of this file\) is handed to Base.__init__, "
                                             r"which keeps it: .*assign it here \(self.cell = \.\.\.\)"):
         transform(source.encode(), "net.py", command="batchify", classes=("Sub",))
+
+
+
+def test_models_built_by_code_copied_as_written_are_copied_with_it() -> None:
+    """BrainPy's COBAHH-TPU network: a projection class of the file builds its `comm` from a layer
+    class of the file (`comm=IndLinear(...)`), and the network holds the projection as library code.
+    The projection is copied as written, so the layer it builds must be too, and so must a child
+    model of a neuron the library holds (main: BFY900, 'the generated module reads 'Drive',
+    'MaskedLinear', which it never binds')."""
+    for classes in [(), ("LayeredCOBA",)]:
+        text = generated(*classes)
+        for copied in ["MaskedLinear(bp.dnn.Layer)", "MaskedSynapse(bp.Projection)", "Drive(bp.DynamicalSystem)",
+                       "DrivenLIF(LIF)", "LIF(bp.dyn.NeuDyn)"]:
+            assert f"\nclass {copied}:\n" in text, copied
+        net = text[text.index("class LayeredCOBABatched"):]
+        assert 'builtins=("N", "E", "I")' in net
+        assert "        self.N = DrivenLIF(n)\n" in net
+        assert ("\nclass MaskedLinearBatched(" in text) is not bool(classes)  # batched on its own only if asked
+        compile(text, "projections_batched.py", "exec")

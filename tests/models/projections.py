@@ -5,6 +5,9 @@ another way than batchify's tables list them.
 - ``COBA``: a neuron class of the file (reading its projections' currents with
   ``sum_current_inputs``, a trained bias) handed to those projections as their ``post``: it runs as
   library code with them;
+- ``LayeredCOBA``: the same, with the projection's ``comm`` a layer class of the file
+  (``MaskedLinear``) and the neuron holding a child model of the file (``Drive``): code copied as
+  written builds those classes, so they are copied too;
 - ``Readout``: a weight declared with ``TrainVar`` imported from ``brainpy.math.object_transform``.
 """
 
@@ -101,3 +104,58 @@ class Readout(bp.DynamicalSystem):
     def update(self, x):
         self.v.value = 0.8 * self.v + x @ self.w
         return self.v.value
+
+
+class MaskedLinear(bp.dnn.Layer):
+    def __init__(self, n_pre, n_post, g_max):
+        super().__init__()
+        self.w = bm.random.uniform(0.0, g_max, (n_pre, n_post)) * (bm.random.rand(n_pre, n_post) < 0.5)
+
+    def update(self, x):
+        return x @ self.w
+
+
+class MaskedSynapse(bp.Projection):
+    def __init__(self, n_pre, post, g_max, tau, E):
+        super().__init__()
+        self.proj = bp.dyn.HalfProjAlignPostMg(
+            comm=MaskedLinear(n_pre, post.num, g_max),
+            syn=bp.dyn.Expon.desc(post.num, tau=tau),
+            out=bp.dyn.COBA.desc(E=E),
+            post=post,
+        )
+
+    def update(self, spike):
+        return self.proj(spike)
+
+
+class Drive(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.x = bm.Variable(bm.zeros(n))
+
+    def update(self, inp):
+        self.x.value = 0.8 * self.x + 0.2 * inp
+        return self.x.value
+
+
+class DrivenLIF(LIF):
+    def __init__(self, size, tau=10.0):
+        super().__init__(size, tau)
+        self.drive = Drive(self.num)
+
+    def update(self, inp):
+        return super().update(self.drive(inp))
+
+
+class LayeredCOBA(bp.DynSysGroup):
+    def __init__(self, n=16):
+        super().__init__()
+        self.N = DrivenLIF(n)
+        self.E = MaskedSynapse(n, self.N, 0.3, 5.0, 0.0)
+        self.I = MaskedSynapse(n, self.N, 1.0, 10.0, -80.0)
+
+    def update(self, inp):
+        self.E(self.N.spike.value)
+        self.I(self.N.spike.value)
+        return self.N(inp)
