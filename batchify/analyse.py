@@ -1476,6 +1476,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         copied: set[str] = set()  # classes derived from built-ins, copied as written
         todo = [c for name in targets for c in scans[name].library_models]
         todo += [c for name in targets for c in held.get(statement_of[id(class_defs[name])], ())]
+        todo += library_targets  # (batched whole, copied as written: `def __init__(self, pre: EINet)`)
         while todo:
             name = todo.pop()
             if name in found or name in copied:

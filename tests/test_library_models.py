@@ -222,3 +222,13 @@ def test_models_built_by_code_copied_as_written_are_copied_with_it() -> None:
         assert "        self.N = DrivenLIF(n)\n" in net
         assert ("\nclass MaskedLinearBatched(" in text) is not bool(classes)  # batched on its own only if asked
         compile(text, "projections_batched.py", "exec")
+
+
+def test_a_projection_batched_whole_copies_the_models_it_names() -> None:
+    """`--class Synapse`, whose constructor annotates its post as `post: LIF` (figure2.py's
+    `AreaConn(pre: EINet, post: EINet)`): main stopped with BFY900, 'the generated module reads
+    'LIF', which it never binds'."""
+    text = generated("Synapse")
+    assert "\nclass Synapse(bp.Projection):\n" in text and "\nclass LIF(bp.dyn.NeuDyn):\n" in text
+    assert "LIFBatched" not in text
+    compile(text, "projections_batched.py", "exec")

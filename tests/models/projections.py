@@ -69,7 +69,7 @@ class LIF(bp.dyn.NeuDyn):
 
 
 class Synapse(bp.Projection):
-    def __init__(self, n_pre, post, g_max, tau, E):
+    def __init__(self, n_pre, post: LIF, g_max, tau, E):
         super().__init__()
         self.proj = bp.dyn.HalfProjAlignPostMg(
             comm=bp.dnn.Linear(n_pre, post.num, bp.init.Uniform(0.0, g_max)),
