@@ -182,6 +182,26 @@ def _constructor(init):
     return __init__
 
 
+def rebuild_with_their_dt(batched_model, rebuild) -> None:
+    """Run ``rebuild`` (``_rebuild_integrators``) so that each integrator it builds again steps by the
+    model's own integrator's ``dt``: BrainPy takes an integrator's ``dt`` from the global one when it
+    is built, and a run since the model was built (``bp.share.save(dt=0.5)``, a ``DSRunner(dt=...)``)
+    changes that one, which would silently change the batch's steps. Once per distinct ``dt``."""
+    from brainpy.integrators import Integrator
+
+    theirs = {name: value.dt for name, value in vars(batched_model).items() if isinstance(value, Integrator)}
+    if not theirs:
+        rebuild()
+        return
+    built = {}
+    for dt in sorted(set(theirs.values())):
+        with bm.environment(dt=dt):
+            rebuild()
+        built.update((name, vars(batched_model)[name]) for name, d in theirs.items() if d == dt)
+    for name, integrator in built.items():
+        setattr(batched_model, name, integrator)
+
+
 def integrator_method(integrator):
     """The ``method=`` that builds an integrator of ``integrator``'s kind: ``_rebuild_integrators`` builds
     a model's integrator again around the batch's derivatives with the method the model chose
@@ -1137,7 +1157,7 @@ class Batched:
         # The model's integrators hold its derivatives, which read its own Variables: rebuilt around the batch's.
         rebuild = getattr(batched_model, "_rebuild_integrators", None)
         if rebuild is not None:
-            rebuild()
+            rebuild_with_their_dt(batched_model, rebuild)
 
     @property
     def mode(self):

@@ -552,3 +552,54 @@ def test_evaluate_and_fit_take_a_dict_of_inputs_as_train_step_does(tmp_path, mon
     assert len(history["loss"]) == 2 and all(np.isfinite(history["loss"]))
     with pytest.raises(ValueError, match="share their first axis"):
         harness.evaluate(params, {"a": xs["a"], "b": xs["b"][:5]}, ys)
+
+
+TWO_INTEGRATORS = textwrap.dedent('''
+    import brainpy as bp
+    import brainpy.math as bm
+
+
+    class Rate(bp.dyn.NeuDyn):
+        def __init__(self, size):
+            super().__init__(size)
+            self.s = bm.Variable(bm.zeros(self.num))
+            self.n = bm.Variable(bm.ones(self.num))
+            self.integral = bp.odeint(self.ds)
+            self.slow = bp.odeint(self.dn, dt=0.05)
+
+        def ds(self, s, t, x):
+            return (-s + x * self.n) / 10.0
+
+        def dn(self, n, t):
+            return (1.0 - n + 0.1 * self.s) / 50.0
+
+        def update(self, x):
+            self.s.value = self.integral(self.s, bp.share["t"], x)
+            self.n.value = self.slow(self.n, bp.share["t"])
+            return self.s.value
+''')
+
+
+def test_from_model_rebuilds_each_integrator_with_the_models_own_dt(tmp_path) -> None:
+    """`bp.share.save(dt=0.5)` (what a run does, verify's clock included) sets BrainPy's global dt,
+    from which BrainPy builds an integrator given none. from_model builds the model's integrators
+    again around the batch's derivatives: on main they stepped by the global 0.5, not the model's 0.1,
+    and verify FAILed (max abs err 1.1 with --dt 0.5) on a model it passes with --dt 0.1."""
+    (tmp_path / "rate_batched.py").write_text(transform(TWO_INTEGRATORS.encode(), "rate.py", command="batchify").text)
+    (tmp_path / "rate.py").write_text(TWO_INTEGRATORS)
+    original = load_generated(tmp_path / "rate.py", "rate_dt_original").Rate
+    module = load_generated(tmp_path / "rate_batched.py", "rate_dt_batched")
+    with bm.environment(dt=0.1):
+        model = original(3)
+    try:
+        bp.share.save(i=0, t=0.0, dt=0.5)
+        batched = module.RateBatched.from_model(model, batch_size=2)
+        assert (batched.integral.dt, batched.slow.dt) == (model.integral.dt, model.slow.dt) == (0.1, 0.05)
+        assert batched.integral is not model.integral  # (built again: it steps the batch's derivative)
+        x = np.array([[1.0, 2.0, 3.0], [0.5, 0.0, -1.0]], np.float32)
+        out = np.asarray(batched.update(x))
+        for e in range(2):
+            model.s.value, model.n.value = bm.zeros(3), bm.ones(3)
+            np.testing.assert_allclose(out[e], np.asarray(model.update(x[e])), rtol=1e-6)
+    finally:
+        bm.set_dt(0.1)
