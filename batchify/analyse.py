@@ -1202,6 +1202,8 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                 path = self_path(node, me)
                 if path and len(path) == 1 and tuple(path) in properties:
                     self_calls.add(path[0])
+                elif path and len(path) == 1 and path[0] in methods and id(node) not in called:
+                    self_calls.add(path[0])  # handed out (`return self.ds`, `f = self.ds`): it may run
                 elif path and len(path) == 2 and tuple(path) in properties:
                     child_calls.add((path[0], path[1]))
                 if path and path[0] in libraries:
@@ -1898,8 +1900,10 @@ def check_escaping_methods(a: Analysis, cls: ModelClass, scan) -> None:
             for node in refs:
                 name = node.attr.value
                 method = cls.methods[name]
-                # (a call of a helper touching no state, `self.H(x)` in a Wong-Wang derivative, changes nothing)
-                reader = not (method.writes or method.draws or method.self_calls & cls.stateful or method.child_calls)
+                # (a call of a helper touching no state, `self.H(x)` in a Wong-Wang derivative, changes nothing;
+                # nor does handing out methods that only read, `return bp.JointEq(self.dV, self.dw)`)
+                reached = reads_only(cls, name)
+                reader = reached is not None
                 if target and len(target) == 1 and integrator and reader and method.kind in ("method", "property"):
                     if local:
                         a.report(node, "BFY208", f"self.{target[0]} is an integrator of derivatives that read state, "
@@ -1908,6 +1912,7 @@ def check_escaping_methods(a: Analysis, cls: ModelClass, scan) -> None:
                                  "self attributes and a method= argument (store the value on self first)")
                         continue
                     (properties if method.kind == "property" else methods).add(name)
+                    methods.update(m for m in reached if cls.methods[m].kind == "method")
                     holders.add(target[0])
                     values[target[0]] = small.value.visit(_MethodOfHolder(methods_of, me, target[0]))
                     continue
@@ -1920,6 +1925,22 @@ def check_escaping_methods(a: Analysis, cls: ModelClass, scan) -> None:
                          "Variable in the stepping method and pass its value as an argument")
     cls.context_methods, cls.context_properties, cls.holders = frozenset(methods), frozenset(properties), frozenset(holders)
     cls.holder_values = values
+
+
+def reads_only(cls: ModelClass, name: str) -> set[str] | None:
+    """The stateful methods of ``cls`` that ``name`` runs or hands out (``return self.ds``), when
+    none of them, nor ``name`` itself, writes state, draws or steps a child; else None."""
+    found: set[str] = set()
+    todo = [name]
+    while todo:
+        method = cls.methods.get(todo.pop())
+        if method is None or method.writes or method.draws or method.child_calls:
+            return None
+        for callee in method.self_calls & cls.stateful:
+            if callee not in found and callee != name:
+                found.add(callee)
+                todo.append(callee)
+    return found
 
 
 # BrainPy's collectors of a model's Variables and nodes: they hand out the objects themselves.
