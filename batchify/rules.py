@@ -1396,10 +1396,12 @@ RULES: tuple[Rule, ...] = (
         'integrators read one example',
         'rewrite.methods.with_example_for_holders',
         'derivatives that read state, handed to an integrator',
-        '`self.integral = bp.odeint(self.dV)` with `dV` reading `self.S`',
+        ('`self.integral = bp.odeint(self.dV)` with `dV` reading `self.S`; a derivative property handing out '
+         'such methods (`@property def derivative(self): return bp.JointEq(self.dV, self.dw)`)'),
         ('the integrator runs `with bfy.one_example(self, params, state):` inside the pure step, '
          "so the derivatives read that example's state; `from_model` rebuilds the integrator "
-         "around the batch's derivatives, a `method=method` from `__init__`'s arguments as "
+         "around the batch's derivatives, with the model's integrator's own `dt` (not BrainPy's global one, "
+         "which a run changes), a `method=method` from `__init__`'s arguments as "
          "`method=bfy.integrator_method(self.integral)` (refused, BFY208, when it is built from other "
          "names of `__init__` or the derivative writes state)"),
         Case(before=('self.V.value = self.integral(self.V, 0.0)\n'
