@@ -472,6 +472,9 @@ class Verifier:
                 outputs = [to_numpy(call(getattr(b, self.method), self.args, (a.batch(t) for a in self.args)))
                            for b in (reference, built)]
                 compare(report, "constructor output", t, outputs[0], outputs[1], d.rtol, d.atol)
+                # (a step may return nothing: what it wrote is where an integrator built wrong shows)
+                compare(report, "constructor stepped state", t, to_numpy(key_data(by_structure(reference.state()))),
+                        to_numpy(key_data(by_structure(built.state()))), d.rtol, d.atol)
         return section_from(report, "constructor", lambda q: q.startswith("constructor"))
 
     # -- the user's own functions (--function) ------------------------------------------

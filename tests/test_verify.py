@@ -809,3 +809,38 @@ def test_a_function_that_is_not_a_loss_has_its_outputs_checked(tmp_path: Path) -
     planted.write_text(planted.read_text().replace("s=bm.tanh(", "s=1.01 * bm.tanh("))
     failed = verify(*flags, cwd=tmp_path)
     assert failed.returncode == 1 and "recall(): outputs MISMATCH" in failed.stdout, failed.stdout + failed.stderr
+
+
+SILENT_STEP = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Leaky(bp.DynamicalSystem):
+    def __init__(self, n=3, tau=10.0):
+        super().__init__()
+        self.V = bm.Variable(bm.zeros(n))
+        self.integral = bp.odeint(lambda V, t, x: (-V + x) / tau)
+
+    def update(self, x):
+        self.V.value = self.integral(self.V, bp.share["t"], x)
+'''
+
+
+def test_a_constructor_bug_in_a_step_that_returns_nothing_is_caught(tmp_path: Path) -> None:
+    """Probe N: the batched constructor's integrator planted with tau * 2 PASSed, as the constructor
+    check compared the steps' outputs only, and update() returns None. Now the state after each step
+    is compared too."""
+    generate(tmp_path, "leaky", SILENT_STEP)
+    ok = verify("leaky.py", "leaky_batched.py", "--input-shape", "x=3", "--dt", "0.1", "--steps", "6", "--no-speed",
+                cwd=tmp_path)
+    assert ok.returncode == 0 and "PASS" in ok.stdout, ok.stdout + ok.stderr
+    broken = tmp_path / "leaky_batched.py"
+    text = broken.read_text()
+    assert text.count("(-V + x) / tau)") == 1
+    broken.write_text(text.replace("(-V + x) / tau)", "(-V + x) / (tau * 2))"))
+    rc, payload = verify_json("leaky.py", "leaky_batched.py", "--input-shape", "x=3", "--dt", "0.1", "--steps", "6",
+                              "--no-speed", cwd=tmp_path)
+    assert rc == 1
+    found = sections(payload)
+    assert found["forward"]["ok"] and found["state"]["ok"]  # (from_model keeps the model's integrator)
+    assert {m["quantity"] for m in found["constructor"]["mismatches"]} == {"constructor stepped state.V"}
