@@ -384,6 +384,12 @@ def find_model_classes(a: Analysis) -> dict[str, cst.ClassDef]:
     return models
 
 
+def updateless(a: Analysis, node: cst.ClassDef) -> bool:
+    """Whether a class's BrainPy model bases are all bp.BrainPyObject (no update of BrainPy's)."""
+    found = {q for b in node.bases for q in a.qualified_names(b.value) if q in names.MODEL_BASES}
+    return bool(found) and found <= names.UPDATELESS_BASES
+
+
 def find_library_classes(a: Analysis, models: dict[str, cst.ClassDef]) -> dict[str, str]:
     """Classes of this file deriving from a concrete BrainPy built-in (``class COBA(bp.dyn.SynOut)``):
     their Variables are created by BrainPy, so an attribute holding one is library code too.
@@ -1363,7 +1369,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                          local_variables=frozenset(scan.local_variables),
                          bound_functions=dict(scan.bound_functions),
                          construction_helpers=tuple(scan.helpers),
-                         model_sequences=dict(scan.model_sequences), gathered_models=dict(scan.gathered_models))
+                         model_sequences=dict(scan.model_sequences), gathered_models=dict(scan.gathered_models),
+                         updateless=base.updateless if base is not None else updateless(a, node))
         classes[name] = cls
         fields = set(ir.field_map(cls))
         inherited = ir.all_methods(cls)

@@ -782,8 +782,7 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
             return ["update"]
         cls = ir.classes[name]
         methods = [m for m in ir.all_methods(cls) if m in cls.stateful]
-        group = ir.all_libraries(cls) and not ir.all_children(cls) and "update" not in ir.all_methods(cls)
-        return methods + ["update"] if group else methods
+        return methods + ["update"] if ir.group_of_builtins(cls) else methods
 
     stateful = {name: stateful_methods(name) for name in classes}
 

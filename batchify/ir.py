@@ -53,6 +53,8 @@ class ModelClass:
     fields: tuple[Field, ...]  # own fields, in creation order
     children: tuple[Child, ...]  # own children, in creation order
     methods: dict[str, Method]  # own methods, in source order
+    # Derived from bp.BrainPyObject, not a DynamicalSystem: no update of BrainPy's to fall back on.
+    updateless: bool = False
     # Own attributes holding BrainPy built-in models (bp.dnn.Dense, bp.dyn.LifRef, ...): called as
     # library code with one example's values bound into their Variables, never re-implemented.
     libraries: tuple[str, ...] = ()
@@ -177,6 +179,12 @@ class ModuleIR:
 
     def all_libraries(self, cls: ModelClass) -> tuple[str, ...]:
         return tuple(dict.fromkeys(lib for c in self.chain(cls) for lib in c.libraries))
+
+    def group_of_builtins(self, cls: ModelClass) -> bool:
+        """A group of BrainPy built-ins without an update of its own: BrainPy's group update runs them
+        (not for a bp.BrainPyObject, which has no update)."""
+        return (bool(self.all_libraries(cls)) and not self.all_children(cls) and "update" not in self.all_methods(cls)
+                and not cls.updateless)
 
     def all_methods(self, cls: ModelClass) -> dict[str, Method]:
         out: dict[str, Method] = {}

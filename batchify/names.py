@@ -159,6 +159,10 @@ MODEL_BASES = frozenset(
     }
 )
 
+# Model bases with no ``update`` of their own: a class of them holding built-ins is not a group
+# that BrainPy's group update runs.
+UPDATELESS_BASES = frozenset({"brainpy.BrainPyObject", "brainpy.math.BrainPyObject", "brainpy.Base", "brainpy.math.Base"})
+
 # Modules whose classes are BrainPy built-in models (neurons, synapses, layers).
 BUILTIN_MODEL_PREFIXES = (
     "brainpy.dyn.",

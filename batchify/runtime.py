@@ -1067,8 +1067,10 @@ class Batched:
             state._batched_class = params._batched_class = cls
         if "__init__" in cls.__dict__:
             cls.__init__ = _constructor(cls.__dict__["__init__"])
-        if state is not None and cls.__batchify__.has_library and not getattr(cls.clear_input, "clears_library", False):
-            cls.clear_input = _clearing_library(cls.clear_input)
+        clear_input = getattr(cls, "clear_input", None)  # (a bp.BrainPyObject has none: nothing clears it)
+        if state is not None and cls.__batchify__.has_library and clear_input is not None and not getattr(
+                clear_input, "clears_library", False):
+            cls.clear_input = _clearing_library(clear_input)
         for name in cls.__batchify__.builtins if state is not None else ():
             if getattr(cls, name, None) is None:  # (a name the class defines itself stays its own)
                 setattr(cls, name, BuiltinAttribute(name))

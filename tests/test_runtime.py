@@ -603,3 +603,31 @@ def test_from_model_rebuilds_each_integrator_with_the_models_own_dt(tmp_path) ->
             np.testing.assert_allclose(out[e], np.asarray(model.update(x[e])), rtol=1e-6)
     finally:
         bm.set_dt(0.1)
+
+
+OBJECT_WITH_A_BUILTIN = textwrap.dedent('''
+    import brainpy as bp
+    import brainpy.math as bm
+
+
+    class Noise(bp.BrainPyObject):
+        def __init__(self):
+            super().__init__()
+            self.rng = bm.random.RandomState(123)
+
+        def __call__(self, x):
+            return x + self.rng.normal(size=x.shape)
+''')
+
+
+def test_an_object_holding_a_builtin_gets_no_group_update_and_loads(tmp_path) -> None:
+    """Probe N: a bp.BrainPyObject (no update, no clear_input) holding a RandomState. main gave it
+    BrainPy's group update (super().update, which it has not) and its module did not load:
+    'AttributeError: type object 'NoiseBatched' has no attribute 'clear_input''."""
+    text = transform(OBJECT_WITH_A_BUILTIN.encode(), "noise.py", command="batchify").text
+    assert "update" not in text
+    (tmp_path / "noise_batched.py").write_text(text)
+    module = load_generated(tmp_path / "noise_batched.py", "noise_object_batched")
+    batched = module.NoiseBatched(batch_size=3, seed=0)
+    out = np.asarray(batched(np.zeros((3, 4), np.float32)))
+    assert out.shape == (3, 4) and not np.allclose(out[0], out[1])  # each example its own draws

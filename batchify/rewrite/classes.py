@@ -294,8 +294,7 @@ class ClassRewriter:
 
     def group_of_builtins(self) -> bool:
         """A group of BrainPy built-ins without an update of its own: BrainPy's group update runs them."""
-        ir, cls = self.ir, self.cls
-        return bool(ir.all_libraries(cls)) and not ir.all_children(cls) and "update" not in ir.all_methods(cls)
+        return self.ir.group_of_builtins(self.cls)
 
     def gradient(self, func: cst.FunctionDef, has_aux: bool) -> str:
         """``loss_grad = bfy.batched_grad("loss_pure", has_aux=True)``: the batch's mean-loss gradient."""
