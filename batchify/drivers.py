@@ -202,8 +202,10 @@ def driver_methods(module: cst.Module, models: dict[str, cst.ClassDef], names: I
 
 
 def returns_aux(func: cst.FunctionDef) -> bool:
-    """Whether a loss returns ``(loss, aux, ...)``: its returns are tuples of two or more."""
-    returns = [n for n in walk(func.body) if type(n) is cst.Return and n.value is not None]
+    """Whether a loss returns ``(loss, aux, ...)``: its returns are tuples of two or more (its own
+    returns: a step function defined inside it, `def step(u): return model.update(u)`, returns its own)."""
+    nested = {id(n) for d in walk(func.body) if type(d) in (cst.FunctionDef, cst.ClassDef) for n in walk(d.body)}
+    returns = [n for n in walk(func.body) if type(n) is cst.Return and n.value is not None and id(n) not in nested]
     # `res = (loss, err); return res`: the tuples a returned name is bound to
     bound = {}
     for n in walk(func.body):

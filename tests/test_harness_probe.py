@@ -129,3 +129,14 @@ def test_a_loss_returning_a_name_bound_to_a_tuple_has_auxiliary_outputs(tmp_path
         "    res = (bm.mean((out - y) ** 2), bm.abs(out - y).mean())\n    return res\n")
     text = transform(source.encode(), "m.py", command="batchify", functions=["loss_fun"]).text
     assert 'loss_fun_grad = bfy.batched_grad("loss_fun_pure", has_aux=True)' in text
+
+
+def test_a_loss_whose_step_function_returns_one_value_still_has_auxiliary_outputs(tmp_path: Path) -> None:
+    """Probe N: `def step(u): return model.update(u)` inside the loss, which returns `(loss, aux)`: main
+    took the step's return for the loss's and wrote loss_fun_grad without has_aux."""
+    source = OWN_RNG.replace("self.rng.normal(0.0, 1.0, (self.n_out,))", "0.0") + (
+        "\n\nmodel = OwnRNG(3, 2)\n\n\ndef loss_fun(xs, y):\n    model.reset_state()\n\n"
+        "    def step(u):\n        return model.update(u)\n\n"
+        "    outs = bm.for_loop(step, xs)\n    return bm.mean((outs[-1] - y) ** 2), outs.sum()\n")
+    text = transform(source.encode(), "m.py", command="batchify", functions=["loss_fun"]).text
+    assert 'loss_fun_grad = bfy.batched_grad("loss_fun_pure", has_aux=True)' in text
