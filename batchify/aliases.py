@@ -332,6 +332,8 @@ class Normaliser:
         """A call the inlining pass rewrites or checks: getattr/setattr, an in-place method, a helper,
         the model calling itself (``self(x)``)."""
         func = call.func
+        if self.self_as_body(call):
+            return True
         if type(func) is cst.Name:
             return func.value in ("getattr", "setattr", self.me) or func.value in self.helpers
         if type(func) is cst.Attribute:
@@ -339,6 +341,17 @@ class Normaliser:
             return (name in FILL_METHODS or name in ZERO_METHODS or in_place_method(name)
                     or f"self.{name}" in self.helpers)
         return False
+
+    def self_as_body(self, call: cst.Call) -> bool:
+        """``bm.for_loop(self, xs)``: the model itself as the loop's body, called every step."""
+        name = call.func.attr.value if type(call.func) is cst.Attribute else getattr(call.func, "value", None)
+        return name == "for_loop" and bool(call.args) and type(call.args[0].value) is cst.Name and (
+            call.args[0].value.value == self.me) and call.args[0].keyword is None
+
+    def self_method(self) -> str:
+        """What ``self(x)`` runs: the class's own __call__ if the file defines one, else BrainPy's,
+        which steps update."""
+        return "__call__" if "self.__call__" in self.helpers else "update"
 
     def list_loops(self, func: cst.FunctionDef, counts: dict[str, int]) -> dict[int, str]:
         """``for tr in self.traces: tr.value = ...`` over a bm.VarList, written through ``tr``: each item
@@ -1067,10 +1080,12 @@ class _Inline(_Positioned):
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         me = self.owner.me
-        if type(updated_node.func) is cst.Name and updated_node.func.value == me:
-            # `self(x)`: the class's own __call__ if the file defines one, else BrainPy's, which steps update
-            method = "__call__" if "self.__call__" in self.owner.helpers else "update"
-            return updated_node.with_changes(func=cst.Attribute(updated_node.func, cst.Name(method)))
+        if type(updated_node.func) is cst.Name and updated_node.func.value == me:  # `self(x)`
+            return updated_node.with_changes(func=cst.Attribute(updated_node.func, cst.Name(self.owner.self_method())))
+        if self.owner.self_as_body(updated_node):  # `bm.for_loop(self, xs)`: its steps are self(x)
+            body = updated_node.args[0]
+            updated_node = updated_node.with_changes(args=[body.with_changes(value=cst.Attribute(
+                body.value, cst.Name(self.owner.self_method()))), *updated_node.args[1:]])
         got = constant_name(updated_node, me, "getattr", (2,))
         if isinstance(got, str):
             return path_expr(me, [got])

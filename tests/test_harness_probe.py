@@ -140,3 +140,15 @@ def test_a_loss_whose_step_function_returns_one_value_still_has_auxiliary_output
         "    outs = bm.for_loop(step, xs)\n    return bm.mean((outs[-1] - y) ** 2), outs.sum()\n")
     text = transform(source.encode(), "m.py", command="batchify", functions=["loss_fun"]).text
     assert 'loss_fun_grad = bfy.batched_grad("loss_fun_pure", has_aux=True)' in text
+
+
+def test_a_loss_looping_over_the_model_itself_steps_its_update() -> None:
+    """Probe N: `bm.for_loop(model, xs)`, the model object as the loop's body. main copied the function
+    as a plain method (`bm.for_loop(self, xs)` on the batch) with no loss_fun_grad, exit 0."""
+    source = OWN_RNG.replace("self.rng.normal(0.0, 1.0, (self.n_out,))", "0.0") + (
+        "\n\nmodel = OwnRNG(3, 2)\n\n\ndef loss_fun(xs, y):\n    model.reset_state()\n"
+        "    outs = bm.for_loop(model, xs)\n    return bm.mean((outs[-1] - y) ** 2)\n")
+    text = transform(source.encode(), "m.py", command="batchify", functions=["loss_fun"]).text
+    assert ("state, outs = bfy.for_loop(lambda state, *args: self.update_pure(params, state, *args), state, xs)"
+            in text)
+    assert 'loss_fun_grad = bfy.batched_grad("loss_fun_pure")' in text

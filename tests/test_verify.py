@@ -844,3 +844,38 @@ def test_a_constructor_bug_in_a_step_that_returns_nothing_is_caught(tmp_path: Pa
     found = sections(payload)
     assert found["forward"]["ok"] and found["state"]["ok"]  # (from_model keeps the model's integrator)
     assert {m["quantity"] for m in found["constructor"]["mismatches"]} == {"constructor stepped state.V"}
+
+
+LOOP_OVER_THE_MODEL = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Cell(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.w = bm.TrainVar(bm.ones(n) * 0.5)
+        self.h = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.h.value = 0.9 * self.h + self.w * x
+        return self.h.value
+
+
+model = Cell(3)
+
+
+def loss_fun(xs):
+    model.reset_state()
+    outs = bm.for_loop(model, xs)
+    return (outs ** 2).mean()
+'''
+
+
+def test_a_loss_looping_over_the_model_object_verifies(tmp_path: Path) -> None:
+    """Probe N: `bm.for_loop(model, xs)` in the user's loss; main wrote no loss_fun_grad (see
+    test_harness_probe); its batched loss and gradients now agree with bm.grad example by example."""
+    generate(tmp_path, "cell", LOOP_OVER_THE_MODEL, "--function", "loss_fun")
+    result = verify("cell.py", "cell_batched.py", "--function", "loss_fun", "--init", "3", "--input-shape", "xs=5x3",
+                    "--input-shape", "x=3", "--no-speed", "--strict", cwd=tmp_path)
+    assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
+    assert "loss_fun(): losses and outputs ok, gradients (mean and per example) ok" in result.stdout
