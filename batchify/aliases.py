@@ -332,7 +332,7 @@ class Normaliser:
         """A call the inlining pass rewrites or checks: getattr/setattr, an in-place method, a helper,
         the model calling itself (``self(x)``)."""
         func = call.func
-        if self.self_as_body(call):
+        if self.self_as_body(call) or self.is_self_call(func):
             return True
         if type(func) is cst.Name:
             return func.value in ("getattr", "setattr", self.me) or func.value in self.helpers
@@ -345,8 +345,14 @@ class Normaliser:
     def self_as_body(self, call: cst.Call) -> bool:
         """``bm.for_loop(self, xs)``: the model itself as the loop's body, called every step."""
         name = call.func.attr.value if type(call.func) is cst.Attribute else getattr(call.func, "value", None)
-        return name == "for_loop" and bool(call.args) and type(call.args[0].value) is cst.Name and (
-            call.args[0].value.value == self.me) and call.args[0].keyword is None
+        return name == "for_loop" and bool(call.args) and call.args[0].keyword is None and self.is_self_call(
+            call.args[0].value)
+
+    def is_self_call(self, node: cst.BaseExpression) -> bool:
+        """``self``, or ``self.__call__`` where the class of the file defines none (BrainPy's)."""
+        return (type(node) is cst.Name and node.value == self.me) or (
+            type(node) is cst.Attribute and node.attr.value == "__call__" and type(node.value) is cst.Name
+            and node.value.value == self.me and "self.__call__" not in self.helpers)
 
     def self_method(self) -> str:
         """What ``self(x)`` runs: the class's own __call__ if the file defines one, else BrainPy's,
@@ -1040,6 +1046,36 @@ class _Inline(_Positioned):
         return cst.Call(updated_node.right, [cst.Arg(updated_node.left)], lpar=updated_node.lpar,
                         rpar=updated_node.rpar)
 
+    # Names that are not the alias: an attribute (`self.V` beside `V = self.V`), a keyword (`f(u=u)`),
+    # a parameter, and anything a nested function or lambda binds as a parameter of the same name.
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self.skip.add(id(node.attr))
+        return True
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        if node.keyword is not None:
+            self.skip.add(id(node.keyword))
+        return True
+
+    def visit_Param(self, node: cst.Param) -> bool:
+        self.skip.add(id(node.name))
+        return True
+
+    def shadowed(self, node: cst.FunctionDef | cst.Lambda) -> None:
+        params = node.params
+        bound = {q.name.value for q in (*params.posonly_params, *params.params, *params.kwonly_params)} | {
+            q.name.value for q in (params.star_arg, params.star_kwarg) if type(q) is cst.Param}
+        if node is not self.owner.current:
+            self.skip.update(id(n) for n in walk(node.body) if type(n) is cst.Name and n.value in bound)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.shadowed(node)
+        return True
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        self.shadowed(node)
+        return True
+
     def visit_Assign(self, node: cst.Assign) -> bool:
         for t in node.targets:  # the names an assignment binds (not `v` in `v.value = e`)
             targets = [e.value for e in t.target.elements] if type(t.target) in (cst.Tuple, cst.List) else [t.target]
@@ -1080,12 +1116,12 @@ class _Inline(_Positioned):
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         me = self.owner.me
-        if type(updated_node.func) is cst.Name and updated_node.func.value == me:  # `self(x)`
-            return updated_node.with_changes(func=cst.Attribute(updated_node.func, cst.Name(self.owner.self_method())))
+        if self.owner.is_self_call(updated_node.func):  # `self(x)`, `self.__call__(x)` (BrainPy's)
+            return updated_node.with_changes(func=cst.Attribute(cst.Name(me), cst.Name(self.owner.self_method())))
         if self.owner.self_as_body(updated_node):  # `bm.for_loop(self, xs)`: its steps are self(x)
             body = updated_node.args[0]
             updated_node = updated_node.with_changes(args=[body.with_changes(value=cst.Attribute(
-                body.value, cst.Name(self.owner.self_method()))), *updated_node.args[1:]])
+                cst.Name(me), cst.Name(self.owner.self_method()))), *updated_node.args[1:]])
         got = constant_name(updated_node, me, "getattr", (2,))
         if isinstance(got, str):
             return path_expr(me, [got])

@@ -116,6 +116,12 @@ FOLLOWED = {
     # bound afresh in each pass before it is read: every read sees the value of this pass
     "ConditionalAliasBoundInTheLoop": "for k in range(2):\n    v = self.V if self.flag else self.U\n    out = v * 0.5\n"
                                       "    self.V.value = out + x @ self.W\nreturn self.V.value",
+    # an alias named like an attribute, or used beside a keyword of its name (probe N: main rewrote the
+    # attribute `self.V` through the alias `V` too, `state.V + self.state.V`, and `self.W` through `W`)
+    "AliasNamedLikeItsAttribute": "V = self.V\nself.V.value = V * 0.9 + x @ self.W\nreturn self.V + V",
+    "AliasNamedLikeAnotherAttribute": "W = self.V\nW += x @ self.W\nreturn W * (2.0 if self.flag else 1.0)",
+    "AliasNamedLikeAKeyword": "var = self.V\nvar += x @ self.W\nreturn scaled(var=var, k=2.0)",
+    "AliasShadowedByALambdaParameter": "v = self.V\nv += x @ self.W\ndouble = lambda v: v * 2.0\nreturn double(x) + v",
 }
 
 # Patterns batchify cannot follow: refused at the marked line with the code.

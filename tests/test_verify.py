@@ -879,3 +879,17 @@ def test_a_loss_looping_over_the_model_object_verifies(tmp_path: Path) -> None:
                     "--input-shape", "x=3", "--no-speed", "--strict", cwd=tmp_path)
     assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
     assert "loss_fun(): losses and outputs ok, gradients (mean and per example) ok" in result.stdout
+
+
+@pytest.mark.parametrize("body", ["bm.for_loop(self, xs)", "bm.for_loop(self.__call__, xs)"])
+def test_a_method_looping_over_the_model_itself_verifies(tmp_path: Path, body: str) -> None:
+    """Probe N: `def predict(self, xs): return bm.for_loop(self, xs)` was copied as a plain method
+    (exit 0): on the batch its loop ran over the batch axis (max abs error 1.46 with B == T, no
+    error), and verify --method predict stopped with BFY900 ('no attribute predict_pure')."""
+    source = LOOP_OVER_THE_MODEL.split("\n\nmodel = ")[0] + f"\n\n    def predict(self, xs):\n        return {body}\n"
+    generate(tmp_path, "cell", source)
+    assert "def predict_pure(self, params, state, xs):" in (tmp_path / "cell_batched.py").read_text()
+    result = verify("cell.py", "cell_batched.py", "--method", "predict", "--init", "3", "--input-shape", "xs=5x3",
+                    "--steps", "3", "--no-speed", "--strict", cwd=tmp_path)
+    assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
+
