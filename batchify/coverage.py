@@ -137,6 +137,8 @@ def user_place(eqn, kind: str) -> Place | None:
         name = frame.file_name
         if any(part in name for part in _INDEXING):
             return None  # an index's normalisation (`idx < 0`, clamping), not a choice of the model
+        if kind != "heaviside" and frame.function_name.rsplit(".", 1)[-1] == "surrogate_grad":
+            return None  # a surrogate's gradient, computed with its spike (ReluGrad's max): not a choice
         if any(part in name for part in _THROUGH):
             if _JAX in name and not any(part in name for part in _JAX_MACHINERY):
                 reached = frame.function_name.rsplit(".", 1)[-1]

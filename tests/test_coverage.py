@@ -83,6 +83,19 @@ class Gate(bp.DynamicalSystem):
         return self.m.value
 
 
+class ReluSurrogate(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.spike_fun = bm.surrogate.ReluGrad()
+        self.V = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        V = self.V + (x - self.V) / 2.0
+        spike = self.spike_fun(V - 1.0)
+        self.V.value = V - spike
+        return spike
+
+
 class Library(bp.DynamicalSystem):
     """Only library internals choose here: a random draw, jnp.remainder, jnp.unravel_index, an
     array's .sum(), a built-in neuron (the corpus's PC_cell was WEAK over unravel_index's where)."""
@@ -355,3 +368,14 @@ def test_a_random_model_is_measured_whichever_key_kind_its_state_holds(key) -> N
     finally:
         bm.random.DEFAULT.value = saved
     assert list(found.lines().values()) == [[]], found.lines()
+
+
+def test_a_surrogates_gradient_is_not_a_choice_its_spike_is(models) -> None:
+    """Probe N: ReluGrad computes its surrogate gradient with the spike (a max inside
+    surrogate_grad); main counted that max as the user's choice at the spike's line ('max() always
+    chose the same argument') and called a check WEAK that took the spike both ways."""
+    found = measure(models.ReluSurrogate(2), [[1.9, 0.0]] * 4)
+    assert untaken(found) == {}, found.seen
+    assert len(found.lines()) == 1  # the spike's Heaviside: on and off
+    silent = measure(models.ReluSurrogate(2), [[0.0, 0.0]] * 2)
+    assert untaken(silent) == {"spike = self.spike_fun(V - 1.0)": "the step's input was never non-negative"}
