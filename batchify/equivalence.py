@@ -120,6 +120,10 @@ class Strength:
     state_leaves: int = 0  # state Variables of the original (children and built-ins included)
     moved: int = 0  # of those, how many changed from their start (beyond a perturbed start's relaxing)
     unmoved: list[str] = field(default_factory=list)  # the others, by path
+    # How far the float state that moved got from its start, in multiples of its tolerance (the
+    # largest over its elements, steps and examples): a state that moved 10 tolerances would hide a
+    # bug changing its updates by 10 %. ``name -> multiple``, for those under ``SENSITIVE``.
+    barely: dict[str, float] = field(default_factory=dict)
     examples_differ: bool = False  # some output or state differs between two examples at some step
     spikes: int | None = None  # true values seen in boolean state over the run; None without any
     outputs: int = 0  # float output leaves per step
@@ -156,6 +160,12 @@ class Strength:
                   "from the first's, more --steps let it run longer)" if self.drawn_inputs is False else "")
         if self.state_leaves and not self.moved and not self.outputs_vary:
             reasons.append(f"no state Variable changed and no output varied in {steps} steps{starts}")
+        elif self.moved and len(self.barely) == self.moved:
+            most = max(self.barely.values())
+            reasons.append(f"the state that changed moved at most {most:.0f} times its tolerance from its start in "
+                           f"{steps} steps ({', '.join(sorted(self.barely)[:4])}): a bug that changes its updates by "
+                           f"less than 1/{max(most, 1.0):.0f} of their size could not show (more --steps, or larger "
+                           "inputs)")
         if not self.state_leaves and not self.outputs:
             reasons.append("no state and no float output: nothing was compared")
         if self.nan_only:
@@ -199,7 +209,9 @@ class Strength:
 
     def summary(self) -> str:
         unmoved = ", ".join(self.unmoved[:4]) + (", ..." if len(self.unmoved) > 4 else "")
-        parts = [(f"state moved {self.moved}/{self.state_leaves}" + (f" (not: {unmoved})" if self.unmoved else ""))
+        barely = ", ".join(f"{n} {r:.0f}x" for n, r in sorted(self.barely.items())[:4])
+        parts = [(f"state moved {self.moved}/{self.state_leaves}" + (f" (not: {unmoved})" if self.unmoved else "")
+                  + (f" (barely, in tolerances: {barely})" if self.barely else ""))
                  if self.state_leaves else "no state",
                  "examples differ" if self.examples_differ else "examples alike"]
         if self.spikes is not None:
@@ -538,7 +550,12 @@ def run_original(model, method: str, args: Sequence[Arg], batch: int, steps: int
     return outputs, states
 
 
-def measure(starts: list[dict], outputs, states) -> Strength:
+# A moved state is compared with sensitivity when it got this many tolerances from its start: a bug
+# changing its updates by 1 % then shows.
+SENSITIVE = 100.0
+
+
+def measure(starts: list[dict], outputs, states, rtol: float = 1e-5, atol: float = 1e-5) -> Strength:
     """What the original's run covered (see ``Strength``)."""
     s = Strength()
     names = sorted(states[0][0]) if states and states[0] else []
@@ -560,6 +577,20 @@ def measure(starts: list[dict], outputs, states) -> Strength:
 
     unmoved = [name for name in names if not moved(name)]
     s.moved, s.unmoved = len(names) - len(unmoved), unmoved
+
+    def tolerances(name: str) -> float:  # the farthest it got from its start, in its tolerances
+        far = 0.0
+        for e, run in enumerate(states):
+            start = np.asarray(starts[e][name], float)
+            for step in run:
+                with np.errstate(invalid="ignore"):
+                    ratio = np.abs(np.asarray(step[name], float) - start) / (atol + rtol * np.abs(start))
+                if ratio.size and np.isfinite(ratio).any():
+                    far = max(far, float(np.nanmax(np.where(np.isfinite(ratio), ratio, 0.0))))
+        return far
+
+    floats = [n for n in names if n not in unmoved and np.issubdtype(np.asarray(states[0][0][n]).dtype, np.floating)]
+    s.barely = {n: r for n in floats if (r := tolerances(n)) < SENSITIVE}
     flat = [[[np.asarray(x) for x in jax.tree.leaves(out)] + [step[n] for n in names]
              for out, step in zip(outputs[e], states[e])] for e in range(len(outputs))]
     s.examples_differ = any(not np.array_equal(a, b, equal_nan=True) for e in range(1, len(flat))
@@ -634,7 +665,7 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
         got_out = [jax.tree.map(lambda x, t=t: x[t], stacked) for t in range(steps)]
     else:
         raise ValueError(f"unknown driver {driver!r}")
-    report = Report(steps, batch, strength=measure(starts, want_out, want_state))
+    report = Report(steps, batch, strength=measure(starts, want_out, want_state, rtol, atol))
     if want_resets:
         compare_resets(report, batched, got_vars, want_resets, list(want_state[0][0]), rtol, atol)
         if not declares_random(batched_cls) and any(s is not starts[0] for s in starts):

@@ -893,3 +893,39 @@ def test_a_method_looping_over_the_model_itself_verifies(tmp_path: Path, body: s
                     "--steps", "3", "--no-speed", "--strict", cwd=tmp_path)
     assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
 
+
+SLOW_LEARNER = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Oja(bp.DynamicalSystem):
+    def __init__(self, n, eta=0.005):
+        super().__init__()
+        self.eta = eta
+        self.w = bm.Variable(bm.linspace(-0.06, 0.06, n))
+
+    def update(self, x):
+        y = bm.dot(self.w.value, x)
+        self.w.value = self.w.value + 0.1 * self.eta * y * (x - y * self.w.value)
+        return y
+'''
+
+
+def test_a_state_that_barely_moves_makes_the_check_weak(tmp_path: Path) -> None:
+    """Probe N: Oja's rule moves w by about 10 tolerances in 20 steps, and a 2 % error planted in its
+    learning rate PASSed (err/tol 0.21): 'moved' meant any change at all. Now a check whose moving
+    state all stayed within 100 tolerances of its start is WEAK, saying how small a bug could hide;
+    run long enough, the same plant FAILs."""
+    generate(tmp_path, "oja", SLOW_LEARNER)
+    broken = tmp_path / "oja_batched.py"
+    text = broken.read_text()
+    assert text.count("0.1 * self.eta") == 1
+    broken.write_text(text.replace("0.1 * self.eta", "0.1 * 1.02 * self.eta"))
+    flags = ["--init", "3", "--input-shape", "x=3", "--no-speed", "--no-triage"]
+    weak = verify("oja.py", "oja_batched.py", *flags, cwd=tmp_path)
+    assert weak.returncode == 0 and "WEAK" in weak.stdout, weak.stdout + weak.stderr
+    assert "(barely, in tolerances: w " in weak.stdout
+    assert "a bug that changes its updates by less than 1/" in weak.stdout
+    assert verify("oja.py", "oja_batched.py", *flags, "--strict", cwd=tmp_path).returncode == 1
+    longer = verify("oja.py", "oja_batched.py", *flags, "--steps", "400", cwd=tmp_path)
+    assert longer.returncode == 1 and "FAIL" in longer.stdout, longer.stdout + longer.stderr
