@@ -580,7 +580,10 @@ class _ClassScan:
                         else:
                             self.a.report(node, "BFY101", f"a Variable is created in {func.name.value}(); "
                                           "create every Variable in __init__ (or in a method only __init__ "
-                                          "calls) and assign to .value elsewhere")
+                                          "calls) and assign to .value elsewhere; a local scratch Variable "
+                                          "(a loop writing into it) is a plain array the loop carries instead "
+                                          "(jax.lax.fori_loop(0, n, body, sample), body returning "
+                                          "sample.at[i].set(...))")
                     elif qn & names.UNSUPPORTED_VARIABLES and id(node) not in direct:
                         self.a.report(node, "BFY103", f"{sorted(qn & names.UNSUPPORTED_VARIABLES)[0]} is not supported yet")
 
