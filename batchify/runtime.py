@@ -1209,6 +1209,30 @@ class Batched:
         for f in spec_of(type(self)).state_fields:
             _write(self, f, getattr(state, f.name))
 
+    # BrainPy's bp.save_state / bp.load_state save each DynamicalSystem node's own Variables; the
+    # batch's values of its built-ins live in ``self.library`` (not such a node), and the built-ins
+    # themselves hold one example's: saved and loaded here too, under ``library.PATH``.
+    def __save_state__(self, **kwargs):
+        saved = super().__save_state__(**kwargs)
+        library = vars(self).get("library")
+        if isinstance(library, Library) and library.batch_size is not None:
+            saved.update({f"library.{k}": v.value for k, v in library.batched.items()})
+        return saved
+
+    def __load_state__(self, state_dict, **kwargs):
+        library = vars(self).get("library")
+        if not (isinstance(library, Library) and library.batch_size is not None):
+            return super().__load_state__(state_dict, **kwargs)
+        theirs = {k: v for k, v in state_dict.items() if k.startswith("library.")}
+        result = super().__load_state__({k: v for k, v in state_dict.items() if k not in theirs}, **kwargs)
+        missing, unexpected = result if result is not None else ([], [])
+        ours = {f"library.{k}": v for k, v in library.batched.items()}
+        for key, variable in ours.items():
+            if key in theirs:
+                variable.value = jnp.asarray(theirs[key]) if not jax.dtypes.issubdtype(
+                    getattr(theirs[key], "dtype", None), jax.dtypes.prng_key) else theirs[key]
+        return [*missing, *(k for k in ours if k not in theirs)], [*unexpected, *(k for k in theirs if k not in ours)]
+
     def state_axes(self):
         """Where each state leaf has its batch axis: 0, or None for a Variable the batch shares."""
         spec = spec_of(type(self))

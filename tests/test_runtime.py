@@ -631,3 +631,44 @@ def test_an_object_holding_a_builtin_gets_no_group_update_and_loads(tmp_path) ->
     batched = module.NoiseBatched(batch_size=3, seed=0)
     out = np.asarray(batched(np.zeros((3, 4), np.float32)))
     assert out.shape == (3, 4) and not np.allclose(out[0], out[1])  # each example its own draws
+
+
+NET_WITH_A_BUILTIN = textwrap.dedent('''
+    import brainpy as bp
+    import brainpy.math as bm
+
+
+    class Net(bp.DynamicalSystem):
+        def __init__(self):
+            super().__init__()
+            self.h = bm.Variable(bm.zeros(3))
+            self.N = bp.dyn.Lif(3, V_rest=0., V_reset=0., V_th=10., tau=5.)
+
+        def update(self, x):
+            self.h.value = self.h * 0.5 + self.N(x)
+            return self.N.V.value
+''')
+
+
+def test_brainpys_save_and_load_state_keep_the_builtins_batch(tmp_path) -> None:
+    """Probe N (BrainPy's state-saving tutorial): bp.save_state saved the batched model's own
+    Variables and the built-in's one-example template, not the batch's values of the built-in (they
+    live in the library, not a DynamicalSystem node); after bp.load_state, N.V was still its reset
+    value and the result reported nothing missing."""
+    (tmp_path / "net_batched.py").write_text(transform(NET_WITH_A_BUILTIN.encode(), "net.py", command="batchify").text)
+    module = load_generated(tmp_path / "net_batched.py", "net_save_load_batched")
+    batched = module.NetBatched(batch_size=2)
+    bp.share.save(t=0.0, i=0, dt=0.1)
+    for k in range(3):
+        batched.update(np.array([[1.0, 2.0, 3.0], [0.5, 0.0, 4.0]], np.float32) * (k + 1))
+    before, h = np.array(batched.N.V.value), np.array(batched.h.value)
+    assert before.shape == (2, 3) and not np.allclose(before, 0.0)
+    saved = bp.save_state(batched)
+    bp.reset_state(batched)
+    assert np.allclose(np.array(batched.N.V.value), 0.0)
+    result = bp.load_state(batched, saved)
+    assert (result.missing_keys, result.unexpected_keys) == ([], [])
+    np.testing.assert_array_equal(np.array(batched.N.V.value), before)
+    np.testing.assert_array_equal(np.array(batched.h.value), h)
+    stale = {node: {k: v for k, v in values.items() if k != "library.N.V"} for node, values in saved.items()}
+    assert [k.split(".", 1)[1] for k in bp.load_state(batched, stale).missing_keys] == ["library.N.V"]
