@@ -265,7 +265,13 @@ def variables(obj) -> dict[str, bm.Variable]:
             elif isinstance(v, bm.Variable) and k not in getattr(node, "_excluded_vars", ()):
                 found[f"{prefix}{k}"] = v
         found.update((f"{prefix}{k}", v) for k, v in node.implicit_vars.items())
-    return found
+    # Each once: one reached by two paths (a synapse's `S.pre.spike` is its neuron's `N.spike`) under
+    # the shortest, so that it is perturbed, restored, counted and compared once.
+    paths: dict[int, str] = {}
+    for k, v in found.items():
+        if id(v) not in paths or (k.count("."), k) < (paths[id(v)].count("."), paths[id(v)]):
+            paths[id(v)] = k
+    return {k: v for k, v in found.items() if paths[id(v)] == k}
 
 
 def state_vars(obj) -> dict[str, bm.Variable]:

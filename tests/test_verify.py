@@ -929,3 +929,31 @@ def test_a_state_that_barely_moves_makes_the_check_weak(tmp_path: Path) -> None:
     assert verify("oja.py", "oja_batched.py", *flags, "--strict", cwd=tmp_path).returncode == 1
     longer = verify("oja.py", "oja_batched.py", *flags, "--steps", "400", cwd=tmp_path)
     assert longer.returncode == 1 and "FAIL" in longer.stdout, longer.stdout + longer.stderr
+
+
+TWO_PATHS = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Net(bp.DynSysGroup):
+    def __init__(self):
+        super().__init__()
+        self.N = bp.neurons.LIF(4)
+        self.S = bp.synapses.Delta(self.N, self.N, bp.conn.All2All(), g_max=0.5)
+        self.r = bm.Variable(bm.zeros(1))
+
+    def set_r(self, v):
+        self.r.value = v
+'''
+
+
+def test_a_variable_reached_by_two_paths_is_perturbed_and_counted_once(tmp_path: Path) -> None:
+    """Probe N: the synapse's S.pre.spike is the neuron's N.spike. main perturbed each path's start
+    separately (the later write winning), so a step writing only r showed N.spike 'moved' against
+    its other path's start, and the check PASSed with 'state moved 7/11, 5 spikes'; now each Variable
+    is perturbed, compared and counted once, under its shortest path, and the check is WEAK."""
+    generate(tmp_path, "net", TWO_PATHS)
+    result = verify("net.py", "net_batched.py", "--method", "set_r", "--input-shape", "v=1", "--no-speed", cwd=tmp_path)
+    assert result.returncode == 0 and "WEAK" in result.stdout, result.stdout + result.stderr
+    assert "state moved 1/5 (not: N.V, N.input, N.spike, N.t_last_spike)" in result.stdout
+    assert "S.pre" not in result.stdout
