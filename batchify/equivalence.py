@@ -366,6 +366,8 @@ def compare(report: Report, quantity: str, step: int | None, want, got, rtol: fl
                 example = int(np.argwhere(bad)[0][0]) if bad.ndim and scales is None else None
                 err = float(np.abs(w.astype(np.int64) - g.astype(np.int64)).max())
                 report.mismatches.append(Mismatch(quantity_leaf, step, example, err, float("inf")))
+                # (the table's columns too: a flag or count must agree exactly, so any difference is past it)
+                report.max_abs, report.of_tolerance = max(report.max_abs, err), float("inf")
             continue
         w64, g64 = w.astype(np.float64), g.astype(np.float64)
         # The same infinity, or NaN on both sides, is equal; NaN against a number is an infinite error.

@@ -957,3 +957,34 @@ def test_a_variable_reached_by_two_paths_is_perturbed_and_counted_once(tmp_path:
     assert result.returncode == 0 and "WEAK" in result.stdout, result.stdout + result.stderr
     assert "state moved 1/5 (not: N.V, N.input, N.spike, N.t_last_spike)" in result.stdout
     assert "S.pre" not in result.stdout
+
+
+FLAG = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Flag(bp.DynamicalSystem):
+    def __init__(self, n=3):
+        super().__init__()
+        self.V = bm.Variable(bm.zeros(n))
+        self.flag = bm.Variable(bm.zeros(n, dtype=bool))
+
+    def update(self, x):
+        self.V.value = 0.5 * self.V + x
+        self.flag.value = self.V > 1.
+'''
+
+
+def test_a_failing_flag_shows_its_error_in_the_table(tmp_path: Path) -> None:
+    """Probe N: a boolean state planted wrong (V >= 1.5 for V > 1.) FAILed with 'max abs err 0.0e+00'
+    and 'err/tol 0' in the table and the JSON, as if nothing were past its tolerance."""
+    generate(tmp_path, "flag", FLAG)
+    broken = tmp_path / "flag_batched.py"
+    text = broken.read_text()
+    assert text.count("state.V > 1.") == 1
+    broken.write_text(text.replace("state.V > 1.", "state.V >= 1.5"))
+    rc, payload = verify_json("flag.py", "flag_batched.py", "--input-shape", "x=3", "--no-speed", "--no-triage",
+                              cwd=tmp_path)
+    assert rc == 1
+    state = sections(payload)["state"]
+    assert not state["ok"] and state["max_abs"] == 1.0 and state["of_tolerance"] > 1
