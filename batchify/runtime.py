@@ -26,6 +26,7 @@ import functools
 import inspect
 import json
 import os
+import re
 import sys
 import threading
 import types
@@ -458,6 +459,42 @@ def rebound(function, old, new):
 
 # -- BrainPy built-ins, run as library code ----------------------------------------------------------
 
+def _auto_named(key, node) -> bool:
+    """A key BrainPy made from a node's unique name (``Dense0``: a process-wide counter, so another
+    instance of the same model holds ``Dense1`` there), not one the user chose."""
+    return isinstance(node, bp.BrainPyObject) and key == getattr(node, "name", None) and bool(
+        re.fullmatch(re.escape(type(node).__name__) + r"\d+", key))
+
+
+def stable_path(module, path):
+    """``path`` (``children.Dense0.W``, as BrainPy's ``vars(method="relative")`` names it) with each
+    auto-named item of a container by its position instead (``children.0.W``): the same key for every
+    instance of a model, so that weights and state move between instances. Unwalkable: as it is."""
+    target, parts = module, []
+    for part in path.split("."):
+        if isinstance(target, dict) and part in target:
+            child = target[part]
+            parts.append(str(list(target).index(part)) if _auto_named(part, child) else part)
+        elif isinstance(target, dict) or not hasattr(target, part):
+            return path
+        else:
+            child = getattr(target, part)
+            parts.append(part)
+        target = child
+    return ".".join(parts)
+
+
+def walk_path(target, path):
+    """The object at ``path`` under ``target``, by attribute, by key of a container, or by position
+    of an auto-named item (``stable_path``'s ``children.0``)."""
+    for part in path.split("."):
+        if isinstance(target, dict):
+            target = target[part] if part in target else list(target.values())[int(part)]
+        else:
+            target = getattr(target, part)
+    return target
+
+
 class Library(bp.BrainPyObject):
     """The BrainPy built-ins a batched model holds, run as library code, one example at a time.
 
@@ -484,7 +521,7 @@ class Library(bp.BrainPyObject):
                 continue
             for path, variable in module.vars(method="relative").items():
                 if id(variable) not in given:
-                    found.setdefault(id(variable), (f"{name}.{path}", variable))
+                    found.setdefault(id(variable), (f"{name}.{stable_path(module, path)}", variable))
         self.modules = {name: held(owner, name) for name in names}  # a dict: not nodes of this one
         self.weights = {k: v for k, v in found.values() if isinstance(v, bm.TrainVar)}
         self.variables = {k: v for k, v in found.values() if not isinstance(v, bm.TrainVar)}
@@ -2685,12 +2722,10 @@ class Harness:
 
     @staticmethod
     def assign_params(model, params):
-        """Write ``params`` into a batched model or into the original one (same attribute paths)."""
+        """Write ``params`` into a batched model or into the original one (same attribute paths; a
+        built-in's weights by their own, ``seq.children.0.W`` for the first of a ``bp.Sequential``)."""
         for name, value in param_items(params):
-            target = model
-            for part in name.split("."):
-                target = getattr(target, part)
-            target.value = value
+            walk_path(model, name).value = value
 
 
 class Checkpoints:

@@ -672,3 +672,42 @@ def test_brainpys_save_and_load_state_keep_the_builtins_batch(tmp_path) -> None:
     np.testing.assert_array_equal(np.array(batched.h.value), h)
     stale = {node: {k: v for k, v in values.items() if k != "library.N.V"} for node, values in saved.items()}
     assert [k.split(".", 1)[1] for k in bp.load_state(batched, stale).missing_keys] == ["library.N.V"]
+
+
+SEQUENTIAL = textwrap.dedent('''
+    import brainpy as bp
+    import brainpy.math as bm
+
+
+    class Net(bp.DynamicalSystem):
+        def __init__(self):
+            super().__init__()
+            self.seq = bp.Sequential(bp.dnn.Linear(3, 4, mode=bm.training_mode), bp.dyn.Expon(4, tau=5.))
+
+        def update(self, x):
+            return self.seq(x)
+''')
+
+
+def test_weights_and_state_move_between_instances_of_a_model_holding_a_sequential(tmp_path) -> None:
+    """Probe N: a bp.Sequential keys its items by BrainPy's process-wide unique names (Dense0 in one
+    instance, Dense1 in the next), and the library keyed the batch's weights and state by them: main
+    raised KeyError 'seq.children.Dense1.W' in b.set_params(a.params()), and assign_params raised
+    AttributeError ''NodeDict' object has no attribute 'Dense0''. Now an auto-named item is keyed by
+    its position (seq.children.0.W), and assign_params walks containers."""
+    text = transform(SEQUENTIAL.encode(), "net.py", command="batchify",
+                     harness=HarnessOptions(input="constant", steps=3)).text
+    (tmp_path / "net_batched.py").write_text(text)
+    (tmp_path / "net.py").write_text(SEQUENTIAL)
+    module = load_generated(tmp_path / "net_batched.py", "sequential_batched")
+    original = load_generated(tmp_path / "net.py", "sequential_original")
+    first, second = original.Net(), original.Net()
+    a = module.NetBatched.from_model(first, 2)
+    b = module.NetBatched(batch_size=2)
+    assert sorted(a.params().library) == sorted(b.params().library) == ["seq.children.0.W", "seq.children.0.b"]
+    assert sorted(a.state().library) == sorted(b.state().library)
+    b.set_params(a.params())
+    b.set_state(a.state())
+    np.testing.assert_array_equal(np.asarray(b.params().library["seq.children.0.W"]), np.asarray(first.seq[0].W))
+    module.NetHarness.assign_params(second, a.params())
+    np.testing.assert_array_equal(np.asarray(second.seq[0].W), np.asarray(first.seq[0].W))
