@@ -338,7 +338,7 @@ class Normaliser:
             return func.value in ("getattr", "setattr", self.me) or func.value in self.helpers
         if type(func) is cst.Attribute:
             name = func.attr.value
-            return (name in FILL_METHODS or name in ZERO_METHODS or in_place_method(name)
+            return (name in FILL_METHODS or name in ZERO_METHODS or in_place_method(name) or name == "fill_diagonal"
                     or f"self.{name}" in self.helpers)
         return False
 
@@ -1133,6 +1133,18 @@ class _Inline(_Positioned):
                               "Variable batchify cannot see; assign the attribute (self.NAME = ...)")
         self.owner.check_helper_call(updated_node)
         func = updated_node.func
+        if type(func) is cst.Attribute and func.attr.value == "fill_diagonal" and updated_node.args and not any(
+                a.keyword and a.keyword.value == "inplace" and type(a.value) is cst.Name and a.value.value == "False"
+                for a in updated_node.args):
+            target = updated_node.args[0].value
+            path = self_path(target.value if type(target) is cst.Attribute and target.attr.value == "value"
+                             else target, me)
+            if path is not None and self.owner.known.variable(path):
+                name = ".".join(path)
+                spelled = cst.Module([]).code_for_node(func)
+                self.owner.report(original_node, "BFY205", f"{spelled}(self.{name}, ...) fills the Variable in "
+                                  "place, which batchify has no rule for; assign the filled copy "
+                                  f"(self.{name}.value = bm.fill_diagonal(self.{name}, ..., inplace=False))")
         if type(func) is cst.Attribute:
             path = self_path(func.value, me)
             if path is not None and self.owner.known.variable(path) and in_place_method(func.attr.value):

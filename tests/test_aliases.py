@@ -484,3 +484,33 @@ def test_an_item_of_a_varlist_or_vardict_read_after_its_write_is_refused(tmp_pat
                                              "total = total + fast\nself.traces[0] = 0.5 * fast + drive", " " * 8))
     _, out, result = transform(tmp_path, "fine.py", fine)
     assert result.returncode == 0, result.stderr
+
+
+HEBB = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Hebb(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.W = bm.Variable(bm.zeros((n, n)))
+
+    def update(self, x):
+        self.W += 0.1 * bm.outer(x, x)
+        {fill}
+        return self.W @ x
+'''
+
+
+def test_fill_diagonal_of_a_variable_in_place_is_refused_and_its_copy_verifies(tmp_path: Path) -> None:
+    """Probe N (BrainPy's Hopfield example): `bm.fill_diagonal(self.W, 0.)` fills the Variable in
+    place; main copied it as `bm.fill_diagonal(state.W, 0.)` (exit 0), which failed when run ('requires
+    a brainpy Array'). Now BFY205 names the assignment that works, and that one verifies."""
+    text = HEBB.replace("{fill}", "bm.fill_diagonal(self.W, 0.)  # <-")
+    _, out, result = transform(tmp_path, "hebb.py", text)
+    assert_refused_at_mark(text, "hebb.py", "BFY205", result, out)
+    assert "self.W.value = bm.fill_diagonal(self.W, ..., inplace=False)" in result.stderr
+    src, out, result = transform(tmp_path, "hebb.py",
+                                 HEBB.replace("{fill}", "self.W.value = bm.fill_diagonal(self.W, 0., inplace=False)"))
+    assert result.returncode == 0, result.stderr
+    assert_verifies(tmp_path, src, out, "Hebb")
