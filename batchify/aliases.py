@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from batchify.cstwalk import Transformer, assigned, is_node, self_path, walk
+from batchify.cstwalk import Transformer, assigned, is_node, param_names, self_path, walk
 
 # In-place methods of a BrainPy Array (its value is replaced): rewritten, or refused by name.
 FILL_METHODS = {"fill": "full_like", "fill_": "full_like"}
@@ -1062,9 +1062,7 @@ class _Inline(_Positioned):
         return True
 
     def shadowed(self, node: cst.FunctionDef | cst.Lambda) -> None:
-        params = node.params
-        bound = {q.name.value for q in (*params.posonly_params, *params.params, *params.kwonly_params)} | {
-            q.name.value for q in (params.star_arg, params.star_kwarg) if type(q) is cst.Param}
+        bound = param_names(node.params)
         if node is not self.owner.current:
             self.skip.update(id(n) for n in walk(node.body) if type(n) is cst.Name and n.value in bound)
 

@@ -15,7 +15,7 @@ from libcst.metadata import QualifiedName, QualifiedNameSource
 from batchify import names
 from batchify.aliases import Known, Normaliser, side_effects
 from batchify.drivers import driver_methods, returns_aux
-from batchify.cstwalk import Transformer, assigned, self_path, walk
+from batchify.cstwalk import Transformer, assigned, param_names, self_path, walk
 from batchify.diagnostics import BatchifyError, Diagnostic
 from batchify.ir import Child, Field, Method, ModelClass, ModuleIR
 from batchify.positions import Positions
@@ -1493,9 +1493,12 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             name = todo.pop()
             if name in found or name in copied:
                 continue
-            (found if name in models else copied).add(name)
             statement = statement_of[id(class_defs[name])]
-            todo += [base for base in [model_base(a, models[name], models)] if base] if name in models else []
+            if name in models:
+                found.add(name)
+                todo += [base for base in [model_base(a, models[name], models)] if base]
+            else:
+                copied.add(name)
             todo += [*held.get(statement, ()), *named.get(statement, ())]
         return found
 
@@ -1880,10 +1883,7 @@ def check_escaping_methods(a: Analysis, cls: ModelClass, scan) -> None:
     me = self_name_of(init) or "self"
     called = {id(n.func) for n in walk(init.body) if type(n) is cst.Call}
     methods, properties, holders, values = set(), set(), set(), {}
-    params = init.params
-    own_names = {q.name.value for q in (*params.posonly_params, *params.params, *params.kwonly_params)} | {
-        q.name.value for q in (params.star_arg, params.star_kwarg) if type(q) is cst.Param} | {
-        t.value for n in walk(init.body) for t in assigned(n) if type(t) is cst.Name}
+    own_names = param_names(init.params) | {t.value for n in walk(init.body) for t in assigned(n) if type(t) is cst.Name}
     for stmt in walk(init.body):
         if type(stmt) is not cst.SimpleStatementLine:
             continue

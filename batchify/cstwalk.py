@@ -130,6 +130,12 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(reversed(children))
 
 
+def param_names(params: cst.Parameters) -> set[str]:
+    """The names a function's or lambda's parameters bind, ``*args`` and ``**kwargs`` included."""
+    return {q.name.value for q in (*params.posonly_params, *params.params, *params.kwonly_params)} | {
+        q.name.value for q in (params.star_arg, params.star_kwarg) if type(q) is cst.Param}
+
+
 def self_path(node: cst.BaseExpression, self_name: str) -> list[str] | None:
     """``self.a.b`` -> ``["a", "b"]``; None when the chain does not start at ``self``."""
     parts: list[str] = []

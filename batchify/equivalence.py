@@ -593,8 +593,7 @@ def measure(starts: list[dict], outputs, states, rtol: float = 1e-5, atol: float
             for step in run:
                 with np.errstate(invalid="ignore"):
                     ratio = np.abs(np.asarray(step[name], float) - start) / (atol + rtol * np.abs(start))
-                if ratio.size and np.isfinite(ratio).any():
-                    far = max(far, float(np.nanmax(np.where(np.isfinite(ratio), ratio, 0.0))))
+                far = max(far, float(ratio[np.isfinite(ratio)].max(initial=0.0)))
         return far
 
     floats = [n for n in names if n not in unmoved and np.issubdtype(np.asarray(states[0][0][n]).dtype, np.floating)]

@@ -1266,8 +1266,7 @@ class Batched:
         ours = {f"library.{k}": v for k, v in library.batched.items()}
         for key, variable in ours.items():
             if key in theirs:
-                variable.value = jnp.asarray(theirs[key]) if not jax.dtypes.issubdtype(
-                    getattr(theirs[key], "dtype", None), jax.dtypes.prng_key) else theirs[key]
+                variable.value = jnp.asarray(theirs[key])  # (a RandomState's typed key stays one)
         return [*missing, *(k for k in ours if k not in theirs)], [*unexpected, *(k for k in theirs if k not in ours)]
 
     def state_axes(self):

@@ -437,8 +437,10 @@ class Verifier:
         report = Report(steps=d.steps, batch=d.batch)
         compare(report, "constructor params", None, to_numpy(by_structure(reference.params())),
                 to_numpy(by_structure(built.params())), d.rtol, d.atol)
-        want_state = to_numpy(key_data(by_structure(reference.state())))
-        got_state = to_numpy(key_data(by_structure(built.state())))
+        def state_of(model):  # by structure (a built-in's keys), keys as data, as arrays
+            return to_numpy(key_data(by_structure(model.state())))
+
+        want_state, got_state = state_of(reference), state_of(built)
         if draws:
             want_shapes, got_shapes = jax.tree.map(np.shape, want_state), jax.tree.map(np.shape, got_state)
             if want_shapes != got_shapes:
@@ -473,8 +475,7 @@ class Verifier:
                            for b in (reference, built)]
                 compare(report, "constructor output", t, outputs[0], outputs[1], d.rtol, d.atol)
                 # (a step may return nothing: what it wrote is where an integrator built wrong shows)
-                compare(report, "constructor stepped state", t, to_numpy(key_data(by_structure(reference.state()))),
-                        to_numpy(key_data(by_structure(built.state()))), d.rtol, d.atol)
+                compare(report, "constructor stepped state", t, state_of(reference), state_of(built), d.rtol, d.atol)
         return section_from(report, "constructor", lambda q: q.startswith("constructor"))
 
     # -- the user's own functions (--function) ------------------------------------------
