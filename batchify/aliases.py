@@ -19,6 +19,7 @@ place, and an in-place method the rules do not know (BFY205).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -182,6 +183,51 @@ def bound_names(func: cst.FunctionDef, nodes: list[cst.CSTNode] | None = None) -
     return counts
 
 
+# Functions, lambdas and comprehensions defined in a method: each has a scope of its own.
+INNER_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
+def scope_region(scope: cst.CSTNode) -> list[cst.CSTNode]:
+    """The nodes a function, lambda or comprehension evaluates in its own scope: its parameters'
+    names and body (not defaults or decorators), a comprehension all but its first iterable."""
+    if type(scope) in (cst.FunctionDef, cst.Lambda):
+        params = scope.params
+        names = [q.name for q in (*params.posonly_params, *params.params, *params.kwonly_params,
+                                  params.star_arg, params.star_kwarg) if type(q) is cst.Param]
+        return names + walk(scope.body)
+    outside = {id(n) for n in walk(scope.for_in.iter)}
+    return [n for n in walk(scope) if id(n) not in outside and n is not scope]
+
+
+def own_locals(scope: cst.CSTNode, region: list[cst.CSTNode]) -> set[str]:
+    """The names ``scope`` binds for itself: parameters, comprehension targets, what its body binds
+    outside the scopes defined in it, less what it declares ``nonlocal`` (``global`` names are the
+    module's: not the method's either)."""
+    if type(scope) not in (cst.FunctionDef, cst.Lambda):
+        fors, current = [], scope.for_in
+        while current is not None:
+            fors.append(current)
+            current = current.inner_for_in
+        return {n.value for f in fors for n in walk(f.target) if type(n) is cst.Name}
+    deeper = {id(n) for d in region if type(d) in INNER_SCOPES for n in scope_region(d)}
+    nodes = [n for n in region if id(n) not in deeper]
+    own = set(bound_names(scope, nodes))
+    own |= {n.target.value for n in nodes if type(n) is cst.AugAssign and type(n.target) is cst.Name}
+    return own - {item.name.value for n in nodes if type(n) is cst.Nonlocal for item in n.names}
+
+
+def inner_locals(func: cst.FunctionDef) -> dict[int, cst.CSTNode]:
+    """The Name nodes in ``func`` that name a local of a function, lambda or comprehension defined
+    in it, not the method's name of that spelling: ``id(Name) -> that scope`` (the innermost)."""
+    found: dict[int, cst.CSTNode] = {}
+    for scope in walk(func.body):  # parents first: an inner scope overrides an outer one
+        if type(scope) in INNER_SCOPES:
+            region = scope_region(scope)
+            own = own_locals(scope, region)
+            found.update((id(n), scope) for n in region if type(n) is cst.Name and n.value in own)
+    return found
+
+
 @dataclass
 class Normaliser:
     """Rewrites one method's aliases; ``report(node, code, message)`` and ``inherit(new, old)`` come
@@ -208,6 +254,38 @@ class Normaliser:
                 func = new
         if self.known.sequences or self.known.gathered:
             self.check_listed_models(func)
+        # A name a nested function, lambda or comprehension binds for itself is not the method's name
+        # of that spelling: while the method is normalised it is spelled apart (every check below
+        # compares names), and given back its own spelling after.
+        inner = inner_locals(func)
+        if not inner:
+            return self.normalise_method(func)
+        func, spelled, written_as = self.spell_apart(func, inner)
+        report = self.report
+        self.report = lambda node, code, message: report(node, code, written_as(message))
+        try:
+            normalised = self.normalise_method(func)
+        finally:
+            self.report = report
+        new = normalised.visit(_Rename(self, by_name=spelled))
+        return new if type(new) is cst.FunctionDef else normalised
+
+    def spell_apart(self, func: cst.FunctionDef, inner: dict[int, cst.CSTNode]):
+        """``func`` with each inner scope's locals renamed ``<prefix><k>_<name>``, one ``k`` per scope;
+        the map back; and what gives a message the names as written."""
+        taken = {n.value for n in walk(func) if type(n) is cst.Name}
+        prefix = "_bfy_inner"
+        while any(name.startswith(prefix) for name in taken):
+            prefix += "_"
+        scopes = {id(s): k for k, s in enumerate(dict.fromkeys(inner.values()))}
+        names = {id(n): n.value for n in walk(func.body) if type(n) is cst.Name and id(n) in inner}
+        by_id = {i: f"{prefix}{scopes[id(inner[i])]}_{name}" for i, name in names.items()}
+        new = func.visit(_Rename(self, by_id=by_id))
+        pattern = re.compile(rf"\b{prefix}\d+_")
+        return (new if type(new) is cst.FunctionDef else func), {v: names[i] for i, v in by_id.items()}, (
+            lambda message: pattern.sub("", message))
+
+    def normalise_method(self, func: cst.FunctionDef) -> cst.FunctionDef:
         self.current = func
         self.nodes = list(walk(func.body))
         counts = bound_names(func, self.nodes)
@@ -948,6 +1026,18 @@ class _Positioned(Transformer):
         for new, old in zip(walk(copy), walk(node)):
             self.owner.inherit(new, old)
         return copy
+
+
+class _Rename(_Positioned):
+    """Renames Name nodes: those ``by_id`` holds (``id(Name) -> new name``), or every name ``by_name`` maps."""
+
+    def __init__(self, owner: Normaliser, by_id: dict[int, str] | None = None, by_name: dict[str, str] | None = None):
+        super().__init__()
+        self.owner, self.by_id, self.by_name = owner, by_id or {}, by_name or {}
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        new = self.by_id.get(id(original_node)) or self.by_name.get(original_node.value)
+        return updated_node if new is None else updated_node.with_changes(value=new)
 
 
 class _Unroll(_Positioned):

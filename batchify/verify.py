@@ -543,11 +543,15 @@ class Verifier:
         if has_aux:
             stacked_aux = jax.tree.map(lambda *xs: np.stack(xs), *[to_numpy(w[2]) for w in want])
             compare(report, f"fn {name} aux", None, stacked_aux, to_numpy(aux), d.rtol, d.atol)
+        # each weight by its attribute path (``w1``, ``hidden.w``), as the stepping method's gradients
+        # are named, not by BrainPy's automatic node name (``RateSNN2.w1``, which changes from run to run)
+        paths = {id(v): path for path, v in variables(model).items()}
         for key in train_vars:
             stacked = np.stack([np.asarray(w[0][key]) for w in want])
-            compare(report, f"fn {name} grad {key} (mean)", None, stacked.mean(0), grads[key], rtol, atol,
+            label = paths.get(id(train_vars[key]), key)
+            compare(report, f"fn {name} grad {label} (mean)", None, stacked.mean(0), grads[key], rtol, atol,
                     scale=np.abs(stacked).mean(0))
-            compare(report, f"fn {name} grad {key} (example)", None, stacked, each[key], rtol, atol)
+            compare(report, f"fn {name} grad {label} (example)", None, stacked, each[key], rtol, atol)
         losses_want = np.array([float(w[1]) for w in want])
         if d.batch > 1 and np.all(losses_want == losses_want[0]):
             strength.functions_alike.append(name)

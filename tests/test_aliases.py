@@ -122,6 +122,15 @@ FOLLOWED = {
     "AliasNamedLikeAnotherAttribute": "W = self.V\nW += x @ self.W\nreturn W * (2.0 if self.flag else 1.0)",
     "AliasNamedLikeAKeyword": "var = self.V\nvar += x @ self.W\nreturn scaled(var=var, k=2.0)",
     "AliasShadowedByALambdaParameter": "v = self.V\nv += x @ self.W\ndouble = lambda v: v * 2.0\nreturn double(x) + v",
+    # a function defined in the method binding a local of the alias's name: its own name, not the
+    # alias (main refused both as BFY213, "bound more than once or inside a block")
+    "AliasShadowedByANestedLocal": "V = self.V\n\ndef decay(v):\n    V = v * 0.9\n    return V\n\n"
+                                   "V.value = decay(V.value) + x @ self.W\nreturn V.value",
+    "AliasReadInANestedFunctionWhoseInnerOneShadowsIt": "v = self.V\n\ndef g():\n    def h(u):\n"
+                                                        "        v = u * 2.0\n        return v\n\n"
+                                                        "    return h(v) + v\n\nv += x @ self.W\nreturn g()",
+    "AliasShadowedByAComprehension": "V = self.V\nV += x @ self.W\nparts = [V * 2.0 for V in (x, x)]\n"
+                                     "return V.value + parts[0].sum()",
 }
 
 # Patterns batchify cannot follow: refused at the marked line with the code.
@@ -218,6 +227,13 @@ REFUSED = {
     # state, and the weights outside the gradient (main passed it through unchanged).
     "CollectorInStep": ("self.V.value = x @ self.W\n"
                         "return sum((v ** 2).sum() for v in self.vars().values())  # <-", "BFY213"),
+    # a function defined in the method rebinding the alias (`nonlocal`): the name is not the Variable
+    # after it runs
+    "AliasReboundByANestedFunction": ("v = self.V  # <-\n\ndef swap():\n    nonlocal v\n    v = x * 1.0\n\n"
+                                      "swap()\nv += x @ self.W\nreturn self.V * 1.0", "BFY213"),
+    # ... and a nested function's own name that may be a Variable, written through: named as written
+    "ConditionalNameInANestedFunction": ("def bump():\n    v = self.V if self.flag else self.U  # <-\n"
+                                         "    v += x @ self.W\n\nbump()\nreturn self.V * 1.0", "BFY213"),
     "CollectorInACalledHelper": ("self.V.value = x @ self.W\nreturn self.V + self._l2()  # <-", "BFY213"),
 }
 
@@ -282,6 +298,7 @@ def test_patterns_that_cannot_be_followed_are_refused_at_their_line(tmp_path: Pa
     text = source(name, body)
     _, out, result = transform(tmp_path, "refused.py", text)
     assert_refused_at_mark(text, "refused.py", code, result, out)
+    assert "_bfy" not in result.stderr  # names as the source spells them
 
 
 # A Variable that __init__ stores under a second name, or hands to a child of the file: the step

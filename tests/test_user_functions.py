@@ -10,6 +10,7 @@ must equal the original's ``bm.grad`` run example by example.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -270,6 +271,10 @@ def test_verify_checks_the_users_function_and_catches_a_planted_bug(tmp_path, ca
     sections = {s["name"]: s for s in json.loads(capsys.readouterr().out)["classes"][0]["sections"]}
     assert not sections["fn loss_fun"]["ok"] and not sections["fn loss_fun/grad"]["ok"]
     assert sections["forward"]["ok"]  # the class itself is still right: the catch is the function check's
+    # the gradients are named by the weights' attribute paths, as the stepping method's are (main
+    # named them by BrainPy's automatic node names, `RateSNN0.w_in`, which differ from run to run)
+    named = {m["quantity"] for m in sections["fn loss_fun/grad"]["mismatches"]}
+    assert named and all(re.fullmatch(r"fn loss_fun grad (w1|w2) \((mean|example)\)", q) for q in named), named
 
 
 def test_a_python_if_on_a_value_computed_from_the_state_is_refused_at_its_line() -> None:
