@@ -13,7 +13,7 @@ import libcst as cst
 from libcst.metadata import QualifiedName, QualifiedNameSource
 
 from batchify import names
-from batchify.aliases import Known, Normaliser, side_effects
+from batchify.aliases import Known, Normaliser, bound_names, side_effects
 from batchify.drivers import driver_methods, returns_aux
 from batchify.cstwalk import Transformer, assigned, param_names, self_path, walk
 from batchify.diagnostics import BatchifyError, Diagnostic
@@ -833,10 +833,16 @@ class _ClassScan:
                 for arg in node.args:
                     source = variable(arg.value)
                     if source:
+                        # (`.value` would hand the child a constant: no gradient, or the value when built)
+                        weight = kinds[source] == "param"
+                        keeps = "keeps its gradient" if weight else "reads its current value"
+                        instead = "a constant, without gradient" if weight else "the value it had when built"
                         self.a.report(arg.value, "BFY213", f"{node.func.value}(...) is given the {what(source)} "
                                       f"self.{source} itself: the child would read it from the object in its step "
-                                      "(not one example's state, nor the weights being differentiated); give it "
-                                      f"self.{source}.value, or let the child create its own Variable")
+                                      "(not one example's state, nor the weights being differentiated); hand it to "
+                                      f"the child's step instead, as an argument (self.child(x, self.{source}), its "
+                                      f"update taking it), which {keeps} as the original's does, or let the child "
+                                      f"create its own Variable (self.{source}.value would give the child {instead})")
 
     def scan_assignments(self, func: cst.FunctionDef, direct: set[int], variables_only: bool = False,
                          certain: bool = True) -> None:
@@ -846,6 +852,7 @@ class _ClassScan:
         if certain:
             self.certain |= definitely_assigned(func.body.body, me or "self", self.helpers)
         held = variable_locals(self.a, func, me) if me and not variables_only else {}
+        built = self.builtin_locals(func, me) if me and not variables_only else {}
         for node in walk(func.body):
             if type(node) in (cst.Assign, cst.AnnAssign):
                 targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
@@ -866,7 +873,33 @@ class _ClassScan:
                                 self.classify(path[0], held_value, target, direct)
                             self.local_variables.add((path[0], value.value))
                             continue
+                        if type(value) is cst.Name and value.value in built:
+                            # `E = bp.neurons.LIF(n)`, then `self.E = E` (and `E` handed to a synapse):
+                            # the built-in stored on self, as if assigned there
+                            self.classify(path[0], built[value.value], target, direct)
+                            continue
                         self.classify(path[0], value, target, direct)
+
+    def builtin_locals(self, func: cst.FunctionDef, me: str) -> dict[str, cst.Call]:
+        """Names of ``func`` (not of a nested function) bound once, to the construction of a BrainPy
+        built-in (or a class of the file derived from one), and stored on ``me`` once by a plain
+        ``me.NAME = name``: ``name -> the call``."""
+        nested = {id(n) for f in walk(func.body) if type(f) in (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+                  for n in walk(f.body)}
+        nodes = [n for n in walk(func.body) if id(n) not in nested]
+        counts = bound_names(func, nodes)
+        found: dict[str, cst.Call] = {}
+        for node in nodes:
+            if not (type(node) is cst.Assign and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name
+                    and type(node.value) is cst.Call and counts.get(node.targets[0].target.value) == 1):
+                continue
+            func_ = node.value.func
+            if any(names.is_library(q) for q in self.a.qualified_names(func_)) or (
+                    type(func_) is cst.Name and func_.value in self.library_classes):
+                found[node.targets[0].target.value] = node.value
+        stored = [n.value.value for n in nodes if type(n) is cst.Assign and type(n.value) is cst.Name
+                  and n.value.value in found and any(self_path(t.target, me) for t in n.targets)]
+        return {name: call for name, call in found.items() if stored.count(name) == 1}
 
     def classify(self, name: str, value: cst.BaseExpression, target: cst.CSTNode, direct: set[int]) -> None:
         if type(value) is cst.IfExp:  # `A(n) if c else None`: each branch is a path of its own

@@ -265,11 +265,15 @@ def variables(obj) -> dict[str, bm.Variable]:
             elif isinstance(v, bm.Variable) and k not in getattr(node, "_excluded_vars", ()):
                 found[f"{prefix}{k}"] = v
         found.update((f"{prefix}{k}", v) for k, v in node.implicit_vars.items())
+    # A view (`bm.VariableView`: the Variables of a slice `self.E[:k]`) reads and writes the Variable
+    # it views: that one is perturbed, restored and compared.
+    found = {k: v for k, v in found.items() if not isinstance(v, bm.VariableView)}
     # Each once: one reached by two paths (a synapse's `S.pre.spike` is its neuron's `N.spike`) under
-    # the shortest, so that it is perturbed, restored, counted and compared once.
+    # the shortest, so that it is perturbed, restored, counted and compared once; of two as short, the
+    # first BrainPy walks (`pre.spike`, not `delay.delay_target`: the name a bfy.Library keys it by).
     paths: dict[int, str] = {}
     for k, v in found.items():
-        if id(v) not in paths or (k.count("."), k) < (paths[id(v)].count("."), paths[id(v)]):
+        if id(v) not in paths or k.count(".") < paths[id(v)].count("."):
             paths[id(v)] = k
     return {k: v for k, v in found.items() if paths[id(v)] == k}
 
@@ -650,6 +654,10 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
     batched = batch_of(batched_cls, model, batch, seed)
     start_batch(batched, model, starts)
     got_vars = batched_state_vars(batched, model)
+    # A port's Variable by the name it is listed under: one reached by two paths is listed once
+    # (``pre.spike`` is also a delay's ``delay.delay_target``), maybe not under the port's.
+    listed = {id(v): k for k, v in state_vars(model).items()}
+    port_names = {port.path: listed.get(id(resolve(model, port.path)), port.path) for port in ports}
     step = getattr(batched, method)
     got_state = None
     if driver == "eager":
@@ -657,7 +665,7 @@ def check_equivalence(model, batched_cls, method: str, args: Sequence[Arg], *, b
         for t in range(steps):
             tick(dt, t)
             for port in ports:
-                got_vars[port.path].value = bm.asarray(port.values[:, t])
+                got_vars[port_names[port.path]].value = bm.asarray(port.values[:, t])
             got_out.append(to_numpy(call(step, args, (a.batch(t) for a in args))))
             got_state.append({name: np.asarray(got_vars[name].value) for name in want_state[0][0]})
             clear_inputs(batched)

@@ -25,6 +25,7 @@ import contextvars
 import functools
 import inspect
 import json
+import operator
 import os
 import re
 import sys
@@ -520,7 +521,8 @@ class Library(bp.BrainPyObject):
                 found.setdefault(id(module), (name, module))
                 continue
             for path, variable in module.vars(method="relative").items():
-                if id(variable) not in given:
+                # (a view, `self.E[:k]`'s, reads and writes its Variable: batched with that one)
+                if id(variable) not in given and not isinstance(variable, bm.VariableView):
                     found.setdefault(id(variable), (f"{name}.{stable_path(module, path)}", variable))
         self.modules = {name: held(owner, name) for name in names}  # a dict: not nodes of this one
         self.weights = {k: v for k, v in found.values() if isinstance(v, bm.TrainVar)}
@@ -582,6 +584,10 @@ class Library(bp.BrainPyObject):
         model a constructor is still building, ``value`` itself."""
         if self.batch_size is None or self._calls:
             return value
+        if isinstance(value, bm.VariableView):  # a slice's (`self.E[:k]`): the same slice of every example
+            key = self._keys.get(id(value._value))
+            index = value.index if isinstance(value.index, tuple) else (value.index,)
+            return value if key is None else bm.VariableView(self.batched[key], (slice(None), *index))
         if isinstance(value, bm.Variable):
             key = self._keys.get(id(value))
             return value if key is None else self.batched[key]
@@ -1575,6 +1581,8 @@ class batched_method:
         parameters = list(signature.parameters.values())
         parameters = [parameters[0], *parameters[3:]]  # self, then what follows (params, state)
         pure_name, shared = self.pure, self.shared
+        # BrainPy's `reset(self, batch_size=None)` idiom: the batch's size, as reset_state's is
+        resizes = name == "reset" and "batch_size" in signature.parameters
 
         def method(self, *args, **kwargs):
             function = getattr(self, pure_name)
@@ -1582,6 +1590,8 @@ class batched_method:
                 return function(*self._example, *args, **kwargs)[1]
             if _CONSTRUCTING.get():  # run by the constructor (a burn-in): on the one example it is building
                 return step_while_constructing(self, function, args, kwargs)
+            if resizes:
+                args, kwargs = resize_for(self, function, args, kwargs)
             return vmapped_call(self, function, shared, args, kwargs)
 
         method.__name__, method.__qualname__ = name, f"{owner.__qualname__}.{name}"
@@ -1592,6 +1602,24 @@ class batched_method:
                           f"every argument carries a leading batch axis{f' but {listed}' if listed else ''} "
                           f"(a Python scalar is used for every example).")
         setattr(owner, name, method)
+
+
+def resize_for(model, function, args, kwargs):
+    """A model's own ``reset(batch_size=None)`` called on the batch: a new ``batch_size`` resizes it
+    first, as ``reset_state(batch_size)`` does, and every example is reset as the original's
+    ``reset()`` resets it, ``batch_size`` left at its default (the original is one example: its own
+    code given a batch size would give one example a batch of state). The other arguments as given."""
+    bound = _signature_after_state(function).bind(*args, **kwargs)
+    batch_size = bound.arguments.pop("batch_size", None)
+    if batch_size is not None:
+        try:
+            batch_size = operator.index(batch_size)
+        except TypeError:
+            raise TypeError(f"{type(model).__name__}.reset(batch_size={batch_size!r}): the batch's size, "
+                            "an integer") from None
+        if batch_size != model.batch_size:
+            model.set_batch_size(batch_size)
+    return bound.args, bound.kwargs
 
 
 def flat_arguments(function, shared, args, kwargs, batch_size):

@@ -346,6 +346,10 @@ def test_a_variable_under_a_second_name_from_init_is_refused(tmp_path: Path, nam
     text = INIT_PRELUDE.format(name=name, init=" " * 8 + init, body=" " * 8 + body)
     _, out, result = transform(tmp_path, "init_alias.py", text, "--class", name)
     assert_refused_at_mark(text, "init_alias.py", "BFY213", result, out)
+    if name.endswith("ToAChild"):  # advice that keeps the model's meaning (probe N3: main advised
+        # `self.enc.value`, which hands the child a constant: no gradient for a tied weight)
+        assert "as an argument (self.child(x, self." in result.stderr, result.stderr
+        assert ("a constant, without gradient" in result.stderr) == (name == "WeightToAChild"), result.stderr
 
 
 OVERRIDE = '''
@@ -531,3 +535,41 @@ def test_fill_diagonal_of_a_variable_in_place_is_refused_and_its_copy_verifies(t
                                  HEBB.replace("{fill}", "self.W.value = bm.fill_diagonal(self.W, 0., inplace=False)"))
     assert result.returncode == 0, result.stderr
     assert_verifies(tmp_path, src, out, "Hebb")
+
+
+TIED_BY_ARGUMENT = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Leaky(bp.DynamicalSystem):
+    def __init__(self, n_hid, tau):
+        super().__init__()
+        self.tau = tau
+        self.r = bm.Variable(bm.zeros(n_hid))
+
+    def update(self, x, w):
+        self.r.value = self.r + (-self.r + bm.tanh(x @ w)) / self.tau
+        return self.r.value
+
+
+class TiedNet(bp.DynSysGroup):
+    def __init__(self, n_in, n_hid):
+        super().__init__()
+        self.w = bm.TrainVar(bm.random.normal(0., 0.5, (n_in, n_hid)))
+        self.fast = Leaky(n_hid, 2.0)
+        self.slow = Leaky(n_hid, 8.0)
+
+    def update(self, x):
+        return self.fast(x, self.w) + self.slow(x, self.w)
+'''
+
+
+def test_a_weight_two_children_share_through_their_steps_verifies_with_its_gradient(tmp_path: Path) -> None:
+    """What BFY213's advice for a weight handed to a child's constructor leads to: one weight,
+    handed to both children's steps, its gradient the sum over both uses (checked against bm.grad)."""
+    src, out, result = transform(tmp_path, "tied.py", TIED_BY_ARGUMENT, "--class", "TiedNet")
+    assert result.returncode == 0, result.stderr
+    checked = batchify("verify", str(src), str(out), "--class", "TiedNet", "--init", "3, 4", "--input-shape", "x=3",
+                       "--steps", "5", "--strict", "--no-speed", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "gradient non-zero 1/1" in checked.stdout

@@ -232,3 +232,84 @@ def test_a_projection_batched_whole_copies_the_models_it_names() -> None:
     assert "\nclass Synapse(bp.Projection):\n" in text and "\nclass LIF(bp.dyn.NeuDyn):\n" in text
     assert "LIFBatched" not in text
     compile(text, "projections_batched.py", "exec")
+
+
+LOCAL_BUILTIN = '''import brainpy as bp
+
+
+class Net(bp.DynSysGroup):
+    def __init__(self, n):
+        super().__init__()
+        E = bp.neurons.LIF(n, V_rest=-60., V_th=-50., V_reset=-60., tau=20.)
+        self.E = E
+        self.syn = bp.synapses.Exponential(E, E, bp.conn.All2All(), g_max=0.3, tau=5.,
+                                           output=bp.synouts.COBA(E=0.))
+
+    def update(self):
+        self.syn()
+        self.E()
+        return self.E.V.value
+'''
+
+
+def test_a_built_in_built_into_a_local_then_stored_on_self_is_a_built_in_and_passes_verify(tmp_path: Path) -> None:
+    """``E = bp.neurons.LIF(n); self.E = E`` (and ``E`` handed to a synapse), BrainPy's own textbook
+    spelling (probe N3): main left self.E a plain attribute, called it as it was in the batched step,
+    and the first batched call failed (BFY302, 'wrote syn.output.membrane_var, syn.pre.spike')."""
+    src, out = tmp_path / "net.py", tmp_path / "net_batched.py"
+    src.write_text(LOCAL_BUILTIN)
+    text = transform(LOCAL_BUILTIN.encode(), "net.py", command="batchify").text
+    assert 'builtins=("E", "syn")' in text
+    assert "state, _ = self.library.call(params, state, self.E)" in text
+    run = [sys.executable, "-m", "batchify"]
+    assert subprocess.run([*run, str(src), "-o", str(out)], capture_output=True, text=True).returncode == 0
+    checked = subprocess.run([*run, "verify", str(src), str(out), "--init", "4", "--port", "E.input=4:float32:40",
+                              "--dt", "0.1", "--steps", "30", "--batch", "3", "--strict", "--no-speed"],
+                             capture_output=True, text=True, timeout=900)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert next(r for r in checked.stdout.splitlines() if r.startswith("Net ")).rstrip().endswith("PASS")
+
+
+SLICED_TARGET = '''import brainpy as bp
+
+
+class ViewNet(bp.Network):
+    def __init__(self, n=6, k=3):
+        super().__init__()
+        self.E = bp.neurons.LIF(n, V_rest=-60., V_th=-50., V_reset=-60., tau=20., tau_ref=5.)
+        self.E2E = bp.synapses.Exponential(self.E, self.E[:k], bp.conn.All2All(),
+                                           output=bp.synouts.CUBA(), g_max=2., tau=5.)
+'''
+
+
+def test_a_slice_of_a_built_in_reads_and_writes_the_batch_by_its_path(tmp_path: Path) -> None:
+    """``self.E[:k]`` as a synapse's target (BrainPy's own DSView test): its Variables are views of
+    E's. On main the library batched each view as a Variable of its own: ``batched.E2E.output.target_var``
+    stayed one example's (shape (3,), not following the batch's E.input)."""
+    import numpy as np
+    import brainpy.math as bm
+    from batchify.loader import load_generated
+
+    (tmp_path / "view_batched.py").write_text(transform(SLICED_TARGET.encode(), "view.py", command="batchify").text)
+    batched = load_generated(tmp_path / "view_batched.py", "view_batched_slice").ViewNetBatched(batch_size=4)
+    batched.E.input.value = bm.arange(24.0).reshape(4, 6)
+    view = batched.E2E.output.target_var
+    assert view.shape == (4, 3)
+    np.testing.assert_array_equal(np.asarray(view.value), np.arange(24.0).reshape(4, 6)[:, :3])
+    view.value = bm.full((4, 3), 7.0)
+    np.testing.assert_array_equal(np.asarray(batched.E.input.value)[:, :3], np.full((4, 3), 7.0))
+    assert np.asarray(batched.E.input.value)[0, 3] == 3.0
+
+
+def test_a_slice_of_a_built_in_passes_verify(tmp_path: Path) -> None:
+    """Main FAILed it as 'transformation bug: float64 disagrees too' (the view compared as a state of
+    its own, shape (4, 3) against (3,)): a view is compared, perturbed and restored through the
+    Variable it views."""
+    src, out = tmp_path / "view.py", tmp_path / "view_batched.py"
+    src.write_text(SLICED_TARGET)
+    run = [sys.executable, "-m", "batchify"]
+    assert subprocess.run([*run, str(src), "-o", str(out)], capture_output=True, text=True).returncode == 0
+    checked = subprocess.run([*run, "verify", str(src), str(out), "--port", "E.input=6:float32:400.0", "--dt", "0.1",
+                              "--steps", "30", "--strict", "--no-speed"], capture_output=True, text=True, timeout=900)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert next(r for r in checked.stdout.splitlines() if r.startswith("ViewNet ")).rstrip().endswith("PASS")

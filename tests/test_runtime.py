@@ -711,3 +711,46 @@ def test_weights_and_state_move_between_instances_of_a_model_holding_a_sequentia
     np.testing.assert_array_equal(np.asarray(b.params().library["seq.children.0.W"]), np.asarray(first.seq[0].W))
     module.NetHarness.assign_params(second, a.params())
     np.testing.assert_array_equal(np.asarray(second.seq[0].W), np.asarray(first.seq[0].W))
+
+
+OWN_RESET = textwrap.dedent('''
+    import brainpy as bp
+    import brainpy.math as bm
+
+
+    class Res(bp.DynamicalSystem):
+        def __init__(self, n_in, n):
+            super().__init__()
+            self.W = bm.random.normal(size=(n_in, n)) * 0.3
+            self.h = bm.Variable(bm.zeros(n))
+
+        def reset(self, batch_size=None, level=0.0):  # BrainPy's idiom, over DynamicalSystem.reset
+            if batch_size is None:
+                self.h.value = bm.zeros(self.h.shape) + level
+            else:
+                self.h.value = bm.zeros((int(batch_size),) + self.h.shape[1:]) + level
+
+        def update(self, x):
+            self.h.value = bm.tanh(x @ self.W + self.h)
+            return self.h.value
+''')
+
+
+def test_a_models_own_reset_given_a_batch_size_resizes_the_batch_as_reset_state_does(tmp_path) -> None:
+    """``reset(self, batch_size=None)`` of the model's own (probe N3, c-xy17/NeuralModeling's ESN):
+    on main ``batched.reset(batch_size=8)`` handed 8 to every example, whose code made one example a
+    batch of state (BrainPy's MathError, 'the shape of the original data is (5,), while we got (8,)').
+    Now it resizes the batch first, as ``reset_state(batch_size)`` does, then resets every example as
+    the original's ``reset()`` does; its other arguments are its own."""
+    (tmp_path / "res_batched.py").write_text(transform(OWN_RESET.encode(), "res.py", command="batchify").text)
+    module = load_generated(tmp_path / "res_batched.py", "res_batched_own_reset")
+    batched = module.ResBatched(3, 5, batch_size=4)
+    batched.update(bm.ones((4, 3)))
+    batched.reset(batch_size=8, level=0.5)
+    assert batched.batch_size == 8 and batched.h.shape == (8, 5)
+    np.testing.assert_array_equal(np.asarray(batched.h.value), np.full((8, 5), 0.5, np.float32))
+    batched.update(bm.ones((8, 3)))
+    batched.reset()
+    assert batched.h.shape == (8, 5) and not np.any(np.asarray(batched.h.value))
+    with pytest.raises(TypeError, match=r"ResBatched\.reset\(batch_size=2\.5\): the batch's size"):
+        batched.reset(batch_size=2.5)

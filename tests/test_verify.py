@@ -988,3 +988,78 @@ def test_a_failing_flag_shows_its_error_in_the_table(tmp_path: Path) -> None:
     assert rc == 1
     state = sections(payload)["state"]
     assert not state["ok"] and state["max_abs"] == 1.0 and state["of_tolerance"] > 1
+
+
+DELAYED_PRE = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Syn(bp.synapses.TwoEndConn):
+    def __init__(self, pre, post, conn):
+        super().__init__(pre=pre, post=post, conn=conn)
+        self.delay = bm.LengthDelay(self.pre.spike, 2)
+
+    def update(self):
+        delayed = self.delay(2)
+        self.delay.update(self.pre.spike)
+        self.post.input += bm.sum(delayed)
+'''
+
+
+@pytest.mark.parametrize("port", ["pre.spike", "delay.delay_target"])
+def test_a_port_on_a_variable_a_delay_also_holds_is_driven(tmp_path: Path, port: str) -> None:
+    """``--port pre.spike`` where ``bm.LengthDelay(self.pre.spike, ...)`` holds that Variable too (as
+    its ``delay_target``), every textbook synapse's spelling (probe N3): main raised BFY900
+    ``KeyError: 'pre.spike'``, the Variable being listed once, under the delay's name. Either name
+    drives it."""
+    generate(tmp_path, "delayed", DELAYED_PRE)
+    result = verify("delayed.py", "delayed_batched.py", "--init", "bp.neurons.LIF(4), bp.neurons.LIF(3), "
+                    "bp.conn.All2All()", "--port", f"{port}=4:bool", "--dt", "0.1", "--steps", "10", "--batch",
+                    "3", "--no-speed", cwd=tmp_path)
+    assert result.returncode == 0 and "BFY900" not in result.stderr, result.stdout + result.stderr
+    row = next(r for r in result.stdout.splitlines() if r.startswith("Syn "))
+    assert row.rstrip().endswith("PASS"), result.stdout
+
+
+OWN_SEEDED_DEFAULT = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Net(bp.DynamicalSystem):
+    def __init__(self, n_in, n, w_init=bp.init.Normal(scale=0.5, seed=456)):
+        super().__init__()
+        self.W = w_init((n_in, n))
+        self.h = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.h.value = bm.tanh(x @ self.W + 0.5 * self.h)
+        return self.h.value
+'''
+
+
+def test_an_original_whose_constructor_is_not_reproducible_is_not_called_a_transformation_bug(tmp_path: Path) -> None:
+    """An initializer with a seed of its own as a default argument draws anew at every build of the
+    original (probe N3, c-xy17/NeuralModeling's ESN): main FAILed the constructor section as a
+    'transformation bug: float64 disagrees too'. Two builds of the original differ: the batched
+    constructor cannot be held to it, said so; the rest is checked through from_model."""
+    generate(tmp_path, "seeded", OWN_SEEDED_DEFAULT)
+    code, payload = verify_json("seeded.py", "seeded_batched.py", "--init", "3, 5", "--input-shape", "x=3",
+                                "--steps", "5", "--batch", "3", "--no-speed", cwd=tmp_path)
+    found = sections(payload)
+    assert code == 0, payload
+    assert "two builds of Net differ" in found["constructor"]["skipped"]
+    assert found["forward"]["ok"] and found["state"]["ok"]
+    # the same model drawing from BrainPy's seeded stream is reproducible: compared, and a planted
+    # constructor bug still fails
+    reproducible = OWN_SEEDED_DEFAULT.replace("w_init=bp.init.Normal(scale=0.5, seed=456)", "w_init=bp.init.Normal(scale=0.5)")
+    generate(tmp_path, "plain", reproducible)
+    code, payload = verify_json("plain.py", "plain_batched.py", "--init", "3, 5", "--input-shape", "x=3",
+                                "--steps", "5", "--batch", "3", "--no-speed", cwd=tmp_path)
+    assert code == 0 and sections(payload)["constructor"]["skipped"] is None and sections(payload)["constructor"]["ok"]
+    planted = tmp_path / "plain_batched.py"
+    text = planted.read_text()
+    assert "self.W = w_init((n_in, n))" in text
+    planted.write_text(text.replace("self.W = w_init((n_in, n))", "self.W = w_init((n_in, n)) * 1.01"))
+    code, payload = verify_json("plain.py", "plain_batched.py", "--init", "3, 5", "--input-shape", "x=3",
+                                "--steps", "5", "--batch", "3", "--no-speed", cwd=tmp_path)
+    assert code == 1 and not sections(payload)["constructor"]["ok"], payload
