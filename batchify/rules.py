@@ -389,7 +389,8 @@ RULES: tuple[Rule, ...] = (
         ('`self.fc = bp.dnn.Dense(...)`, `self.N = bp.dyn.LifRef(...)`, projections (a class of the file '
          "derived from `bp.Projection` too), `bp.VarDelay`, `bm.LengthDelay`, `bp.Sequential`, a model's own "
          '`bm.random.RandomState`; built by a function of the file whose every `return` builds it '
-         '(`self.E2E = _projection(self.E, self.E, w)`)'),
+         '(`self.E2E = _projection(self.E, self.E, w)`), or into a local stored on `self` once (`E = '
+         'bp.neurons.LIF(n); self.E = E`); a slice of one (`self.E[:k]`, a view of its Variables)'),
         ("not re-implemented: `bfy.attach_library(self, batch_size)` keeps the built-ins' "
          'single-example Variables and the batch of their values (`self.library`, a '
          '`bfy.Library`); a Variable of the class given to one (`bm.LengthDelay(self.V, 3)`) is '
@@ -1301,7 +1302,8 @@ RULES: tuple[Rule, ...] = (
         ('`v = self.V` (bound once, at the top of the method) then `v += e`, `return v * 1.0`; `a, '
          'b = self.A, self.B`'),
         ("every use of the alias is the Variable itself (`state.V`, `params.W`), as the original's "
-         'Variable object behaves'),
+         'Variable object behaves; a name a nested function, lambda or comprehension binds for itself '
+         '(`def decay(v): V = v * 0.9`, `[V * 2 for V in xs]`) is its own, not the alias'),
         Case(before=('v = self.V\n'
                      'v += x\n'
                      'return v * 1.0'),
