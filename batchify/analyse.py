@@ -567,12 +567,21 @@ class _ClassScan:
                                   "bm.LengthDelay) and read it in the step (self.delay(step))")
         # Every other Variable construction in the class is unsupported for now.
         for func in self.functions():
+            held_in = containers_held(func)
             for node in walk(func):
                 if type(node) is cst.Call and id(node) not in direct and id(
                         self.a.qualified.replaced.get(node, node)) not in self.a.factory_bodies:
                     qn = self.a.qualified_names(node.func)
                     if qn & (names.STATE_VARIABLES | names.PARAM_VARIABLES):
-                        if func is init or func is reset or any(func is h for h in self.helpers.values()):
+                        if id(node) in held_in:  # `self.ws = {"a": bm.TrainVar(...), ...}`
+                            name, kind = held_in[id(node)]
+                            weights = bool(qn & names.PARAM_VARIABLES)
+                            self.a.report(node, "BFY102", f"self.{name} holds this Variable in a plain {kind}: "
+                                          "batchify follows a Variable by an attribute of its own; give each its "
+                                          f"own attribute (self.{name}_a = ...)" + (
+                                              "" if weights else f", or make self.{name} a bm.VarDict / "
+                                              "bm.VarList of state Variables"))
+                        elif func is init or func is reset or any(func is h for h in self.helpers.values()):
                             # where Variables may be created: this one is not assigned to an attribute
                             self.a.report(node, "BFY102", "this Variable is not assigned directly to an attribute "
                                           "(self.NAME = bm.Variable(...), or v = bm.Variable(...) and then "
@@ -1138,6 +1147,21 @@ class _ClassScan:
                           "Variable cannot take its name (BrainPy refuses it too): rename it")
         elif f.name in STATE_RESERVED:  # the other reserved names are renamed as attributes (`self.state_`)
             self.a.report(target, "BFY010", f"the generated State defines '{f.name}'; rename self.{f.name}")
+
+
+def containers_held(func: cst.FunctionDef) -> dict[int, tuple[str, str]]:
+    """The calls inside a plain dict, list, tuple or set literal assigned to an attribute of ``self``
+    (``self.ws = {"a": bm.TrainVar(...)}``): ``id(call) -> (attribute, "dict" | "list" | ...)``."""
+    me = self_name_of(func)
+    kinds = {cst.Dict: "dict", cst.List: "list", cst.Tuple: "tuple", cst.Set: "set"}
+    found: dict[int, tuple[str, str]] = {}
+    for node in walk(func.body) if me else ():
+        if not (type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) in kinds):
+            continue
+        path = self_path(node.targets[0].target, me)
+        if path and len(path) == 1:
+            found.update((id(n), (path[0], kinds[type(node.value)])) for n in walk(node.value) if type(n) is cst.Call)
+    return found
 
 
 def variable_locals(a: Analysis, func: cst.FunctionDef, me: str) -> dict[str, list[cst.BaseExpression]]:

@@ -70,7 +70,7 @@ CODES: dict[str, Code] = {
     "BFY204": Code("a stateful call or random draw sits where it cannot be moved out of the expression"),
     "BFY205": Code("an unsupported way of writing a Variable"),
     "BFY206": Code("a numpy.random draw in a stepping method (it would run once, when the step is traced)"),
-    "BFY207": Code("an unsupported signature for a stepping method (**kwargs, keyword-only or positional-only)"),
+    "BFY207": Code("an unsupported signature for a stepping method (**kwargs or positional-only)"),
     "BFY208": Code("a property that changes state, or a classmethod or staticmethod that touches it"),
     "BFY209": Code("an attribute is used as a Variable but is not one of the class's Variables"),
     "BFY210": Code("a Python if, while, conditional expression or assert tests a Variable (a traced, per-example value)"),

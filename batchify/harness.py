@@ -111,6 +111,15 @@ def context(ir: ModuleIR, cls: ModelClass, options: HarnessOptions, diagnostics:
             args.append("STEP_INPUT")
         else:
             break  # the rest take their defaults
+    for param in func.params.kwonly_params:  # by name: shared ones get the step, the rest their defaults
+        name = param.name.value
+        if name in ir.shared_args:
+            args.append(f"{name}=t")
+        elif param.default is None:
+            fail(f"harness for {cls.name}: {method}() takes the keyword-only {name} without a default, which "
+                 f"the harness's rollout cannot give (it gives one per-example input); give {name} a default, "
+                 f"or pass it as --shared {name} (the step index)", func)
+            return None
     if per_example != 1:
         fail(f"harness for {cls.name}: {method}() must take exactly one per-example input (the others "
              f"--shared, e.g. a time index); it takes {per_example}")

@@ -134,7 +134,7 @@ RULES: tuple[Rule, ...] = (
         f"{CLASS}.wrapper",
         'stepping methods',
         ('`def update(self, x)`, `def step_run(self, i, x)` with `--shared i`, the old '
-         '`update(self, tdi, x)`'),
+         '`update(self, tdi, x)`, keyword-only parameters (`update(self, x, *, gain=1.0)`, mapped by name)'),
         ('`update = bfy.batched_method("update_pure")`: `jax.vmap` of the pure method over the '
          'state and every per-example argument, with the original\'s signature; `shared=("i",)` '
          'names the arguments every example shares (`tdi`, `_t`, `_dt` always are, and so is an argument '

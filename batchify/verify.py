@@ -125,8 +125,9 @@ def _dtype(name: str):
     return {"bfloat16": jnp.bfloat16}.get(name, np.dtype(name))
 
 
-def make_args(drive: Drive, signature_names: list[str]) -> list[Arg]:
-    """The stepping method's arguments, in signature order, as comparison inputs."""
+def make_args(drive: Drive, signature_names: list[str], keyword_only: frozenset[str] = frozenset()) -> list[Arg]:
+    """The stepping method's arguments, in signature order, as comparison inputs (those named in
+    ``keyword_only`` passed by name)."""
     unknown = sorted(n for n in set(drive.inputs) - set(signature_names) if "." not in n)  # (FUNCTION.NAME: its own)
     if unknown:
         close = difflib.get_close_matches(unknown[0], signature_names, n=1)
@@ -141,7 +142,7 @@ def make_args(drive: Drive, signature_names: list[str]) -> list[Arg]:
         if spec is None:
             gap = True
             continue
-        keyword = name if gap else None
+        keyword = name if gap or name in keyword_only else None
         if spec.kind == "time":
             args.append(Arg(shared=lambda t: t, keyword=keyword))
         elif spec.kind == "clock":
@@ -301,7 +302,8 @@ class Verifier:
         function_inputs |= {p.name for m in drive.methods if m != method and hasattr(original_cls, m)
                             for p in stepping_parameters(original_cls, m)}
         self.args = make_args(replace(drive, inputs={k: v for k, v in drive.inputs.items()
-                                                     if k in names or k not in function_inputs}), names)
+                                                     if k in names or k not in function_inputs}), names,
+                              frozenset(p.name for p in parameters if p.kind is p.KEYWORD_ONLY))
         port_rng = np.random.default_rng(drive.seed + 3)  # its own stream: the inputs' draws stay as they were
         self.ports = [Port(path, random_input(port_rng, spec, drive.batch, drive.steps))
                       for path, spec in sorted(drive.ports.items())]

@@ -754,3 +754,61 @@ def test_a_models_own_reset_given_a_batch_size_resizes_the_batch_as_reset_state_
     assert batched.h.shape == (8, 5) and not np.any(np.asarray(batched.h.value))
     with pytest.raises(TypeError, match=r"ResBatched\.reset\(batch_size=2\.5\): the batch's size"):
         batched.reset(batch_size=2.5)
+
+
+KEYWORD_ONLY = textwrap.dedent('''
+    import brainpy as bp
+    import brainpy.math as bm
+
+
+    class Cell(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.V = bm.Variable(bm.zeros(n))
+
+        def update(self, x, *, gain=1.0, bias=None):
+            b = 0. if bias is None else bias
+            self.V.value = 0.7 * self.V + gain * x + b
+            return self.V.value
+
+
+    class Net(bp.DynSysGroup):
+        def __init__(self, n):
+            super().__init__()
+            self.W = bm.TrainVar(bm.ones((n, n)) * 0.3)
+            self.cell = Cell(n)
+
+        def update(self, x, *, gain):
+            return self.cell(x @ self.W, gain=gain, bias=0.5)
+''')
+
+
+def test_keyword_only_step_parameters_are_mapped_by_name(tmp_path) -> None:
+    """``update(self, x, *, gain)`` (probe N3's KwOnly): main refused it (BFY207). A keyword-only
+    argument is per example (an array with the batch axis) or shared (a Python scalar), as any other
+    argument, and a child's keyword arguments reach its pure method."""
+    import importlib.util
+
+    (tmp_path / "kw.py").write_text(KEYWORD_ONLY)
+    (tmp_path / "kw_batched.py").write_text(transform(KEYWORD_ONLY.encode(), "kw.py", command="batchify").text)
+    generated = load_generated(tmp_path / "kw_batched.py", "kw_batched_keyword_only")
+    spec = importlib.util.spec_from_file_location("kw_original", tmp_path / "kw.py")
+    original = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(original)
+    model = original.Net(3)
+    batched = generated.NetBatched.from_model(model, 2)
+    xs, gains = np.arange(6.0, dtype=np.float32).reshape(2, 3), np.array([1.0, 2.0], np.float32)
+    got = np.asarray(batched.update(jnp.asarray(xs), gain=jnp.asarray(gains)))
+    want = []
+    for e in range(2):
+        model.cell.V.value = bm.zeros(3)
+        want.append(np.asarray(model.update(bm.asarray(xs[e]), gain=float(gains[e]))))
+    np.testing.assert_allclose(got, np.stack(want), rtol=1e-6)
+    assert batched.update(jnp.asarray(xs), gain=3.0).shape == (2, 3)  # a Python scalar: every example's
+
+
+def test_a_keyword_only_parameter_without_default_is_refused_by_the_harness_unless_shared() -> None:
+    with pytest.raises(Exception) as caught:
+        transform(KEYWORD_ONLY.encode(), "kw.py", command="batchify", classes=["Net"],
+                  harness=HarnessOptions())
+    assert "BFY013" in str(caught.value) and "keyword-only gain without a default" in str(caught.value)

@@ -165,3 +165,31 @@ def test_a_function_that_only_builds_a_builtin_stands_for_it(tmp_path: Path) -> 
                              "--init", "", "--shared", "i_ext=20.0", "--steps", "20", "--no-speed"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("held, state", [("{'a': bm.TrainVar(bm.ones((n, n))), 'b': bm.TrainVar(bm.ones(n))}", False),
+                                         ("[bm.Variable(bm.zeros(n)), bm.Variable(bm.zeros(n))]", True)])
+def test_variables_in_a_plain_container_are_refused_naming_the_container(held: str, state: bool) -> None:
+    """``self.ws = {'a': bm.TrainVar(...), ...}`` (probe N3): main said 'not assigned directly to an
+    attribute ... v used for nothing else', which names neither the container nor a way out."""
+    source = textwrap.dedent(f'''
+        import brainpy as bp
+        import brainpy.math as bm
+
+
+        class Held(bp.DynamicalSystem):
+            def __init__(self, n):
+                super().__init__()
+                self.ws = {held}
+                self.v = bm.Variable(bm.zeros(n))
+
+            def update(self, x):
+                self.v.value = 0.9 * self.v + x
+                return self.v.value
+    ''')
+    with pytest.raises(BatchifyError) as caught:
+        transform(source.encode(), "held.py", command="batchify")
+    found = [d for d in caught.value.diagnostics if d.code == "BFY102"]
+    kind = "list" if state else "dict"
+    assert len(found) == 2 and all(f"self.ws holds this Variable in a plain {kind}" in d.message for d in found)
+    assert all(("bm.VarDict / bm.VarList" in d.message) == state for d in found)

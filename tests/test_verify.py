@@ -1063,3 +1063,15 @@ def test_an_original_whose_constructor_is_not_reproducible_is_not_called_a_trans
     code, payload = verify_json("plain.py", "plain_batched.py", "--init", "3, 5", "--input-shape", "x=3",
                                 "--steps", "5", "--batch", "3", "--no-speed", cwd=tmp_path)
     assert code == 1 and not sections(payload)["constructor"]["ok"], payload
+
+
+def test_a_keyword_only_step_input_is_driven_by_name(tmp_path: Path) -> None:
+    """``--input-shape gain=1`` for ``update(self, x, *, gain)``: main's verify passed it by position
+    (BFY900 'takes 2 positional arguments but 4 were given') once the transform took the method."""
+    from test_runtime import KEYWORD_ONLY
+
+    generate(tmp_path, "kw", KEYWORD_ONLY, "--class", "Net")
+    result = verify("kw.py", "kw_batched.py", "--class", "Net", "--init", "3", "--input-shape", "x=3",
+                    "--input-shape", "gain=1", "--steps", "5", "--strict", "--no-speed", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "gradient non-zero 1/1" in result.stdout

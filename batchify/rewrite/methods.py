@@ -1534,8 +1534,8 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     self_name = self_name_of(func) or "self"
     ctx = Context(ir, cls, method, self_name, ns.fresh("params"), ns.fresh("state"), ns)
     func = drop_unused_star_params(func)
-    if func.params.kwonly_params or func.params.star_kwarg is not None or func.params.posonly_params:
-        ctx.report(func.name, "BFY207", f"{method.name}() has **kwargs, keyword-only or positional-only "
+    if func.params.star_kwarg is not None or func.params.posonly_params:
+        ctx.report(func.name, "BFY207", f"{method.name}() has **kwargs or positional-only "
                    "parameters; give the stepping method plain parameters (and *args if need be)")
     if method.kind == "property" and method.name in cls.readers:
         pass  # read in place where it is used (``property_read``): its pure twin, without @property
