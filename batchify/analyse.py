@@ -578,7 +578,7 @@ class _ClassScan:
                             weights = bool(qn & names.PARAM_VARIABLES)
                             self.a.report(node, "BFY102", f"self.{name} holds this Variable in a plain {kind}: "
                                           "batchify follows a Variable by an attribute of its own; give each its "
-                                          f"own attribute (self.{name}_a = ...)" + (
+                                          f"own attribute (self.{name}_0 = ...)" + (
                                               "" if weights else f", or make self.{name} a bm.VarDict / "
                                               "bm.VarList of state Variables"))
                         elif func is init or func is reset or any(func is h for h in self.helpers.values()):
@@ -1134,6 +1134,17 @@ class _ClassScan:
             if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in self.models:
                 self.a.report(node, "BFY105", f"self.{name} holds models in a container; "
                               "assign each child model to its own attribute")
+                return
+        kinds = {cst.List: "list", cst.Tuple: "tuple", cst.Set: "set", cst.Dict: "dict"}
+        for node in walk(value) if type(value) in kinds else ():
+            # `self.pops = [bp.neurons.LIF(n), ...]`: BrainPy's own node walk does not see into a plain
+            # list either; the step would run them as they are, one example's, for the whole batch
+            if type(node) is cst.Call and (any(names.is_library(q) for q in self.a.qualified_names(node.func)) or (
+                    type(node.func) is cst.Name and node.func.value in self.library_classes)):
+                self.a.report(node, "BFY105", f"self.{name} holds BrainPy built-ins in a plain {kinds[type(value)]}, "
+                              "which batchify (and BrainPy's own walk of the model's nodes) does not look into: the "
+                              "step would run them unbatched; assign each to an attribute of its own "
+                              f"(self.{name}_0 = ...), or chain layers in a bp.Sequential")
                 return
 
     def add_field(self, f: Field, target: cst.CSTNode) -> None:

@@ -313,3 +313,31 @@ def test_a_slice_of_a_built_in_passes_verify(tmp_path: Path) -> None:
                               "--steps", "30", "--strict", "--no-speed"], capture_output=True, text=True, timeout=900)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert next(r for r in checked.stdout.splitlines() if r.startswith("ViewNet ")).rstrip().endswith("PASS")
+
+
+@pytest.mark.parametrize("held", ["[bp.neurons.LIF(n, tau=20.), bp.neurons.LIF(n, tau=10.)]",
+                                  "{'fast': bp.dnn.Dense(n, n), 'slow': bp.dnn.Dense(n, n)}"])
+def test_built_ins_in_a_plain_container_are_refused(tmp_path: Path, held: str) -> None:
+    """``self.pops = [bp.neurons.LIF(n), ...]``: main transformed it with exit 0 into a class that
+    batched nothing (the step ran both neurons as they were, one example's); now BFY105 at the built-in."""
+    src = tmp_path / "pops.py"
+    src.write_text(f'''import brainpy as bp
+
+
+class Net(bp.DynSysGroup):
+    def __init__(self, n):
+        super().__init__()
+        self.pops = {held}
+
+    def update(self, x):
+        for p in self.pops:
+            x = p(x)
+        return x
+''')
+    result = subprocess.run([sys.executable, "-m", "batchify", str(src), "-o", str(tmp_path / "out.py")],
+                            capture_output=True, text=True)
+    assert result.returncode == 1, result.stderr
+    kind, column = ("list", 22) if held.startswith("[") else ("dict", 30)  # at the first built-in
+    assert f"pops.py:7:{column}: BFY105 self.pops holds BrainPy built-ins in a plain {kind}" in result.stderr, (
+        result.stderr)
+    assert not (tmp_path / "out.py").exists()
