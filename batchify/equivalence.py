@@ -138,6 +138,10 @@ class Strength:
     # touch at all (another method's readout) is in neither: nothing to check here.
     weights_without_gradient: list[str] = field(default_factory=list)
     weights_outside_loss: list[str] = field(default_factory=list)
+    # Weights only reset_state reads: their gradient compared through the reset (``weights_through_reset``),
+    # or not (``weights_reset_unchecked``: a reset drawing random numbers)
+    weights_through_reset: list[str] = field(default_factory=list)
+    weights_reset_unchecked: list[str] = field(default_factory=list)
     functions_alike: list[str] = field(default_factory=list)  # --function losses equal for every example
     functions_without_gradient: list[str] = field(default_factory=list)  # --function gradients all zero
     # Lines of the user's code with a choice on them (a comparison, where, max/min, cond, while; see
@@ -193,6 +197,10 @@ class Strength:
                            f"the step's float outputs, which the gradient check's loss is made of (only the "
                            f"state, or nothing); return what {'it feeds' if one else 'they feed'} from the step to "
                            f"check {'it' if one else 'them'}")
+        if self.weights_reset_unchecked:
+            names, one = ", ".join(self.weights_reset_unchecked), len(self.weights_reset_unchecked) == 1
+            reasons.append(f"the gradient of {names} was not checked: only reset_state reads {'it' if one else 'them'}, "
+                           "and it draws random numbers, which the check through the reset does not line up")
         if self.untaken:
             count, shown = len(self.untaken), "; ".join(self.untaken[:3]) + ("; ..." if len(self.untaken) > 3 else "")
             reasons.append(f"a choice in the model's code went one way only in {steps} steps ({count} of the "
@@ -219,7 +227,9 @@ class Strength:
         if self.weights and self.weights_with_gradient is not None:
             parts.append(f"gradient non-zero {self.weights_with_gradient}/{self.weights}"
                          + (f" ({len(self.weights_outside_loss)} not reaching the float outputs)"
-                            if self.weights_outside_loss else ""))
+                            if self.weights_outside_loss else "")
+                         + (f" ({', '.join(self.weights_through_reset)} through reset_state)"
+                            if self.weights_through_reset else ""))
         elif self.weights:  # (skipped: the section says why)
             parts.append(f"gradients of the {self.weights} weight{'s' if self.weights > 1 else ''} not compared")
         if self.defaults_only:

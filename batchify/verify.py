@@ -50,6 +50,7 @@ from batchify.equivalence import (  # noqa: E402
     call,
     clear_inputs,
     compare,
+    declares_random,
     draws_randomly,
     first_divergences,
     own_reset,
@@ -630,13 +631,15 @@ class Verifier:
 
         # Through the original, one example at a time, with bm.grad.
         paths = sorted(weights)
-        per_example = []
+        per_example, losses = [], []
         for e in range(d.batch):
             restore(model, starts[e])
             if self.random:
                 seed_example(model, d.seed, e, initial)
 
-            def original_loss(e=e):
+            def original_loss(e=e, reset=False):
+                if reset:  # the harness's rollouts start so: a weight reset_state reads gets its gradient there
+                    own_reset(model)
                 outs = []
                 for t in range(d.steps):
                     tick(d.dt, t)
@@ -659,6 +662,7 @@ class Verifier:
                            "not work for lax.while_loop, which bm.while_loop runs); its gradients cannot be compared")
                 return [Section("grad/example", skipped=skipped), Section("grad/mean", skipped=skipped)]
             per_example.append({p: np.asarray(g) for p, g in zip(paths, grads)})
+            losses.append(original_loss)
         restore(model, initial)
         bm.random.DEFAULT.value = global_key
         strength.weights_with_gradient = sum(any(np.any(g[p] != 0) for g in per_example) for p in paths)
@@ -698,6 +702,7 @@ class Verifier:
 
         in_axes = (None, 0, *([0] * len(per_example_inputs)))
         zero = [p for p in paths if not any(np.any(g[p] != 0) for g in per_example)]
+        outside = []
         if zero:  # read through a branch the inputs never took, or not reaching the loss at all?
             read = dict(param_items(read_leaves(lambda p: jnp.sum(jax.vmap(example_loss, in_axes=in_axes)(
                 p, state0, *per_example_inputs)), params)))
@@ -719,6 +724,41 @@ class Verifier:
             compare(rep_each, f"gradient {p}", None, want_each, np.asarray(each[p]), d.rtol * 10, d.atol * 10)
             compare(rep_mean, f"gradient {p} (mean)", None, want_each.mean(0), np.asarray(mean[p]),
                     d.rtol * 10, d.atol * 10, scale=np.abs(want_each).mean(0))
+
+        # A weight the steps never read but reset_state does (`self.h.value = bm.tanh(self.h0)`): its
+        # gradient comes through the reset every harness rollout starts from. Compared so, from the
+        # same starts reset: the original's own reset_state under bm.grad, the pure reset_example.
+        unchecked = [p for p in outside if p not in strength.weights_outside_loss]
+        reset = getattr(self.original_cls, "reset_state", None)
+        own = reset is not None and not getattr(reset, "__module__", "").startswith(("brainpy", "brainstate"))
+        if unchecked and own and hasattr(batched, "reset_example"):
+            def reset_loss(p, state, *xs):
+                return example_loss(p, batched.reset_example(p, state), *xs)
+
+            read = dict(param_items(read_leaves(lambda p: jnp.sum(jax.vmap(reset_loss, in_axes=in_axes)(
+                p, state0, *per_example_inputs)), params)))
+            through = [p for p in unchecked if read.get(p, False)]
+            if through and declares_random(self.batched_cls):  # draws in the reset: keys not lined up here
+                strength.weights_reset_unchecked = through
+            elif through:
+                want = []
+                for e in range(d.batch):
+                    restore(model, starts[e])
+                    grads = bm.grad(functools.partial(losses[e], reset=True), grad_vars=[weights[p] for p in through])()
+                    want.append({p: np.asarray(g) for p, g in zip(through, grads)})
+                restore(model, initial)
+                got_each = dict(param_items(jax.vmap(jax.grad(reset_loss), in_axes=in_axes)(
+                    params, state0, *per_example_inputs)))
+                got_mean = dict(param_items(jax.grad(lambda p: jnp.mean(jax.vmap(reset_loss, in_axes=in_axes)(
+                    p, state0, *per_example_inputs)))(params)))
+                for p in through:
+                    want_each = np.stack([g[p] for g in want])
+                    compare(rep_each, f"gradient {p} (through reset_state)", None, want_each, np.asarray(got_each[p]),
+                            d.rtol * 10, d.atol * 10)
+                    compare(rep_mean, f"gradient {p} (through reset_state, mean)", None, want_each.mean(0),
+                            np.asarray(got_mean[p]), d.rtol * 10, d.atol * 10, scale=np.abs(want_each).mean(0))
+                strength.weights_through_reset = through
+                strength.weights_with_gradient += sum(any(np.any(g[p] != 0) for g in want) for p in through)
         return [section_from(rep_each, "grad/example", lambda q: True),
                 section_from(rep_mean, "grad/mean", lambda q: True)]
 

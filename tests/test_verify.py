@@ -1075,3 +1075,46 @@ def test_a_keyword_only_step_input_is_driven_by_name(tmp_path: Path) -> None:
                     "--input-shape", "gain=1", "--steps", "5", "--strict", "--no-speed", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "gradient non-zero 1/1" in result.stdout
+
+
+LEARNED_START = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class LearnedStart(bp.DynamicalSystem):
+    def __init__(self, n_in, n_hid):
+        super().__init__()
+        self.w_in = bm.TrainVar(bm.random.normal(0., 0.5, (n_in, n_hid)))
+        self.w_rec = bm.TrainVar(bm.random.normal(0., 0.3, (n_hid, n_hid)))
+        self.h0 = bm.TrainVar(bm.random.normal(0., 0.5, (n_hid,)))
+        self.h = bm.Variable(bm.zeros(n_hid))
+        self.reset_state()
+
+    def reset_state(self, batch_size=None):
+        self.h.value = bm.tanh(self.h0.value)
+
+    def update(self, x):
+        self.h.value = bm.tanh(x @ self.w_in + self.h @ self.w_rec)
+        return self.h.value
+'''
+
+
+def test_a_weight_only_reset_state_reads_has_its_gradient_checked_through_the_reset(tmp_path: Path) -> None:
+    """A learned initial state (``h = tanh(h0)`` in reset_state; probe N3): the gradient check starts
+    from given states, so main never compared h0's gradient (PASS, 'gradient non-zero 2/3'), and a
+    batched reset that drops it (``stop_gradient``: the same values) passed. Every harness rollout
+    starts from that reset. Now compared through it, and the planted bug fails."""
+    generate(tmp_path, "start", LEARNED_START)
+    args = ["--init", "3, 4", "--input-shape", "x=3", "--steps", "5", "--strict", "--no-speed"]
+    result = verify("start.py", "start_batched.py", *args, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "gradient non-zero 3/3 (h0 through reset_state)" in result.stdout, result.stdout
+    planted = tmp_path / "start_batched.py"
+    text = planted.read_text()
+    assert "state = state._replace(h=bm.tanh(params.h0))" in text
+    planted.write_text(text.replace("bm.tanh(params.h0)", "bm.tanh(jax.lax.stop_gradient(params.h0))"))
+    code, payload = verify_json("start.py", "start_batched.py", *args, cwd=tmp_path)
+    found = sections(payload)
+    assert code == 1 and found["forward"]["ok"] and found["reset"]["ok"], payload
+    assert not found["grad/example"]["ok"] and not found["grad/mean"]["ok"]
+    assert any("h0 (through reset_state" in m["quantity"] for m in found["grad/example"]["mismatches"])
