@@ -142,6 +142,7 @@ class Strength:
     # or not (``weights_reset_unchecked``: a reset drawing random numbers)
     weights_through_reset: list[str] = field(default_factory=list)
     weights_reset_unchecked: list[str] = field(default_factory=list)
+    reset_unchecked_why: str = ""
     functions_alike: list[str] = field(default_factory=list)  # --function losses equal for every example
     functions_without_gradient: list[str] = field(default_factory=list)  # --function gradients all zero
     # Lines of the user's code with a choice on them (a comparison, where, max/min, cond, while; see
@@ -200,7 +201,7 @@ class Strength:
         if self.weights_reset_unchecked:
             names, one = ", ".join(self.weights_reset_unchecked), len(self.weights_reset_unchecked) == 1
             reasons.append(f"the gradient of {names} was not checked: only reset_state reads {'it' if one else 'them'}, "
-                           "and it draws random numbers, which the check through the reset does not line up")
+                           f"and {self.reset_unchecked_why}")
         if self.untaken:
             count, shown = len(self.untaken), "; ".join(self.untaken[:3]) + ("; ..." if len(self.untaken) > 3 else "")
             reasons.append(f"a choice in the model's code went one way only in {steps} steps ({count} of the "

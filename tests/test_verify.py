@@ -1118,3 +1118,17 @@ def test_a_weight_only_reset_state_reads_has_its_gradient_checked_through_the_re
     assert code == 1 and found["forward"]["ok"] and found["reset"]["ok"], payload
     assert not found["grad/example"]["ok"] and not found["grad/mean"]["ok"]
     assert any("h0 (through reset_state" in m["quantity"] for m in found["grad/example"]["mismatches"])
+
+
+def test_a_weight_only_a_random_reset_reads_is_weak_saying_why(tmp_path: Path) -> None:
+    """The reset draws each example's noise from keys this check does not line up with the original's:
+    the gradient through it is not compared, and the run says so (WEAK), not PASS."""
+    noisy = LEARNED_START.replace("self.h.value = bm.tanh(self.h0.value)",
+                                  "self.h.value = bm.tanh(self.h0.value) + bm.random.normal(0., 0.01, self.h.shape)")
+    assert noisy != LEARNED_START
+    generate(tmp_path, "noisy", noisy)
+    result = verify("noisy.py", "noisy_batched.py", "--init", "3, 4", "--input-shape", "x=3", "--steps", "5",
+                    "--no-speed", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert next(r for r in result.stdout.splitlines() if r.startswith("LearnedStart ")).rstrip().endswith("WEAK")
+    assert "the gradient of h0 was not checked: only reset_state reads it, and it draws random numbers" in result.stdout
