@@ -902,13 +902,16 @@ class _ClassScan:
             if not (type(node) is cst.Assign and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name
                     and type(node.value) is cst.Call and counts.get(node.targets[0].target.value) == 1):
                 continue
-            func_ = node.value.func
-            if any(names.is_library(q) for q in self.a.qualified_names(func_)) or (
-                    type(func_) is cst.Name and func_.value in self.library_classes):
+            if self.builds_builtin(node.value):
                 found[node.targets[0].target.value] = node.value
         stored = [n.value.value for n in nodes if type(n) is cst.Assign and type(n.value) is cst.Name
                   and n.value.value in found and any(self_path(t.target, me) for t in n.targets)]
         return {name: call for name, call in found.items() if stored.count(name) == 1}
+
+    def builds_builtin(self, call: cst.Call) -> bool:
+        """``call`` constructs a BrainPy built-in, or a class of the file derived from one."""
+        return any(names.is_library(q) for q in self.a.qualified_names(call.func)) or (
+            type(call.func) is cst.Name and call.func.value in self.library_classes)
 
     def classify(self, name: str, value: cst.BaseExpression, target: cst.CSTNode, direct: set[int]) -> None:
         if type(value) is cst.IfExp:  # `A(n) if c else None`: each branch is a path of its own
@@ -1135,13 +1138,12 @@ class _ClassScan:
                 self.a.report(node, "BFY105", f"self.{name} holds models in a container; "
                               "assign each child model to its own attribute")
                 return
-        kinds = {cst.List: "list", cst.Tuple: "tuple", cst.Set: "set", cst.Dict: "dict"}
-        for node in walk(value) if type(value) in kinds else ():
+        for node in walk(value) if type(value) in CONTAINER_KINDS else ():
             # `self.pops = [bp.neurons.LIF(n), ...]`: BrainPy's own node walk does not see into a plain
             # list either; the step would run them as they are, one example's, for the whole batch
-            if type(node) is cst.Call and (any(names.is_library(q) for q in self.a.qualified_names(node.func)) or (
-                    type(node.func) is cst.Name and node.func.value in self.library_classes)):
-                self.a.report(node, "BFY105", f"self.{name} holds BrainPy built-ins in a plain {kinds[type(value)]}, "
+            if type(node) is cst.Call and self.builds_builtin(node):
+                self.a.report(node, "BFY105", f"self.{name} holds BrainPy built-ins in a plain "
+                              f"{CONTAINER_KINDS[type(value)]}, "
                               "which batchify (and BrainPy's own walk of the model's nodes) does not look into: the "
                               "step would run them unbatched; assign each to an attribute of its own "
                               f"(self.{name}_0 = ...), or chain layers in a bp.Sequential")
@@ -1160,18 +1162,22 @@ class _ClassScan:
             self.a.report(target, "BFY010", f"the generated State defines '{f.name}'; rename self.{f.name}")
 
 
+# Plain Python containers written as literals, by what a message calls them.
+CONTAINER_KINDS = {cst.List: "list", cst.Tuple: "tuple", cst.Set: "set", cst.Dict: "dict"}
+
+
 def containers_held(func: cst.FunctionDef) -> dict[int, tuple[str, str]]:
     """The calls inside a plain dict, list, tuple or set literal assigned to an attribute of ``self``
     (``self.ws = {"a": bm.TrainVar(...)}``): ``id(call) -> (attribute, "dict" | "list" | ...)``."""
     me = self_name_of(func)
-    kinds = {cst.Dict: "dict", cst.List: "list", cst.Tuple: "tuple", cst.Set: "set"}
     found: dict[int, tuple[str, str]] = {}
     for node in walk(func.body) if me else ():
-        if not (type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) in kinds):
+        if not (type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) in CONTAINER_KINDS):
             continue
         path = self_path(node.targets[0].target, me)
         if path and len(path) == 1:
-            found.update((id(n), (path[0], kinds[type(node.value)])) for n in walk(node.value) if type(n) is cst.Call)
+            kind = CONTAINER_KINDS[type(node.value)]
+            found.update((id(n), (path[0], kind)) for n in walk(node.value) if type(n) is cst.Call)
     return found
 
 

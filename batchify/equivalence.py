@@ -139,7 +139,8 @@ class Strength:
     weights_without_gradient: list[str] = field(default_factory=list)
     weights_outside_loss: list[str] = field(default_factory=list)
     # Weights only reset_state reads: their gradient compared through the reset (``weights_through_reset``),
-    # or not (``weights_reset_unchecked``: a reset drawing random numbers)
+    # or not (``weights_reset_unchecked``, ``reset_unchecked_why`` saying why: a reset drawing random
+    # numbers, or one bm.grad cannot take)
     weights_through_reset: list[str] = field(default_factory=list)
     weights_reset_unchecked: list[str] = field(default_factory=list)
     reset_unchecked_why: str = ""
