@@ -39,6 +39,17 @@ def in_place_method(attr_name: str) -> bool:
                                            and attr_name not in FILL_METHODS and attr_name not in ZERO_METHODS)
 
 
+@dataclass(frozen=True)
+class ArgumentUse:
+    """What a model's method does with its parameters, for a parent handing it a Variable
+    (``self.proj(x, self.I)``): the batched method is handed each example's value, an array."""
+
+    name: str  # as messages show it: ``Proj.update()``
+    method: cst.FunctionDef
+    changed: frozenset[str]  # changed in place: ``out += e``, ``out.value = e``, ``out[i] = e``
+    value_read: frozenset[str]  # read as ``out.value``
+
+
 @dataclass
 class Known:
     """The Variables a method of one class can reach by a ``self`` path."""
@@ -54,6 +65,8 @@ class Known:
     gathered: dict[str, str] = field(default_factory=dict)
     # What each method hands out as the Variable object (``return self.h``), for a parent's calls.
     returns: dict[str, list[list[str]]] = field(default_factory=dict)
+    # What each method does with its parameters, for a parent's calls (``self.proj(x, self.I)``).
+    steps: dict[str, ArgumentUse] = field(default_factory=dict)
 
     def variable(self, path: list[str]) -> bool:
         if not path:
@@ -417,8 +430,12 @@ class Normaliser:
         if type(func) is cst.Attribute:
             name = func.attr.value
             return (name in FILL_METHODS or name in ZERO_METHODS or in_place_method(name) or name == "fill_diagonal"
-                    or f"self.{name}" in self.helpers)
+                    or f"self.{name}" in self.helpers or self.hands_child_a_variable(call))
         return False
+
+    def hands_child_a_variable(self, call: cst.Call) -> bool:
+        return self.child_step(call) is not None and any(
+            self.known.variable(self_path(arg.value, self.me) or []) for arg in call.args)
 
     def self_as_body(self, call: cst.Call) -> bool:
         """``bm.for_loop(self, xs)``: the model itself as the loop's body, called every step."""
@@ -932,11 +949,11 @@ class Normaliser:
                         f"is read after self.{path[0]} is written in the loop: the original's '{target.value}' sees "
                         f"the new value, batchify's would see the old; read self.{path[0]}[...] itself there")
 
-    # -- helpers that change their argument -----------------------------------------------------
+    # -- helpers and children's steps that change their argument -------------------------------
     def mutated_params(self, helper: cst.FunctionDef, seen: frozenset[str] = frozenset()) -> set[str]:
         """Parameters of a same-file helper that its body changes in place (``var += e`` and the like)."""
-        params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
-        written = self.names_written_through(helper) & set(params)
+        params = param_names(helper.params)
+        written = self.names_written_through(helper) & params
         for node in walk(helper.body):
             if type(node) is cst.Call:
                 callee = self.helper_of(node)
@@ -947,12 +964,34 @@ class Normaliser:
                             written.add(name.value)
         return written
 
+    def argument_use(self, func: cst.FunctionDef, name: str) -> ArgumentUse:
+        params = param_names(func.params)
+        value_read = {n.value.value for n in walk(func.body) if type(n) is cst.Attribute and n.attr.value == "value"
+                      and type(n.value) is cst.Name and n.value.value in params}
+        return ArgumentUse(name, func, frozenset(self.mutated_params(func)), frozenset(value_read))
+
     def helper_of(self, call: cst.Call) -> cst.FunctionDef | None:
         func = call.func
         if type(func) is cst.Name:
             return self.helpers.get(func.value)
         path = self_path(func, self.me)
         return self.helpers.get(f"self.{path[0]}") if path and len(path) == 1 else None
+
+    def child_step(self, call: cst.Call) -> ArgumentUse | None:
+        """``self.proj(x)`` (its ``__call__``, else ``update``) or ``self.net.proj.read(x)``: the
+        method of a child model of the file the call runs."""
+        path = self_path(call.func, self.me)
+        if not path or len(path) < (1 if path[-1] in self.known.children else 2):
+            return None
+        known = self.known
+        for name in path[:-1]:
+            if name not in known.children:
+                return None
+            known = known.children[name]
+        if path[-1] in known.children:
+            steps = known.children[path[-1]].steps
+            return steps.get("__call__") or steps.get("update")
+        return known.steps.get(path[-1])
 
     @staticmethod
     def arguments(call: cst.Call, helper: cst.FunctionDef) -> list[tuple[str, cst.BaseExpression]]:
@@ -971,27 +1010,30 @@ class Normaliser:
         return out
 
     def check_helper_call(self, call: cst.Call) -> None:
+        """A Variable handed to a helper of the file or to a child model's method: the batched code
+        hands over each example's value, an array, so a change in place or a ``.value`` there would
+        not mean what it meant."""
         helper = self.helper_of(call)
-        if helper is None:
-            return
-        changed = self.mutated_params(helper)
-        params = {p.name.value for p in (*helper.params.posonly_params, *helper.params.params)}
-        value_read = {n.value.value for n in walk(helper.body) if type(n) is cst.Attribute and n.attr.value == "value"
-                      and type(n.value) is cst.Name and n.value.value in params}
-        for param, arg in self.arguments(call, helper):
+        if helper is not None:
+            use, receiver = self.argument_use(helper, f"{helper.name.value}()"), "a helper"
+        else:
+            use, receiver = self.child_step(call), "a child's step"
+            if use is None:
+                return
+        for param, arg in self.arguments(call, use.method):
             path = self_path(arg, self.me)
             if path is None or not self.known.variable(path):
                 continue
             dotted = ".".join(path)
-            if param in changed:
-                self.report(arg, "BFY213", f"{helper.name.value}() changes its argument '{param}' in place, and "
+            if param in use.changed:
+                self.report(arg, "BFY213", f"{use.name} changes its argument '{param}' in place, and "
                             f"is given self.{dotted}: the Variable would be changed behind batchify's "
-                            f"back; return the new value from {helper.name.value}() and assign it "
+                            f"back; return the new value from {use.name} and assign it "
                             f"(self.{dotted}.value = ...)")
-            elif param in value_read:  # the batched code hands over each example's value, an array
-                self.report(arg, "BFY213", f"{helper.name.value}() reads {param}.value, and is given self.{dotted}, "
-                            f"the Variable object; batchify hands a helper each example's value, which has no "
-                            f".value. Read '{param}' itself in {helper.name.value}() ({param}.value -> {param}: a "
+            elif param in use.value_read:  # the batched code hands over each example's value, an array
+                self.report(arg, "BFY213", f"{use.name} reads {param}.value, and is given self.{dotted}, "
+                            f"the Variable object; batchify hands {receiver} each example's value, which has "
+                            f"no .value. Read '{param}' itself in {use.name} ({param}.value -> {param}: a "
                             f"Variable computes as its value, so the original keeps its meaning)")
 
 

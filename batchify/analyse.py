@@ -844,7 +844,9 @@ class _ClassScan:
                     if source:
                         # (`.value` would hand the child a constant: no gradient, or the value when built)
                         weight = kinds[source] == "param"
-                        keeps = "keeps its gradient" if weight else "reads its current value"
+                        keeps = "keeps its gradient" if weight else ("reads its current value (a child that "
+                                                                     "changes it returns the new value, for this "
+                                                                     "class to assign)")
                         instead = "a constant, without gradient" if weight else "the value it had when built"
                         self.a.report(arg.value, "BFY213", f"{node.func.value}(...) is given the {what(source)} "
                                       f"self.{source} itself: the child would read it from the object in its step "
@@ -1761,13 +1763,17 @@ def check_shared_names(a: Analysis, ir: ModuleIR, shared: Iterable[str]) -> None
 
 def known_variables(ir: ModuleIR, cls: ModelClass) -> Known:
     """The Variables ``cls``'s methods reach by ``self`` paths: its fields, its children's, built-ins;
-    and, of a child, what its methods hand out as the Variable object (``return self.h``)."""
+    and, of a child, what its methods hand out as the Variable object (``return self.h``) and do with
+    their parameters (a Variable handed to ``self.proj(x, self.I)``)."""
     known = Known({f.name for f in ir.all_fields(cls)},
                   {ch: known_variables(ir, c) for ch, c in ir.child_map(cls).items()},
                   set(ir.all_libraries(cls)), {f.name for f in ir.all_fields(cls) if f.container == "list"},
                   {f.name for f in ir.all_fields(cls) if f.container == "dict"},
                   *ir.all_model_sequences(cls))
-    for name, method in ir.all_methods(cls).items():
+    methods = ir.all_methods(cls)
+    helpers = {**{s.name.value: s for s in ir.module.body if type(s) is cst.FunctionDef},
+               **{f"self.{m}": meth.node for m, meth in methods.items()}}
+    for name, method in methods.items():
         me = self_name_of(method.node) if method.kind == "method" else None
         if me is None:
             continue
@@ -1775,6 +1781,9 @@ def known_variables(ir: ModuleIR, cls: ModelClass) -> Known:
         returned = follower.returned_variables(method.node)
         if returned:
             known.returns[name] = returned
+        if len(method.node.params.params) + len(method.node.params.kwonly_params) > 1:  # beyond self
+            reader = Normaliser(me, known, helpers, lambda *_: None, lambda *_: None)  # its own helpers
+            known.steps[name] = reader.argument_use(method.node, f"{cls.name}.{name}()")
     return known
 
 

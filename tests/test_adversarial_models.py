@@ -2145,3 +2145,72 @@ def test_a_method_reading_state_into_numpy_is_kept_as_a_host_helper(tmp_path) ->
     model.update(bm.ones((2, 3)))
     assert model.state_dict()["A"].shape == (2, 3)
     np.testing.assert_allclose(model.state_dict()["A"], np.ones((2, 3)))
+
+
+CHILD_WRITES_ARGUMENT = """import brainpy as bp
+import brainpy.math as bm
+
+
+class Proj(bp.DynamicalSystem):
+    def __init__(self, n_in, n):
+        super().__init__()
+        self.w = bm.TrainVar(bm.random.normal(size=(n_in, n)) * 0.3)
+
+    def update(self, x, out):
+        out += x @ self.w
+
+    def read(self, x, out):
+        return x @ self.w + out.value
+
+
+class Pop(bp.DynamicalSystem):
+    def __init__(self, n_in, n):
+        super().__init__()
+        self.I = bm.Variable(bm.zeros(n))
+        self.v = bm.Variable(bm.zeros(n))
+        self.proj = Proj(n_in, n)
+
+    def update(self, x):
+        CALL
+        self.v.value = 0.8 * self.v + self.I
+        self.I.value = bm.zeros_like(self.I)
+        return self.v.value
+"""
+
+
+@pytest.mark.parametrize("write", ["out += x @ self.w", "out.value += x @ self.w", "out.value = out + x @ self.w",
+                                   "out[:] = out + x @ self.w", "out.update(out + x @ self.w)"])
+@pytest.mark.parametrize("call", ["self.proj(x, self.I)", "self.proj.update(x, out=self.I)"])
+def test_a_child_step_changing_a_variable_it_is_handed_is_refused(write: str, call: str) -> None:
+    """A child model's step that writes the Variable a parent hands it (the advice of BFY213 for a
+    Variable handed to a child's constructor, followed for a written one: probe N4A). The batched
+    child is handed each example's value, so the write was lost. main: exit 0, the generated child
+    `out += x @ params.w` (a local rebound), and verify FAILed the model as a transformation bug."""
+    source = CHILD_WRITES_ARGUMENT.replace("out += x @ self.w", write).replace("CALL", call)
+    with pytest.raises(BatchifyError) as error:
+        transform(source.encode(), "child.py", command="batchify")
+    column = call.index("self.I") + 9
+    assert (f"child.py:25:{column}: BFY213 Proj.update() changes its argument 'out' in place, and is given "
+            "self.I: the Variable would be changed behind batchify's back; return the new value from "
+            "Proj.update() and assign it (self.I.value = ...)") in str(error.value)
+
+
+def test_a_child_step_reading_value_of_a_variable_it_is_handed_is_refused() -> None:
+    """main: exit 0, then AttributeError in the batched child ('has no attribute value')."""
+    source = CHILD_WRITES_ARGUMENT.replace("CALL", "self.I.value = self.proj.read(x, self.I)")
+    with pytest.raises(BatchifyError) as error:
+        transform(source.encode(), "child.py", command="batchify")
+    assert ("child.py:25:42: BFY213 Proj.read() reads out.value, and is given self.I, the Variable object; "
+            "batchify hands a child's step each example's value, which has no .value. Read 'out' itself in "
+            "Proj.read() (out.value -> out: a Variable computes as its value, so the original keeps its "
+            "meaning)") in str(error.value)
+
+
+def test_a_child_step_reading_a_variable_it_is_handed_verifies(tmp_path) -> None:
+    """The advice followed: the child reads its argument as an array, and the parent writes."""
+    source = CHILD_WRITES_ARGUMENT.replace("out.value", "out").replace(
+        "CALL", "self.I.value = self.proj.read(x, self.I)")
+    checked = verify_cli(tmp_path, "child", source, "--init", "3, 4", "--input-shape", "x=3", "--strict",
+                         "--no-speed")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "state moved 1/2 (not: I), examples differ, gradient non-zero 1/1" in checked.stdout

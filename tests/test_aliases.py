@@ -350,6 +350,10 @@ def test_a_variable_under_a_second_name_from_init_is_refused(tmp_path: Path, nam
         # `self.enc.value`, which hands the child a constant: no gradient for a tied weight)
         assert "as an argument (self.child(x, self." in result.stderr, result.stderr
         assert ("a constant, without gradient" in result.stderr) == (name == "WeightToAChild"), result.stderr
+        # a state the child would change: handed to its step, the child's change in place is BFY213
+        # again (probe N4A); the advice says how to keep it
+        assert ("a child that changes it returns the new value, for this class to assign" in result.stderr) == (
+            name == "StateToAChild"), result.stderr
 
 
 OVERRIDE = '''
