@@ -134,7 +134,9 @@ RULES: tuple[Rule, ...] = (
         f"{CLASS}.wrapper",
         'stepping methods',
         ('`def update(self, x)`, `def step_run(self, i, x)` with `--shared i`, the old '
-         '`update(self, tdi, x)`, keyword-only parameters (`update(self, x, *, gain=1.0)`, mapped by name)'),
+         '`update(self, tdi, x)` (a child\'s, called as `self.a(x)`, is handed `bp.share.get_shargs()` first, as '
+         'BrainPy hands it: by the name `tdi`/`sh`/`sha`, or for any first parameter where the call does not '
+         'bind without it), keyword-only parameters (`update(self, x, *, gain=1.0)`, mapped by name)'),
         ('`update = bfy.batched_method("update_pure")`: `jax.vmap` of the pure method over the '
          'state and every per-example argument, with the original\'s signature; `shared=("i",)` '
          'names the arguments every example shares (`tdi`, `_t`, `_dt` always are, and so is an argument '

@@ -28,10 +28,11 @@ STANDARD_IMPORT_LINES = ("from typing import NamedTuple", "import jax",
                          f"from batchify.runtime import v{RUNTIME_CONTRACT} as {RUNTIME}")
 # What a training harness adds (optax only for its built-in cross-entropy).
 HARNESS_IMPORTS = {"jnp": "jax.numpy", "optax": "optax", "bm": "brainpy.math"}
-HARNESS_IMPORT_LINES = {"jnp": "import jax.numpy as jnp", "optax": "import optax", "bm": "import brainpy.math as bm"}
+HARNESS_IMPORT_LINES = {"jnp": "import jax.numpy as jnp", "optax": "import optax", "bm": "import brainpy.math as bm",
+                        "bp": "import brainpy as bp"}
 # Names the rewritten methods may use (``jnp.full_like`` for ``self.V.fill_(x)``, ``bm.NonBatchingMode()``
 # for ``self.mode``): imported when they do, as the source spells them or else as here.
-REWRITE_NAMES = {"jnp": "jax.numpy", "bm": "brainpy.math"}
+REWRITE_NAMES = {"jnp": "jax.numpy", "bm": "brainpy.math", "bp": "brainpy"}
 
 
 def import_bindings(stmt: cst.CSTNode) -> list[tuple[str, str, cst.ImportAlias]]:

@@ -43,6 +43,30 @@ AUG_OPS: dict[type, type] = {
 }
 
 
+def binds(params: cst.Parameters, positional: int, keywords: set[str]) -> bool:
+    """Whether a call with ``positional`` arguments (after ``self``) and these keywords binds to ``params``."""
+    ordered = [*params.posonly_params, *params.params][1:]
+    if positional > len(ordered) and type(params.star_arg) is not cst.Param:
+        return False
+    taken = {p.name.value for p in ordered[:positional]}
+    named = {p.name.value for p in (*params.params, *params.kwonly_params)} - taken
+    if any(k not in named and type(params.star_kwarg) is not cst.Param for k in keywords) or keywords & taken:
+        return False
+    return all(p.default is not None or p.name.value in keywords
+               for p in (*ordered[positional:], *params.kwonly_params))
+
+
+def shared_dict_expression(node: cst.BaseExpression) -> bool:
+    """An argument that is BrainPy's shared dict: a ``tdi`` handed on, ``bp.share.get_shargs()``, a dict."""
+    if type(node) is cst.Name:
+        return node.value in names.SHARED_DICT_PARAMS
+    if type(node) is cst.Call:
+        func = node.func
+        return (type(func) is cst.Attribute and func.attr.value == "get_shargs") or (
+            type(func) is cst.Name and func.value == "dict")
+    return type(node) is cst.Dict
+
+
 def name(value: str) -> cst.Name:
     return cst.Name(value)
 
@@ -538,11 +562,37 @@ class ExprRewriter(Transformer):
         pure = call(attr(owner, pure_name(method_name)), [cst.Arg(params_in), cst.Arg(state_in), *updated_node.args])
         return cst.Subscript(pure, [cst.SubscriptElement(cst.Index(cst.Integer("1")))])
 
+    def shared_first(self, cls: ModelClass, method_name: str, args: list[cst.Arg]) -> list[cst.Arg]:
+        """``self.c(x)`` of an ``update(self, tdi, x)``: BrainPy hands such an update ``bp.share``'s
+        arguments first where the call gives none (``DynamicalSystem._compatible_update``: by the
+        parameter's name ``tdi``/``sh``/``sha`` unless a shared dict comes first, else when the call does
+        not bind without them); the pure call passes them too."""
+        method = self.ctx.ir.all_methods(cls).get(method_name)
+        if method_name != "update" or method is None or method.kind != "method" or any(a.star for a in args):
+            return args
+        params = method.node.params
+        first = [*params.posonly_params, *params.params][1:2]
+        if not first:
+            return args
+        keywords = {a.keyword.value for a in args if a.keyword is not None}
+        positional = len(args) - len(keywords)
+        given_dict = positional and shared_dict_expression(args[0].value)
+        if first[0].name.value in names.SHARED_DICT_PARAMS:
+            missing = not given_dict and first[0].name.value not in keywords
+        else:
+            missing = (not given_dict and not binds(params, positional, keywords)
+                       and binds(params, positional + 1, keywords))
+        if not missing:
+            return args
+        shargs = cst.Call(attr(name("bp"), "share", "get_shargs"))
+        return [cst.Arg(shargs), *args]
+
     def own_call(self, updated_node, children, method_name, via_super) -> cst.BaseExpression:
         """``y = self.m(x)`` -> ``state, y = self.m_pure(params, state, x)``, moved in front of the statement."""
         ctx = self.ctx
         tmp = ctx.ns.fresh(f"{pure_name(method_name)[:-len('_pure')]}_out")  # (`__call__`: call_out)
-        args = list(updated_node.args)
+        args = self.shared_first(ctx.cls if via_super is None else ctx.ir.classes[ctx.cls.model_base or ctx.cls.name],
+                                 method_name, list(updated_node.args))
 
         def build(out: str) -> list[cst.SimpleStatementLine]:
             owner = via_super if via_super is not None else name(ctx.self_name)
@@ -559,7 +609,7 @@ class ExprRewriter(Transformer):
         ctx = self.ctx
         random_child = self.child_class(children).random
         tmp = ctx.ns.fresh(f"{children[-1]}_out")
-        args = list(updated_node.args)
+        args = self.shared_first(self.child_class(children), method_name, list(updated_node.args))
         child_state = ctx.ns.fresh(f"{children[-1]}_state")
 
         def build(out: str) -> list[cst.SimpleStatementLine]:
