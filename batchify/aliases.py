@@ -435,7 +435,11 @@ class Normaliser:
 
     def hands_child_a_variable(self, call: cst.Call) -> bool:
         return self.child_step(call) is not None and any(
-            self.known.variable(self_path(arg.value, self.me) or []) for arg in call.args)
+            self.handed_variable(self_path(arg.value, self.me)) for arg in call.args)
+
+    def handed_variable(self, path: list[str] | None) -> bool:
+        """A Variable of the model's, or a path under a built-in (``self.E.input``), handed as an argument."""
+        return path is not None and (self.known.variable(path) or self.known.library(path))
 
     def self_as_body(self, call: cst.Call) -> bool:
         """``bm.for_loop(self, xs)``: the model itself as the loop's body, called every step."""
@@ -1022,7 +1026,7 @@ class Normaliser:
                 return
         for param, arg in self.arguments(call, use.method):
             path = self_path(arg, self.me)
-            if path is None or not self.known.variable(path):
+            if not self.handed_variable(path):
                 continue
             dotted = ".".join(path)
             if param in use.changed:

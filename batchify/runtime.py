@@ -533,6 +533,28 @@ class Library(bp.BrainPyObject):
         self.batch_size = batch_size
         self._keys = {id(v): k for k, v in self.variables.items()}
         self._calls = 0  # library calls running now: inside one, a built-in is one example's again
+        if batch_size is not None:
+            self.refuse_second_names(owner)
+
+    def refuse_second_names(self, owner):
+        """``self.spk = self.E.spike``, or ``Counter(self.E.spike)`` keeping it: a built-in's Variable
+        under a second name on a model of the file. Its steps would read that name from the object,
+        one example's Variable (or a weight outside the gradient), never the batch's value."""
+        paths = {id(v): k for k, v in (*self.variables.items(), *self.weights.items())}
+        todo = [("self", owner)]
+        while todo:
+            where, model = todo.pop()
+            for attr_name, value in vars(model).items():
+                if isinstance(value, Batched):
+                    todo.append((f"{where}.{attr_name}", value))
+                elif isinstance(value, bm.Variable) and id(value) in paths:
+                    path = paths[id(value)]
+                    raise UnbatchedStateError(
+                        f"{where}.{attr_name} is self.{path}, a Variable of the built-in "
+                        f"self.{path.split('.')[0]}, under a second name: batchify batches a built-in's Variables "
+                        f"by their own path, and a step reading {where}.{attr_name} would read one example's "
+                        f"Variable (a weight: outside the gradient); read self.{path} itself (hand it to a child's "
+                        "step as an argument)", type(owner).__name__, [f"{where}.{attr_name}"[len("self."):]])
 
     @staticmethod
     def stacked(variable, batch_size):

@@ -2266,3 +2266,62 @@ def test_a_child_update_taking_the_shared_dict_first_gets_it_from_bp_share(tmp_p
                          "--class", "Net", "--strict", "--no-speed")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "state moved 1/1, examples differ" in checked.stdout
+
+
+def test_a_child_step_changing_a_built_in_variable_it_is_handed_is_refused() -> None:
+    """The same write into a built-in's Variable (probe N4A: self.proj(x, self.E.input), the child's
+    out += ...). main: exit 0, and the write was lost in the batched model."""
+    source = (CHILD_WRITES_ARGUMENT.replace("        self.I = bm.Variable(bm.zeros(n))\n",
+                                            "        self.E = bp.dyn.LifRef(n)\n        self.I = bm.Variable(bm.zeros(n))\n")
+              .replace("CALL", "self.proj(x, self.E.input)"))
+    with pytest.raises(BatchifyError) as error:
+        transform(source.encode(), "child.py", command="batchify")
+    assert ("child.py:26:22: BFY213 Proj.update() changes its argument 'out' in place, and is given self.E.input: "
+            "the Variable would be changed behind batchify's back") in str(error.value)
+
+
+BUILTIN_SECOND_NAME = """import brainpy as bp
+import brainpy.math as bm
+
+
+class Counter(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.count = bm.Variable(bm.zeros(n))
+
+    def update(self, src):
+        self.count += src
+        return self.count.value
+
+
+class Net(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.E = bp.dyn.LifRef(n, V_rest=-60., V_th=-50., V_reset=-60., tau=5., tau_ref=2.)
+        INIT
+
+    def update(self, x):
+        self.E(x)
+        STEP
+        return self.E.V.value
+"""
+
+
+@pytest.mark.parametrize("init, step, refused", [
+    ("self.spk = self.E.spike\n        self.c = Counter(n)", "self.c(self.spk)", "self.spk"),
+    ("self.c = Counter(n)\n        self.c.src = self.E.spike", "self.c(self.c.src)", "self.c.src"),
+    ("self.c = Counter(n)", "self.c(self.E.spike)", None),  # the advice followed
+])
+def test_a_built_in_variable_under_a_second_name_is_refused_when_batched(tmp_path, init, step, refused) -> None:
+    """probe N4A: main batched it with exit 0 and verify FAILed it as a transformation bug; the batched
+    step read the one example's Variable (its spike count stayed 0 where the original's was 2)."""
+    source = BUILTIN_SECOND_NAME.replace("INIT", init).replace("STEP", step)
+    checked = verify_cli(tmp_path, "second", source, "--init", "4", "--input-shape", "x=4:float32:300",
+                         "--dt", "0.1", "--class", "Net", "--strict", "--no-speed")
+    if refused is None:
+        assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+        assert "PASS" in checked.stdout
+        return
+    assert checked.returncode != 0
+    assert (f"BFY302 cannot verify: the batched model refused to run: {refused} is self.E.spike, a Variable of "
+            "the built-in self.E, under a second name") in checked.stdout + checked.stderr, checked.stdout[-3000:]
