@@ -260,6 +260,21 @@ TRACE_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.NonConcreteBoolea
                 jax.errors.TracerArrayConversionError, jax.errors.TracerIntegerConversionError)
 
 
+def forget_names() -> None:
+    """Let the next build reuse the names of the models built before it. BrainPy refuses a second live
+    object of one explicit name (a child built with `name='E'`, the docs' `rates.FHN(..., name='fhn')`),
+    and verify holds several builds at once (the original, one built again for the constructor check,
+    the batched class's own build). Only the registry of names in use is cleared: the counters of
+    automatic names (`Lif3`) go on, so no two objects alive share an automatic name."""
+    from brainpy.math.object_transform import naming
+
+    registry = getattr(naming, "_name2id", None)
+    if isinstance(registry, dict):
+        registry.clear()
+    else:  # another BrainPy's layout: its public reset (which also restarts the automatic names)
+        bm.clear_name_cache(ignore_warn=True)
+
+
 class NotTraceable(Exception):
     """The batched model raised, and one step of the original under ``bm.jit`` raises one of
     ``TRACE_ERRORS``: the model's own code cannot be traced (``error``, raised where it is), not a
@@ -321,6 +336,7 @@ class Verifier:
 
     def construct(self, cls, **extra):
         """``cls(*init, **extra)``, in the drive's global computing mode if it names one."""
+        forget_names()
         args = [resolve_init(a, self.module) for a in self.drive.init_args]
         kwargs = {**{k: resolve_init(v, self.module) for k, v in self.drive.init_kwargs.items()}, **extra}
         if self.drive.mode:  # a model that reads the global computing mode

@@ -1,0 +1,55 @@
+"""verify on models it used to blame wrongly or answer with an internal error (probes N4A, N4B,
+2026-12-06): a child built with an explicit BrainPy name, an original that raises inside BrainPy's own
+code, a shared value the generated module takes per example. Each test names what main did."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from batchify import transform
+
+HEAD = "import brainpy as bp\nimport brainpy.math as bm\n\n\n"
+
+
+def verify_cli(tmp_path: Path, name: str, source: str, *flags: str, generate: tuple[str, ...] = ()
+               ) -> subprocess.CompletedProcess:
+    """``batchify verify`` of ``source`` against the module batchify makes of it (with ``generate``'s
+    transform flags, ``--shared s``), in a fresh process."""
+    (tmp_path / f"{name}.py").write_text(source)
+    if generate:
+        done = subprocess.run([sys.executable, "-m", "batchify", f"{name}.py", "-o", f"{name}_batched.py", *generate],
+                              capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    else:
+        (tmp_path / f"{name}_batched.py").write_text(transform(source.encode(), f"{name}.py",
+                                                               command="batchify").text)
+    return subprocess.run([sys.executable, "-m", "batchify", "verify", f"{name}.py", f"{name}_batched.py", *flags,
+                           "--no-speed"], capture_output=True, text=True, cwd=tmp_path)
+
+
+NAMED_CHILD = HEAD + """\
+class Net(bp.DynSysGroup):
+  def __init__(self, n=4):
+    super().__init__()
+    self.E = bp.dyn.Lif(n, V_th=1., name='E')
+    self.w = bm.TrainVar(bm.ones(n))
+
+  def update(self, x):
+    self.E(x * self.w)
+    return self.E.V.value
+"""
+
+
+def test_a_child_with_an_explicit_name_verifies(tmp_path: Path) -> None:
+    """main: BFY302 'the model's own code raised UniqueNameError: ... has a used name "E" (in __init__);
+    fix the model': verify builds the model (and the batched one) several times in one process, and
+    BrainPy refuses a second live object of one name. The docs' `rates.FHN(..., name='fhn')`."""
+    checked = verify_cli(tmp_path, "named", NAMED_CHILD, "--init", "4", "--input-shape", "x=4:float32:30.0",
+                         "--steps", "10", "--batch", "3", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "UniqueNameError" not in checked.stderr
+    assert "PASS" in checked.stdout and "gradient non-zero 1/1" in checked.stdout
+    row = next(line for line in checked.stdout.splitlines() if line.startswith("Net "))
+    assert row.split()[5:9] == ["ok", "ok", "ok", "ok"], row  # state, reset, constructor (FooBatched(...)), grad
