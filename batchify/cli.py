@@ -602,6 +602,30 @@ def raised_in(exc: BaseException, src: Path, shown: str, generated: Path) -> Dia
                       f"{message} (in {frame.name}); this is a transformation bug, please report it")
 
 
+def original_raised(exc: BaseException, src: Path, shown: str) -> Diagnostic | None:
+    """BFY302 for an exception the original model's own code raised with no frame of the source in
+    its traceback (a class of the file deriving from a BrainPy built-in, raising in BrainPy's code it
+    runs: ``equivalence.originals_code`` tags it ``Foo.update``), at the class's line; None for
+    any other."""
+    import ast
+
+    where = getattr(exc, "batchify_original", None)
+    if not isinstance(where, str):
+        return None
+    name = where.partition(".")[0]
+    line, col = 1, 1
+    try:
+        tree = ast.parse(src.read_bytes())
+        cls = next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name), None)
+        if cls is not None:
+            line, col = cls.lineno, cls.col_offset + 1
+    except (OSError, SyntaxError, ValueError):
+        pass
+    message = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    return Diagnostic(shown, line, col, "BFY302", f"cannot verify: the model's own code raised {message} (in "
+                      f"{where}, in BrainPy's code it runs); fix the model or the driving information")
+
+
 def built_at(src: Path, exc: BaseException) -> tuple[int, int]:
     """Where the class ``exc.model`` names (``FooBatched`` or ``Foo``) first assigns the attribute
     that leads to ``exc.paths[0]`` (``syn`` of ``syn.comm.weight``): the line to fix for a Variable
@@ -889,14 +913,14 @@ def verify_files(src: Path, generated: Path, args: argparse.Namespace) -> int:
     except engine.NotTraceable as exc:  # the model's code runs eagerly only: the user's to fix
         raise BatchifyError([not_traceable(exc, src, shown, generated)]) from None
     except RuntimeError as exc:  # the generated code refused to run (a built-in learning its weights online)
-        diagnostic = raised_in(exc, src, shown, generated)
+        diagnostic = raised_in(exc, src, shown, generated) or original_raised(exc, src, shown)
         if diagnostic is not None and diagnostic.path == shown:  # the original's own code (NotImplementedError)
             raise BatchifyError([diagnostic]) from None
         line, col = built_at(src, exc)
         raise BatchifyError([Diagnostic(shown, line, col, "BFY302", f"cannot verify: the batched model refused "
                                         f"to run: {exc}")]) from None
     except Exception as exc:  # noqa: BLE001 - the user's model or the generated one raised: say whose
-        diagnostic = raised_in(exc, src, shown, generated)
+        diagnostic = raised_in(exc, src, shown, generated) or original_raised(exc, src, shown)
         if diagnostic is None:
             raise  # batchify's own code: an internal error
         raise BatchifyError([diagnostic]) from None

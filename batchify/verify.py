@@ -53,6 +53,7 @@ from batchify.equivalence import (  # noqa: E402
     declares_random,
     draws_randomly,
     first_divergences,
+    originals_code,
     own_reset,
     perturbed_starts,
     resolve,
@@ -329,9 +330,11 @@ class Verifier:
         bm.random.seed(self.drive.seed)
         if self.drive.share:
             bp.share.save(**self.drive.share)
-        model = self.construct(self.original_cls)
+        with originals_code(self.original_cls, "__init__"):
+            model = self.construct(self.original_cls)
         if self.drive.reset_first:  # its state exists only once reset_state() has run
-            own_reset(model)
+            with originals_code(model, "reset_state"):
+                own_reset(model)
         return model
 
     def construct(self, cls, **extra):

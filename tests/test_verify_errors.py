@@ -53,3 +53,46 @@ def test_a_child_with_an_explicit_name_verifies(tmp_path: Path) -> None:
     assert "PASS" in checked.stdout and "gradient non-zero 1/1" in checked.stdout
     row = next(line for line in checked.stdout.splitlines() if line.startswith("Net "))
     assert row.split()[5:9] == ["ok", "ok", "ok", "ok"], row  # state, reset, constructor (FooBatched(...)), grad
+
+
+BUILTIN_SUBCLASS = HEAD + """\
+class RE(bp.dyn.CondNeuGroup):
+  def __init__(self, size):
+    super().__init__(size)
+    self.IL = bp.channels.IL(size)
+    self.IT = bp.channels.ICaT_HP1992(size, V_sh=0., phi_q=3., phi_p=3.)
+"""
+
+
+def test_an_original_raising_in_brainpys_code_is_the_models_error(tmp_path: Path) -> None:
+    """main: 'BFY900 internal error: TypeError: _ICa_p2q_ss.current() missing 2 required positional
+    arguments ... (please report it)', exit 123: a class of the file deriving from a BrainPy built-in
+    (Bazhenov_1998's RE, old-style channels put straight into a CondNeuGroup, which BrainPy 2.9 runs
+    into a TypeError) raised in its step with no frame of the source file in the traceback. The same
+    error in the model's own code was already BFY302."""
+    checked = verify_cli(tmp_path, "channels", BUILTIN_SUBCLASS, "--init", "4", "--dt", "0.05", "--port",
+                         "input=4:float32:2.0", "--steps", "5", "--batch", "3")
+    assert checked.returncode == 2, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "BFY900" not in checked.stderr and "please report" not in checked.stderr, checked.stderr
+    assert checked.stderr.startswith("channels.py:5:1: BFY302 cannot verify: the model's own code raised TypeError: "
+                                     "_ICa_p2q_ss.current() missing 2 required positional arguments"), checked.stderr
+    assert "RE.update" in checked.stderr, checked.stderr
+
+
+BUILTIN_SUBCLASS_INIT = HEAD + """\
+class N(bp.dyn.Lif):
+  def scaled(self, x):
+    self.update(x)
+    return self.V.value * 2.
+"""
+
+
+def test_an_original_constructor_raising_in_brainpys_code_is_the_models_error(tmp_path: Path) -> None:
+    """main: 'BFY900 internal error: TypeError: 'int' object is not iterable (please report it ...)': the
+    constructor of a class of the file with no __init__ of its own (BrainPy's, given `sharding=5`)."""
+    checked = verify_cli(tmp_path, "lifsub", BUILTIN_SUBCLASS_INIT, "--init", "4, sharding=5", "--method", "scaled",
+                         "--input-shape", "x=4", "--steps", "3")
+    assert checked.returncode == 2, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert checked.stderr.startswith("lifsub.py:5:1: BFY302 cannot verify: the model's own code raised TypeError: "
+                                     ), checked.stderr
+    assert "(in N.__init__, in BrainPy's code it runs)" in checked.stderr, checked.stderr
