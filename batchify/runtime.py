@@ -1619,6 +1619,7 @@ class batched_method:
         method.__name__, method.__qualname__ = name, f"{owner.__qualname__}.{name}"
         method.__module__ = owner.__module__
         method.__signature__ = signature.replace(parameters=parameters)
+        method.__batchify_shared__ = shared  # (verify holds a --shared value to it)
         listed = ", ".join(f"``{s}``" for s in sorted(shared))
         method.__doc__ = (f"Batched ``{name}``: runs ``{pure_name}`` on every example (``jax.vmap``); "
                           f"every argument carries a leading batch axis{f' but {listed}' if listed else ''} "

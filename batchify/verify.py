@@ -67,7 +67,7 @@ from batchify.equivalence import (  # noqa: E402
     variables,
     tick,
 )
-from batchify.runtime import param_items  # noqa: E402
+from batchify.runtime import example_axis, param_items, unwrap  # noqa: E402
 
 if os.environ.get(X64_ENV):
     bm.enable_x64()
@@ -321,10 +321,37 @@ class Verifier:
         self.args = make_args(replace(drive, inputs={k: v for k, v in drive.inputs.items()
                                                      if k in names or k not in function_inputs}), names,
                               frozenset(p.name for p in parameters if p.kind is p.KEYWORD_ONLY))
+        self.check_shared(names)
         port_rng = np.random.default_rng(drive.seed + 3)  # its own stream: the inputs' draws stay as they were
         self.ports = [Port(path, random_input(port_rng, spec, drive.batch, drive.steps))
                       for path, spec in sorted(drive.ports.items())]
         self.random = draws_randomly(batched_cls)
+
+    def check_shared(self, names: list[str]) -> None:
+        """A value ``--shared NAME=VALUE`` gives every example, which the generated module takes per
+        example (made without ``--shared NAME``) and would refuse as the runtime refuses it (a dict
+        of strings, a string: not a Python number): a DriveError saying to regenerate the module."""
+        declared = getattr(getattr(self.batched_cls, self.method, None), "__batchify_shared__", None)
+        if declared is None:  # (a method the runtime did not make, or a module of an older runtime)
+            return
+        for name in names:
+            spec = self.drive.inputs.get(name)
+            if spec is None or spec.kind != "value" or name in declared:
+                continue
+            try:
+                example_axis(unwrap(spec.value), name, self.drive.batch)
+            except ValueError:
+                try:
+                    made = os.path.basename(inspect.getsourcefile(self.batched_cls) or "") or "the generated module"
+                except TypeError:
+                    made = "the generated module"
+                error = DriveError(
+                    f"--shared {name}={spec.value!r}: {made} was generated without --shared {name}, so its "
+                    f"{self.batched_cls.__name__}.{self.method} takes {name} per example, with a leading batch "
+                    f"axis of {self.drive.batch}, and refuses one value for every example; regenerate the module "
+                    f"with --shared {name} (batchify SRC -o OUT --shared {name}), then verify it again")
+                error.model = self.original_cls.__name__  # (reported at the class's line)
+                raise error from None
 
     def build(self):
         bm.random.seed(self.drive.seed)

@@ -96,3 +96,39 @@ def test_an_original_constructor_raising_in_brainpys_code_is_the_models_error(tm
     assert checked.stderr.startswith("lifsub.py:5:1: BFY302 cannot verify: the model's own code raised TypeError: "
                                      ), checked.stderr
     assert "(in N.__init__, in BrainPy's code it runs)" in checked.stderr, checked.stderr
+
+
+SHARED_DICT = HEAD + """\
+class Node(bp.DynamicalSystem):
+  def __init__(self, n):
+    super().__init__()
+    self.v = bm.Variable(bm.zeros(n))
+
+  def update(self, s, x):
+    self.v.value = 0.5 * self.v + x
+    if s['output_type'] == 'double':
+      return 2. * self.v.value
+    return self.v.value
+"""
+
+
+def test_a_shared_value_the_module_takes_per_example_is_a_driving_error(tmp_path: Path) -> None:
+    """main: 'BFY900 internal error: ValueError: argument 's' is per example and needs a leading batch axis of
+    size 3, but has shape []; ... regenerate the module with --shared s (please report it ...)', exit 123, for
+    `verify --shared s=DICT` on a module generated without `--shared s` (OTTT-SNN's OnlineLIFNode.update(s, x)).
+    The advice was right; the code was not: a flag the generated module does not match is BFY302."""
+    flags = ("--init", "4", "--input-shape", "x=4:float32:1.0", "--shared", "s={'output_type': 'double'}",
+             "--steps", "5", "--batch", "3", "--strict")
+    checked = verify_cli(tmp_path, "node", SHARED_DICT, *flags)
+    assert checked.returncode == 2, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "BFY900" not in checked.stderr and "please report" not in checked.stderr, checked.stderr
+    assert checked.stderr.startswith("node.py:5:1: BFY302 cannot verify: --shared s="), checked.stderr
+    assert "node_batched.py was generated without --shared s" in checked.stderr, checked.stderr
+    assert "regenerate the module with --shared s" in checked.stderr, checked.stderr
+    # The advice followed: PASS.
+    regenerated = verify_cli(tmp_path, "node", SHARED_DICT, *flags, generate=("--shared", "s"))
+    assert regenerated.returncode == 0, regenerated.stdout[-3000:] + regenerated.stderr[-2000:]
+    # A shared Python number needs no --shared at generation (the runtime uses it for every example).
+    number = verify_cli(tmp_path, "node", SHARED_DICT.replace("s['output_type'] == 'double'", "s > 0"),
+                        *flags[:4], "--shared", "s=1", *flags[6:])
+    assert number.returncode == 0, number.stdout[-3000:] + number.stderr[-2000:]
