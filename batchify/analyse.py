@@ -1045,7 +1045,7 @@ class _ClassScan:
                 self.a.report(node, "BFY104", f"self.{name} is {builtin}, held as library "
                               "code, but it is given a model of this file built for it alone, which it would "
                               "call unbatched; assign that model to an attribute first (self.N = ...) and "
-                              "hand the built-in self.N, or give it BrainPy built-ins only")
+                              "hand it self.N, or give it BrainPy built-ins only")
                 return
             if path is not None and len(path) == 1 and path[0] in kinds and id(node) not in read_values:
                 if kinds[path[0]] == "param":
@@ -1076,6 +1076,8 @@ class _ClassScan:
                 given.append(f"self.{path[0]}")
             elif type(arg.value) is cst.Name and arg.value.value in self.local_models:
                 given.append(arg.value.value)
+            elif type(arg.value) is cst.Call and type(arg.value.func) is cst.Name and arg.value.func.value in self.models:
+                given.append(f"{arg.value.func.value}(...)")  # built for it alone: BFY104 (add_library)
         return given
 
     def reached_parameters(self, name: str) -> tuple[list[str], set[str]]:

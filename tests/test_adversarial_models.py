@@ -2325,3 +2325,54 @@ def test_a_built_in_variable_under_a_second_name_is_refused_when_batched(tmp_pat
     assert checked.returncode != 0
     assert (f"BFY302 cannot verify: the batched model refused to run: {refused} is self.E.spike, a Variable of "
             "the built-in self.E, under a second name") in checked.stdout + checked.stderr, checked.stdout[-3000:]
+
+
+MODEL_BUILT_AS_ARGUMENT = """import brainpy as bp
+import brainpy.math as bm
+
+
+class Leaky(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.v = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.v.value = 0.5 * self.v + x
+        return self.v.value
+
+
+class Wrapped(bp.DynamicalSystem):
+    def __init__(self, op):
+        super().__init__()
+        self.op = op
+
+    def update(self, x):
+        a, b = bm.split(x, 2, axis=0)
+        return self.op(a) + b
+
+
+class Net(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        BUILD
+
+    def update(self, x):
+        return self.w(x)
+"""
+
+
+def test_a_model_of_the_file_built_inline_for_another_is_refused_and_the_advice_verifies(tmp_path) -> None:
+    """OTTT-SNN's WrappedSNNOp(conv) pattern (probe N4A F3). main: exit 0, then NetBatched(4, batch_size=3)
+    raised TypeError (LeakyBatched.__init__() missing batch_size), from_model left Leaky's v out of the
+    batch's state, and verify said BFY301 'no stateful method'."""
+    source = MODEL_BUILT_AS_ARGUMENT.replace("BUILD", "self.w = Wrapped(Leaky(n))")
+    with pytest.raises(BatchifyError) as error:
+        transform(source.encode(), "wrapped.py", command="batchify")
+    assert ("wrapped.py:28:26: BFY104 self.w is Wrapped (a model of this file given the model Leaky(...)), held as "
+            "library code, but it is given a model of this file built for it alone, which it would call unbatched; "
+            "assign that model to an attribute first (self.N = ...) and hand it self.N") in str(error.value)
+    fixed = MODEL_BUILT_AS_ARGUMENT.replace("BUILD", "self.op = Leaky(n)\n        self.w = Wrapped(self.op)")
+    checked = verify_cli(tmp_path, "wrapped", fixed, "--init", "4", "--input-shape", "x=8", "--class", "Net",
+                         "--strict", "--no-speed")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "PASS" in checked.stdout
