@@ -134,6 +134,25 @@ def required_reset_args(reset_state, skip):
                  if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
+def example_batch_size(model):
+    """The batch size one example of ``model`` is built with: its mode's (1 for a model built in
+    ``bm.training_mode``), whose Variables hold ``(1, n)``; None for a model built for one example.
+    BrainPy resets such a model given that size (``reset_state(1)``, ``bp.reset_state(model, 1)``);
+    given none, ``bp.init.variable_`` makes ``(n,)`` and the reset raises."""
+    mode = example_mode(model)
+    return mode.batch_size if isinstance(mode, bm.BatchingMode) else None
+
+
+def example_reset_args(model, reset_state, skip, arguments):
+    """``arguments`` (by name) of one example's ``reset_state``/``reset`` (its first ``skip``
+    parameters left out) with ``batch_size`` the example's own (``example_batch_size``) where the
+    model was built with one: the batch's ``batch_size`` resizes the batch, it is not an example's."""
+    size = example_batch_size(model)
+    if size is not None and "batch_size" in list(inspect.signature(reset_state).parameters)[skip:]:
+        arguments = {**arguments, "batch_size": size}
+    return arguments
+
+
 def _no_reset_state(self, batch_size=None):
     """The ``reset_state`` of a model that defines none. Called directly it resets everything, as
     BrainPy's default does (marked not implemented, BrainPy calls ``reset()`` instead); in a
@@ -1400,7 +1419,8 @@ class Batched:
             # What a call gave, over what a reset gets for the parameters it requires (the leading ones).
             names = list(inspect.signature(self.reset_state_pure).parameters)[2:]
             required = dict(zip(names, required_reset_args(self.reset_state_pure, 2)))
-            return self.reset_state_pure(params, state, **{**required, **given})[0]
+            arguments = example_reset_args(self, self.reset_state_pure, 2, {**required, **given})
+            return self.reset_state_pure(params, state, **arguments)[0]
         reset = type(self).reset_state
         if reset is not Batched.reset_state and not getattr(reset, "_not_implemented", False):
             return state  # its own reset_state changes no state
@@ -1424,7 +1444,10 @@ class Batched:
     def _reset_at(self, params, state, level):
         """``state`` with the nodes of this tree at reset ``level`` (None: those without one) reset."""
         if hasattr(self, "reset_state_pure") and _reset_level(self) == level:
-            state = self.reset_state_pure(params, state, *required_reset_args(self.reset_state_pure, 2))[0]
+            names = list(inspect.signature(self.reset_state_pure).parameters)[2:]
+            required = dict(zip(names, required_reset_args(self.reset_state_pure, 2)))
+            state = self.reset_state_pure(params, state, **example_reset_args(self, self.reset_state_pure, 2,
+                                                                              required))[0]
         for f, child in self._present_children():
             child_state = getattr(state, f.name)
             # One random stream through the tree, as in a step: a child resetting from its own (stale)
@@ -1642,6 +1665,9 @@ def resize_for(model, function, args, kwargs):
                             "an integer") from None
         if batch_size != model.batch_size:
             model.set_batch_size(batch_size)
+    size = example_batch_size(model)
+    if size is not None and "batch_size" in _signature_after_state(function).parameters:
+        bound.arguments["batch_size"] = size  # the example's own batch of one, as a Python int: shared
     return bound.args, bound.kwargs
 
 

@@ -432,3 +432,82 @@ def test_a_reset_requiring_the_batch_size_makes_one_example_a_batch_of_one(tmp_p
     assert converted.h.shape == built.h.shape
     built.reset_state()
     assert np.asarray(built.h.value).shape == (B, 1, 3)
+
+
+TRAINING_RESET = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class LIF(bp.DynamicalSystem):
+    def __init__(self, n, V_rest=-0.5, tau=5.):
+        super().__init__()
+        self.n = n
+        self.V_rest = V_rest
+        self.tau = tau
+        self.V = bp.init.variable_(bm.zeros, n, self.mode)
+        self.w = bm.TrainVar(bm.ones(n))
+
+    def reset_state(self, batch_size=None, level=1.0):
+        self.V.value = bp.init.variable_(bm.ones, self.n, batch_size) * self.V_rest * level
+
+    def update(self, x):
+        self.V.value = self.V + (-self.V + x * self.w) / self.tau
+        return self.V.value
+
+
+class Net(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.cell = LIF(n)
+
+    def reset(self, batch_size=None, level=1.0):
+        self.cell.reset_state(batch_size, level)
+
+    def update(self, x):
+        return self.cell(x)
+'''
+
+
+@pytest.mark.parametrize("how", ["reset_state()", "reset_state(B)", "reset_state(level=2.0)", "bp.reset_state",
+                                 "bp.reset_state(B)", "net.reset()", "net.reset(B)", "reset_state(2)"])
+def test_a_training_mode_model_resets_each_example_as_a_batch_of_one(tmp_path, how: str) -> None:
+    """BrainPy's docs' LIF (``variable_(bm.zeros, n, self.mode)``, ``reset_state(self, batch_size=None)``)
+    built in training mode: the original resets with its batch size of one (``reset_state(1)``; with no
+    size it raises). main raised MathError "(1, 4) ... (4,)" on every reset of the batch: each example
+    was reset with ``batch_size=None`` while the call's batch size resized the batch."""
+    source_cls, batched_cls = classes(tmp_path, TRAINING_RESET, "Net" if "net." in how else "LIF")
+    n = 3
+    with bm.environment(mode=bm.training_mode):
+        original = source_cls(n)
+    cell = original.cell if "net." in how else original
+    assert cell.V.shape == (1, n)
+    batched = batched_cls.from_model(original, B)
+    xs = np.random.default_rng(0).normal(size=(B, 1, n)).astype(np.float32)
+    batched.update(bm.asarray(xs))
+    bcell = batched.cell if "net." in how else batched
+    assert float(np.abs(np.asarray(bcell.V.value)).sum()) > 0
+    size, level = B, 1.0
+    if how == "reset_state()":
+        batched.reset_state()
+    elif how == "reset_state(B)":
+        batched.reset_state(B)
+    elif how == "reset_state(2)":
+        batched.reset_state(2)
+        size = 2
+    elif how == "reset_state(level=2.0)":
+        batched.reset_state(level=2.0)
+        level = 2.0
+    elif how == "bp.reset_state":
+        bp.reset_state(batched)
+    elif how == "bp.reset_state(B)":
+        bp.reset_state(batched, B)
+    elif how == "net.reset()":
+        batched.reset()
+    else:
+        batched.reset(B)
+    cell.reset_state(1, level)  # the original's working reset: its own batch of one
+    expected = np.stack([np.asarray(cell.V.value)] * size)
+    assert expected.shape == (size, 1, n)
+    np.testing.assert_allclose(np.asarray(bcell.V.value), expected)
+    assert batched.batch_size == size
