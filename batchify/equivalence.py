@@ -12,6 +12,7 @@ covered: a check where nothing moved or every example was the same could not hav
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -161,6 +162,9 @@ class Strength:
     weights_through_reset: list[str] = field(default_factory=list)
     weights_reset_unchecked: list[str] = field(default_factory=list)
     reset_unchecked_why: str = ""
+    # Why no reset of the batch was compared: every reset of the original raised (even given its own
+    # batch size); the batch's resets could not have failed. Empty: compared, or no reset checked.
+    resets_unchecked: str = ""
     functions_alike: list[str] = field(default_factory=list)  # --function losses equal for every example
     functions_without_gradient: list[str] = field(default_factory=list)  # --function gradients all zero
     # Lines of the user's code with a choice on them (a comparison, where, max/min, cond, while; see
@@ -220,6 +224,9 @@ class Strength:
             names, one = ", ".join(self.weights_reset_unchecked), len(self.weights_reset_unchecked) == 1
             reasons.append(f"the gradient of {names} was not checked: only reset_state reads {'it' if one else 'them'}, "
                            f"and {self.reset_unchecked_why}")
+        if self.resets_unchecked:
+            reasons.append(f"the resets were not compared, so a wrong reset of the batch could not show: "
+                           f"{self.resets_unchecked}")
         if self.untaken:
             count, shown = len(self.untaken), "; ".join(self.untaken[:3]) + ("; ..." if len(self.untaken) > 3 else "")
             reasons.append(f"a choice in the model's code went one way only in {steps} steps ({count} of the "
@@ -513,31 +520,64 @@ def start_batch(batched, model, starts: list[dict]) -> None:
 
 def own_reset(model) -> None:
     """``model.reset_state()``, given a batch size of 1 where its signature requires one, as the
-    batched class resets (``runtime.required_reset_args``; BrainPy wraps the bound method: read the class's)."""
-    from batchify.runtime import required_reset_args
+    batched class resets (``runtime.required_reset_args``; BrainPy wraps the bound method: read the class's).
+    A model built in a batching or training mode is given its own batch size (its mode's, 1), as BrainPy
+    resets it (``reset_state(1)``; given none it raises) and as the batch resets each example
+    (``runtime.example_batch_size``)."""
+    from batchify.runtime import example_batch_size, required_reset_args
 
-    model.reset_state(*required_reset_args(type(model).reset_state, 1))
+    reset = type(model).reset_state
+    parameters = list(inspect.signature(reset).parameters.values())
+    if parameters and parameters[0].kind in (parameters[0].POSITIONAL_ONLY, parameters[0].POSITIONAL_OR_KEYWORD):
+        parameters = parameters[1:]  # self (BrainPy's default, wrapped, shows ``(*args, **kwargs)``)
+    arguments = dict(zip((p.name for p in parameters), required_reset_args(reset, 1)))
+    size = example_batch_size(model)
+    if size is not None and any(p.name == "batch_size" for p in parameters):
+        arguments["batch_size"] = size
+    elif size is not None and any(p.kind is p.VAR_POSITIONAL for p in parameters) and not arguments:
+        model.reset_state(size)  # BrainPy's default (``reset_state(self, *args)``): bp.reset_state(model, 1)
+        return
+    model.reset_state(**arguments)
 
 
 def bp_reset_state(model) -> None:
+    """``bp.reset_state(model)``; ``bp.reset_state(model, 1)`` for a model built in a batching or
+    training mode (its own batch size, as BrainPy's trainers reset it)."""
     import brainpy as bp
 
-    bp.reset_state(model)
+    from batchify.runtime import example_batch_size
+
+    size = example_batch_size(model)
+    bp.reset_state(model, *(() if size is None else (size,)))
+
+
+def batch_bp_reset_state(batched) -> None:
+    """``bp.reset_state(batched)``: the batch keeps its size (each example is given its own)."""
+    import brainpy as bp
+
+    bp.reset_state(batched)
 
 
 def model_reset(model) -> None:
     """``model.reset()``: the model's own where its class defines one (a partial reset of its fast
-    Variables, say), else BrainPy's, which is ``bp.reset_state(model)``."""
+    Variables, say), else BrainPy's, which is ``bp.reset_state(model)``; a model built in a batching
+    or training mode given its own batch size where the reset takes one."""
+    from batchify.runtime import example_batch_size
+
     reset = getattr(type(model), "reset", None)
     if reset is not None and not getattr(reset, "__module__", "").startswith("brainpy"):
-        model.reset()
+        size = example_batch_size(model)
+        if size is not None and "batch_size" in inspect.signature(reset).parameters:
+            model.reset(batch_size=size)
+        else:
+            model.reset()
     else:
         bp_reset_state(model)
 
 
 # The resets compared after the steps: the original's, and the batched class's for the whole batch.
 RESETS = {"reset()": (model_reset, lambda batched: batched.reset()),
-          "bp.reset_state": (bp_reset_state, bp_reset_state),  # BrainPy's own sweep over the batch's nodes
+          "bp.reset_state": (bp_reset_state, batch_bp_reset_state),  # BrainPy's own sweep over the batch's nodes
           "reset_state()": (own_reset, lambda batched: batched.reset_state())}
 
 
@@ -747,6 +787,7 @@ def compare_resets(report: Report, batched, got_vars: dict, want: list, names: l
     left_out = [kind for kind in RESETS if why[kind] is not None]
     if len(left_out) == len(RESETS):
         report.resets_skipped = why[left_out[0]]
+        report.strength.resets_unchecked = why[left_out[0]]
         return
     if left_out and report.resets_left_out is None:
         report.resets_left_out = f"{' and '.join(left_out)} not compared: {why[left_out[0]]}"

@@ -1132,3 +1132,59 @@ def test_a_weight_only_a_random_reset_reads_is_weak_saying_why(tmp_path: Path) -
     assert result.returncode == 0, result.stdout + result.stderr
     assert next(r for r in result.stdout.splitlines() if r.startswith("LearnedStart ")).rstrip().endswith("WEAK")
     assert "the gradient of h0 was not checked: only reset_state reads it, and it draws random numbers" in result.stdout
+
+
+TRAINING_RESET = """
+import brainpy as bp
+import brainpy.math as bm
+
+
+class LIF(bp.DynamicalSystem):
+    def __init__(self, n, V_rest=-0.5, tau=5.):
+        super().__init__()
+        self.n = n
+        self.V_rest = V_rest
+        self.tau = tau
+        self.V = bp.init.variable_(bm.zeros, n, self.mode)
+        self.w = bm.TrainVar(bm.ones(n))
+
+    def reset_state(self, batch_size=None):
+        self.V.value = bp.init.variable_(bm.ones, self.n, batch_size) * self.V_rest
+
+    def update(self, x):
+        self.V.value = self.V + (-self.V + x * self.w) / self.tau
+        return self.V.value
+"""
+
+
+@pytest.mark.parametrize("planted", [False, True])
+def test_a_training_mode_models_reset_is_checked_as_brainpy_resets_it(tmp_path: Path, planted: bool) -> None:
+    """BrainPy's docs' LIF built in training mode: its original resets only given its batch size of one
+    (reset_state(1); reset_state() raises). main skipped the resets ("reset skipped: the original's reset()
+    raised MathError") and said PASS under --strict, though every reset of the batch raised; a reset
+    planted wrong in the batched file passed too."""
+    generate(tmp_path, "lif", TRAINING_RESET)
+    if planted:
+        made = tmp_path / "lif_batched.py"
+        assert made.read_text().count("* self.V_rest") == 1
+        made.write_text(made.read_text().replace("* self.V_rest", "* self.V_rest * 1.5"))
+    code, payload = verify_json("lif.py", "lif_batched.py", "--init", "4", "--mode", "training", "--input-shape",
+                                "x=1x4", "--steps", "5", "--batch", "3", "--strict", "--no-speed", cwd=tmp_path)
+    reset = sections(payload)["reset"]
+    assert reset["skipped"] is None, reset
+    if planted:
+        assert code == 1 and not reset["ok"], payload
+    else:
+        assert code == 0 and reset["ok"], payload
+        assert payload["classes"][0]["verdict"] == "PASS"
+
+
+def test_a_model_whose_reset_was_never_compared_is_weak(tmp_path: Path) -> None:
+    """A reset the original cannot do in any way verify tries: the batch's reset was never compared, so
+    the check could not have failed there. main: PASS under --strict with 'reset skipped'."""
+    generate(tmp_path, "broken", TRAINING_RESET.replace("bp.init.variable_(bm.ones, self.n, batch_size)",
+                                                        "bm.ones(self.n + 1)"))
+    checked = verify("broken.py", "broken_batched.py", "--init", "4", "--mode", "training", "--input-shape",
+                     "x=1x4", "--steps", "5", "--batch", "3", "--strict", "--no-speed", cwd=tmp_path)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "LIF: WEAK: the resets were not compared" in checked.stdout, checked.stdout
