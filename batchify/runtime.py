@@ -544,6 +544,9 @@ class Library(bp.BrainPyObject):
                 if id(variable) not in given and not isinstance(variable, bm.VariableView):
                     found.setdefault(id(variable), (f"{name}.{stable_path(module, path)}", variable))
         self.modules = {name: held(owner, name) for name in names}  # a dict: not nodes of this one
+        # (for advice: the original's class; a batched constructor's one example is the batched class)
+        self._owner_name = type(owner).__name__.removesuffix("Batched") if isinstance(owner, Batched) else \
+            type(owner).__name__
         self.weights = {k: v for k, v in found.values() if isinstance(v, bm.TrainVar)}
         self.variables = {k: v for k, v in found.values() if not isinstance(v, bm.TrainVar)}
         axis = None if batch_size is None else 0  # None: one example's library (``Batched._example_library``)
@@ -716,12 +719,30 @@ class Library(bp.BrainPyObject):
                 rng_key = bm.random.DEFAULT.value
             ours = {id(v) for v in (*everything.values(), *self.fields.values())} | {id(bm.random.DEFAULT)}
             stray = [s for s in trace.get_write_states() if id(s) not in ours]
+            if learned and not stray and getattr(function, "__name__", "") in ("reset_modules", "reset_state"):
+                raise RuntimeError(self._reset_writes_weights(learned))
             if stray or learned:  # weights learned online, or Variables of other models: not one example's
                 raise RuntimeError(f"{function} wrote Variables that are not one example's state: {stray + learned}")
             return state._replace(library=new, rng_key=rng_key, **fields), unwrap(out)
         finally:
             self._calls -= 1
             trace.recovery_original_values()
+
+
+    def _reset_writes_weights(self, learned):
+        """Why a reset of the batch is refused when a built-in's reset writes a weight (a TrainVar every
+        example shares: ``bp.dyn.RNNCell(..., train_state=True)`` re-initialises ``state2train``)."""
+        what = ", ".join(f"{k} (of {type(self.modules.get(k.split('.')[0])).__name__} "
+                         f"'{k.split('.')[0]}')" for k in learned)
+        one = len(learned) == 1
+        return (f"the reset of the batch is refused: a built-in's reset_state re-initialises "
+                f"{'a weight' if one else 'weights'} every example shares, {what} (a TrainVar, such as the "
+                f"learned initial state of bp.dyn.RNNCell/GRUCell/LSTMCell(train_state=True)); batchify does not "
+                f"write a shared weight from each example's reset. Reset the original model as BrainPy does "
+                f"(model.reset_state(1) for a model built in training mode; it shares "
+                f"{'this weight' if one else 'these weights'} with the batch) and batch it again "
+                f"({self._owner_name}Batched.from_model(model, batch_size)), or build the built-in so that its "
+                f"reset writes no weight (train_state=False)")
 
 
 def held(owner, name):

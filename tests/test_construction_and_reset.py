@@ -511,3 +511,47 @@ def test_a_training_mode_model_resets_each_example_as_a_batch_of_one(tmp_path, h
     assert expected.shape == (size, 1, n)
     np.testing.assert_allclose(np.asarray(bcell.V.value), expected)
     assert batched.batch_size == size
+
+
+TRAINED_INITIAL_STATE = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class RNN(bp.DynamicalSystem):
+    def __init__(self, num_in, num_hidden):
+        super().__init__()
+        self.rnn = bp.dyn.RNNCell(num_in, num_hidden, train_state=True)
+        self.out = bp.dnn.Dense(num_hidden, 1)
+
+    def update(self, x):
+        return self.out(self.rnn(x))
+'''
+
+
+@pytest.mark.parametrize("how", ["reset_state(1)", "reset_state()", "bp.reset_state", "reset()"])
+def test_a_built_in_whose_reset_writes_a_weight_is_refused_naming_it(tmp_path, how: str) -> None:
+    """``bp.dyn.RNNCell(..., train_state=True)`` in training mode: its reset_state re-initialises the TrainVar
+    ``state2train`` (a weight every example shares). main raised "<bound method Library.reset_modules of
+    <batchify.runtime.Library object at 0x...>> wrote Variables that are not one example's state:
+    ['rnn.state2train']", naming internals and no way out. The error names the built-in and the weight,
+    and the way out it gives (reset the original, batch it again) works."""
+    source_cls, batched_cls = classes(tmp_path, TRAINED_INITIAL_STATE, "RNN")
+    with bm.environment(mode=bm.training_mode):
+        original = source_cls(1, 5)
+    batched = batched_cls.from_model(original, B)
+    batched.update(bm.asarray(np.random.default_rng(0).normal(size=(B, 1, 1)).astype(np.float32)))
+    with pytest.raises(RuntimeError) as raised:
+        if how == "bp.reset_state":
+            bp.reset_state(batched)
+        else:
+            eval(f"batched.{how}")
+    message = str(raised.value)
+    assert "rnn.state2train" in message and "RNNCell" in message, message
+    assert "Library object at" not in message and "from_model" in message, message
+    original.reset_state(1)  # the advice: the original reset as BrainPy resets it, then batched again
+    again = batched_cls.from_model(original, B)
+    assert again.rnn.state.shape == (B, 1, 5)
+    np.testing.assert_allclose(np.asarray(again.rnn.state.value),
+                               np.stack([np.asarray(original.rnn.state.value)] * B))
+
