@@ -1363,6 +1363,7 @@ class Batched:
     def set_batch_size(self, batch_size):
         """Resize every state Variable to ``batch_size`` examples, each a copy of example 0."""
         spec = spec_of(type(self))
+        _note_resize(self, batch_size)
         self.batch_size = batch_size
         for f in spec.own_batched:
             if f.optional and getattr(self, f.attr, None) is None:
@@ -1766,9 +1767,31 @@ def batched_property(pure_name):
     return property(get, doc=f"``{name}`` of every example (axis 0), from ``{pure_name}``.")
 
 
+def _note_resize(model, batch_size):
+    """Remember the size a batch had before it was resized (a reset given a batch size, BrainPy's
+    ``reset_state(1)`` for a training-mode model among them), for the error of a step that then gets
+    the old size's arguments."""
+    old = vars(model).get("batch_size")
+    if old is not None and old != batch_size:
+        vars(model)["_resized_from"] = old
+
+
 def vmapped_call(model, function, shared, args, kwargs):
     """``function(params, state, *args, **kwargs)`` on every example, the new state written back."""
-    values, axes, one = flat_arguments(function, shared, args, kwargs, model.batch_size)
+    try:
+        values, axes, one = flat_arguments(function, shared, args, kwargs, model.batch_size)
+    except ValueError as exc:
+        old = vars(model).get("_resized_from")
+        what, per_example, _ = str(exc).partition(" is per example and needs a leading batch axis")
+        if old is None or not per_example:
+            raise
+        shape = str(exc).partition("but has shape ")[2].partition(";")[0]
+        raise ValueError(f"{what} has shape {shape}, but the batch holds {model.batch_size} example"
+                         f"{'s' if model.batch_size != 1 else ''}: it was resized from {old} by a reset given a "
+                         f"batch size (reset_state({model.batch_size}), reset({model.batch_size}), "
+                         f"bp.reset_state(model, {model.batch_size})) or set_batch_size({model.batch_size}); "
+                         f"reset with the batch size you step with (reset_state({old}); each example is reset "
+                         f"with its own batch size either way)") from None
     params, state, state_axes = model.params(), model.state(), model.state_axes()
     with batch_state_only(model, function.__name__.removesuffix("_pure")):
         state, out = jax.vmap(one, in_axes=(None, state_axes, *axes), axis_size=model.batch_size)(
@@ -2028,6 +2051,7 @@ class BuiltinBatched(bp.DynamicalSystem):
         self.library.set_state(state.library)
 
     def set_batch_size(self, batch_size):
+        _note_resize(self, batch_size)
         self.batch_size = batch_size
         self.rng_key.value = example_keys(None, batch_size)
         self.library.set_batch_size(batch_size)

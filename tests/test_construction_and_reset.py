@@ -555,3 +555,39 @@ def test_a_built_in_whose_reset_writes_a_weight_is_refused_naming_it(tmp_path, h
     np.testing.assert_allclose(np.asarray(again.rnn.state.value),
                                np.stack([np.asarray(original.rnn.state.value)] * B))
 
+
+DENSE_TO_LIF = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class SNN(bp.DynamicalSystem):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.l1 = bp.dnn.Dense(n_in, n_out, b_initializer=None)
+        self.l2 = bp.dyn.Lif(n_out, V_rest=0., V_reset=0., V_th=1., tau=2.0, spk_fun=bm.surrogate.arctan)
+
+    def update(self, x):
+        return x >> self.l1 >> self.l2
+'''
+
+
+def test_a_step_after_a_reset_that_resized_the_batch_names_the_resize(tmp_path) -> None:
+    """BrainPy's docs' ``x >> Dense >> Lif`` in training mode, reset as BrainPy's trainers reset it
+    (``reset_state(1)``): the batch becomes one example, as documented. main's next step said "argument 'x'
+    is per example and needs a leading batch axis of size 1, but has shape [4, 1, 6]; ... regenerate the
+    module with --shared x", advice that would give every example example 0's input."""
+    source_cls, batched_cls = classes(tmp_path, DENSE_TO_LIF, "SNN")
+    with bm.environment(mode=bm.training_mode):
+        original = source_cls(6, 4)
+    batched = batched_cls.from_model(original, B)
+    x = bm.ones((B, 1, 6))
+    batched.update(x)
+    batched.reset_state(1)
+    assert batched.batch_size == 1
+    with pytest.raises(ValueError) as raised:
+        batched.update(x)
+    message = str(raised.value)
+    assert "--shared" not in message and f"resized from {B}" in message and f"reset_state({B})" in message, message
+    batched.reset_state(B)
+    assert np.asarray(batched.update(x)).shape[0] == B
