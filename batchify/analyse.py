@@ -529,6 +529,7 @@ class _ClassScan:
             self.check_stored_functions(func)
             self.check_handed_functions(func)
             self.check_second_names(func)
+            self.check_implicit_registration(func)
         if init is not None:
             self.check_model_sequences(init)
             self.check_group_children(init)
@@ -639,6 +640,28 @@ class _ClassScan:
                 self.a.report(arg.value, "BFY105", f"{name} ({what}) is handed to {keeps}: batchify builds a child "
                               "model batched only where the class it belongs to assigns it to an attribute; assign "
                               f"it here (self.{name} = ...) and leave it out of the base's __init__ call")
+
+    def check_implicit_registration(self, func: cst.FunctionDef) -> None:
+        """``self.register_implicit_nodes(ou, conn)`` (Sanda 2021's loop over populations): models, or
+        Variables (``register_implicit_vars``), that BrainPy runs and resets but no attribute holds.
+        batchify follows children and Variables by attribute: they would run unbatched."""
+        me = self_name_of(func) or "self"
+        for node in walk(func.body):
+            if not (type(node) is cst.Call and type(node.func) is cst.Attribute
+                    and node.func.attr.value in ("register_implicit_nodes", "register_implicit_vars")
+                    and type(node.func.value) is cst.Name and node.func.value.value == me):
+                continue
+            held = next((a for a in node.args if not (type(a.value) is cst.Attribute and self_path(a.value, me))), None)
+            if held is None:
+                continue
+            nodes = node.func.attr.value == "register_implicit_nodes"
+            what = "model" if nodes else "Variable"
+            shown = cst.Module([]).code_for_node(held.value)
+            self.a.report(held.value, "BFY105" if nodes else "BFY102", f"{node.func.attr.value}() registers "
+                          f"{shown}, a {what} no attribute of the class holds: batchify batches a {what} only "
+                          "where the class assigns it to an attribute, and BrainPy would run this one unbatched; "
+                          "assign it to an attribute instead (self.NAME = ...; one attribute per population in "
+                          "a loop)")
 
     def check_models_in_containers(self, func: cst.FunctionDef) -> None:
         """``self.pops[name] = LIF(n)`` (into a ``bp.Collector``, a dict, a list) or ``pops.append(LIF(n))``:

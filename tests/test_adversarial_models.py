@@ -2376,3 +2376,38 @@ def test_a_model_of_the_file_built_inline_for_another_is_refused_and_the_advice_
                          "--strict", "--no-speed")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "PASS" in checked.stdout
+
+
+IMPLICIT_NODES = """import brainpy as bp
+import brainpy.math as bm
+
+
+class Net(bp.DynSysGroup):
+    def __init__(self, n):
+        super().__init__()
+        self.E = bp.dyn.LifRef(n)
+        ou = bp.dyn.OUProcess(n, 0., 1., 5.)
+        self.register_implicit_nodes(REGISTERED)
+        self.v = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.v.value = self.E(x)
+        return self.v.value
+"""
+
+
+@pytest.mark.parametrize("registered, refused", [("ou", "BFY105"), ("self.E, ou", "BFY105"),
+                                                 ("self.E", None)])
+def test_models_registered_implicitly_without_an_attribute_are_refused(registered, refused) -> None:
+    """Sanda 2021's pattern (probe N4A F9): built-ins made in a loop and only register_implicit_nodes-ed.
+    main: exit 0; the batched model then refused at run time naming no path (or verify FAILed it as
+    a transformation bug: OUProcess0.x (3, 8) against (8,))."""
+    source = IMPLICIT_NODES.replace("REGISTERED", registered)
+    if refused is None:
+        transform(source.encode(), "implicit.py", command="batchify")
+        return
+    with pytest.raises(BatchifyError) as error:
+        transform(source.encode(), "implicit.py", command="batchify")
+    column = 38 + registered.index("ou")
+    assert (f"implicit.py:10:{column}: {refused} register_implicit_nodes() registers ou, a model no attribute of "
+            "the class holds") in str(error.value)
