@@ -290,6 +290,14 @@ def _sizes(sizes):
     return (int(sizes),) if isinstance(sizes, (int, np.integer)) else tuple(int(s) for s in sizes)
 
 
+class NoBatchAxisError(ValueError):
+    """A per-example argument without the batch's leading axis: ``what`` names it, ``shape`` is its own."""
+
+    def __init__(self, message, what, shape):
+        super().__init__(message)
+        self.what, self.shape = what, shape
+
+
 def example_axis(value, name=None, batch_size=None):
     """The axis ``jax.vmap`` maps argument ``name`` over: 0, or None for a Python scalar or None.
 
@@ -303,9 +311,9 @@ def example_axis(value, name=None, batch_size=None):
     if not shape or (batch_size is not None and shape[0] != batch_size):
         what = f"argument {name!r}" if name else "a *args argument"
         fix = f"regenerate the module with --shared {name}" if name else "pass it as a Python scalar"
-        raise ValueError(f"{what} is per example and needs a leading batch axis of size {batch_size or 'B'}, "
-                         f"but has shape {list(shape)}; if every example shares it (a time index, a common "
-                         f"stimulus), {fix}")
+        raise NoBatchAxisError(f"{what} is per example and needs a leading batch axis of size "
+                               f"{batch_size or 'B'}, but has shape {list(shape)}; if every example shares it (a "
+                               f"time index, a common stimulus), {fix}", what, list(shape))
     return 0
 
 
@@ -1780,13 +1788,11 @@ def vmapped_call(model, function, shared, args, kwargs):
     """``function(params, state, *args, **kwargs)`` on every example, the new state written back."""
     try:
         values, axes, one = flat_arguments(function, shared, args, kwargs, model.batch_size)
-    except ValueError as exc:
+    except NoBatchAxisError as exc:
         old = vars(model).get("_resized_from")
-        what, per_example, _ = str(exc).partition(" is per example and needs a leading batch axis")
-        if old is None or not per_example:
+        if old is None:
             raise
-        shape = str(exc).partition("but has shape ")[2].partition(";")[0]
-        raise ValueError(f"{what} has shape {shape}, but the batch holds {model.batch_size} example"
+        raise ValueError(f"{exc.what} has shape {exc.shape}, but the batch holds {model.batch_size} example"
                          f"{'s' if model.batch_size != 1 else ''}: it was resized from {old} by a reset given a "
                          f"batch size (reset_state({model.batch_size}), reset({model.batch_size}), "
                          f"bp.reset_state(model, {model.batch_size})) or set_batch_size({model.batch_size}); "
