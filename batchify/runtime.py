@@ -690,10 +690,19 @@ class Library(bp.BrainPyObject):
         return self.call(params, state, get)[1]
 
     def write(self, state, path, value):
-        """``state`` with one example's Variable at ``path`` set to ``value``."""
+        """``state`` with one example's Variable at ``path`` set to ``value``: a Variable of the model's
+        own handed to the built-in (``PoissonGroup(n, freqs=self.rate)``) is written as that field."""
         variable = self.resolve(path)
-        key = next(k for k, v in self.variables.items() if v is variable)
-        return state._replace(library={**state.library, key: jnp.asarray(value)})
+        key = next((k for k, v in self.variables.items() if v is variable), None)
+        if key is not None:
+            return state._replace(library={**state.library, key: jnp.asarray(value)})
+        field = next((name for name, v in self.fields.items() if v is variable), None)
+        if field is not None:
+            return state._replace(**{field: jnp.asarray(value)})
+        raise UnbatchedStateError(
+            f"self.{path} is written, but it is not one of the built-ins' state Variables "
+            f"({'a weight every example shares' if any(v is variable for v in self.weights.values()) else 'not part of the batch'}): "
+            "write a Variable of the model itself", self._owner_name, [path])
 
     def resolve(self, path):
         """The object at ``path``: ``"N.spike"`` is the ``spike`` attribute of built-in ``N``."""

@@ -341,3 +341,51 @@ class Net(bp.DynSysGroup):
     assert f"pops.py:7:{column}: BFY105 self.pops holds BrainPy built-ins in a plain {kind}" in result.stderr, (
         result.stderr)
     assert not (tmp_path / "out.py").exists()
+
+
+OWN_VARIABLE_WRITTEN_THROUGH_A_BUILT_IN = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Net(bp.DynSysGroup):
+    def __init__(self, n):
+        super().__init__()
+        self.rate = bm.Variable(bm.ones(1) * 50.)
+        self.ext = bp.neurons.PoissonGroup(n, freqs=self.rate)
+        self.acc = bm.Variable(bm.zeros(n))
+
+    def change_freq(self, f):
+        self.ext.freqs[0] = f[0]
+
+    def update(self, f):
+        self.change_freq(f)
+        self.ext()
+        self.acc += self.ext.spike
+        return self.acc.value
+'''
+
+
+def test_a_variable_of_the_model_written_through_the_built_in_holding_it_passes_verify(tmp_path: Path) -> None:
+    """``PoissonGroup(n, freqs=self.rate)``, then ``self.ext.freqs[0] = f[0]`` (Susin 2021's spelling
+    with a second name, probe N4A): the Variable is the model's own field, which the built-in holds.
+    Main raised a bare StopIteration from the library's write (BFY303 'a transformation bug')."""
+    src, out = tmp_path / "net.py", tmp_path / "net_batched.py"
+    src.write_text(OWN_VARIABLE_WRITTEN_THROUGH_A_BUILT_IN)
+    run = [sys.executable, "-m", "batchify"]
+    assert subprocess.run([*run, str(src), "-o", str(out)], capture_output=True, text=True).returncode == 0
+    checked = subprocess.run([*run, "verify", str(src), str(out), "--init", "4", "--input-shape", "f=1:float32:500",
+                              "--dt", "1", "--strict", "--no-speed"], capture_output=True, text=True, timeout=900)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert next(r for r in checked.stdout.splitlines() if r.startswith("Net ")).rstrip().endswith("PASS")
+    assert "state moved 3/3" in checked.stdout  # rate (the field the built-in writes), acc, ext.spike
+
+
+def test_the_written_field_holds_each_examples_own_value(tmp_path: Path) -> None:
+    import numpy as np
+    from batchify.loader import load_generated
+
+    (tmp_path / "net_batched.py").write_text(
+        transform(OWN_VARIABLE_WRITTEN_THROUGH_A_BUILT_IN.encode(), "net.py", command="batchify").text)
+    batched = load_generated(tmp_path / "net_batched.py", "net_batched_field").NetBatched(4, batch_size=3)
+    batched.change_freq(np.array([[10.], [20.], [30.]], "float32"))
+    np.testing.assert_array_equal(np.asarray(batched.rate.value), [[10.], [20.], [30.]])
