@@ -477,8 +477,9 @@ RULES: tuple[Rule, ...] = (
         'built-in read',
         f"{EXPR}.builtin_read",
         "reads of a built-in's Variables",
-        '`self.N.spike.value`, `self.N.V`',
-        '`self.library.read(params, state, "N.spike")`',
+        '`self.N.spike.value`, `self.N.V`, `self.seq[-1].spike` (an item of a `bp.Sequential`)',
+        ('`self.library.read(params, state, "N.spike")`; an item is indexed on the built-in read whole, '
+         '`self.library.read(params, state, "seq")[-1].spike`, one example\'s view of it'),
         Case(before='return self.N.spike.value',
              after='return bfy.unwrap(state), self.library.read(params, state, "N.spike")',
              init='self.N = bp.dyn.Lif(3)'),
@@ -491,7 +492,7 @@ RULES: tuple[Rule, ...] = (
         'built-in call',
         f"{EXPR}.builtin_call",
         'calls of a built-in',
-        '`self.fc(x)`, `self.N.update(x)`',
+        '`self.fc(x)`, `self.N.update(x)`, `self.seq[0](x)` (an item of a `bp.Sequential`)',
         ("`state, fc_out = self.library.call(params, state, self.fc, x)`: one example's values "
          "(and random key) bound into the built-in's Variables for the call, the old values put "
          'back'),

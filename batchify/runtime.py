@@ -34,6 +34,7 @@ import types
 import typing
 import warnings
 import weakref
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -774,21 +775,33 @@ def unviewed(value):
 def example_view(value, path: str, seen: dict):
     """``value`` as one example sees it, taken while ``Library.call`` has bound that example: a
     Variable is its value; a dict, list or tuple holds the views of its items; a BrainPy object (a
-    built-in's ``refs['syn']``) is an ``ExampleView``. Anything else is itself (a setting, an array)."""
-    if isinstance(value, bm.Variable):
-        return value.value
-    if type(value) in (dict, list, tuple):
-        items = value.items() if type(value) is dict else enumerate(value)
-        viewed = {k: example_view(v, f"{path}[{k!r}]", seen) for k, v in items}
-        return viewed if type(value) is dict else type(value)(viewed.values())
-    if isinstance(value, bp.BrainPyObject):
-        if id(value) not in seen:  # (objects refer to each other: post's inputs name the projection)
-            seen[id(value)] = ExampleView(value, path)
-            values = {name: example_view(v, f"{path}.{name}", seen) for name, v in vars(value).items()
-                      if isinstance(v, (bm.Variable, bp.BrainPyObject, dict, list, tuple))}
-            object.__setattr__(seen[id(value)], "_values", values)
-        return seen[id(value)]
-    return value
+    built-in's ``refs['syn']``) is an ``ExampleView``. Anything else is itself (a setting, an array).
+    Objects are viewed breadth first, so each is named by its shortest path from ``value``."""
+    objects = deque()
+
+    def view(value, path):
+        if isinstance(value, bm.Variable):
+            return seen.setdefault(id(value), value.value)  # (kept by id too: an item a view's index gives)
+        # (BrainPy's NodeDict, a Sequential's children, is a dict: read as a plain one)
+        if type(value) in (dict, list, tuple) or (isinstance(value, (dict, list))
+                                                   and not isinstance(value, bp.BrainPyObject)):
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            viewed = {k: view(v, f"{path}[{k!r}]") for k, v in items}
+            return viewed if isinstance(value, dict) else (list if isinstance(value, list) else tuple)(viewed.values())
+        if isinstance(value, bp.BrainPyObject):
+            if id(value) not in seen:  # (objects refer to each other: post's inputs name the projection)
+                seen[id(value)] = ExampleView(value, path, seen)
+                objects.append((value, path))
+            return seen[id(value)]
+        return value
+
+    viewed = view(value, path)
+    while objects:
+        obj, at = objects.popleft()
+        values = {name: view(v, f"{at}.{name}") for name, v in vars(obj).items()
+                  if isinstance(v, (bm.Variable, bp.BrainPyObject, dict, list, tuple))}
+        object.__setattr__(seen[id(obj)], "_values", values)
+    return viewed
 
 
 class ExampleView:
@@ -797,12 +810,13 @@ class ExampleView:
     settings are the object's own. Its methods would run on the built-in outside the example, so
     calling one is refused; call it through the built-in that holds it."""
 
-    __slots__ = ("_module", "_path", "_values")
+    __slots__ = ("_module", "_path", "_values", "_seen")
 
-    def __init__(self, module, path: str):
+    def __init__(self, module, path: str, seen: dict):
         object.__setattr__(self, "_module", module)
         object.__setattr__(self, "_path", path)
         object.__setattr__(self, "_values", {})
+        object.__setattr__(self, "_seen", seen)  # every object read with it, by id: its items' views
 
     @property
     def __class__(self):
@@ -817,6 +831,14 @@ class ExampleView:
                             "step: it would run outside the example being computed; call it through the "
                             "built-in that holds it (self.proj(...)), or read the Variables you need")
         return value
+
+    def __getitem__(self, index):
+        """``seq[-1]`` of a ``bp.Sequential`` read whole: the view of the item the built-in gives."""
+        item = self._module[index]
+        if isinstance(item, (bm.Variable, bp.BrainPyObject)) and id(item) not in self._seen:
+            raise TypeError(f"{self._path}[{index!r}] is a new object the built-in makes when indexed (a slice), "
+                            "not one it holds: read the items you need by position, one at a time")
+        return self._seen.get(id(item), item)
 
     def __setattr__(self, name, value):
         raise TypeError(f"{self._path}.{name} is set on a built-in's object read in a batched step; the "

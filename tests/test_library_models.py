@@ -389,3 +389,42 @@ def test_the_written_field_holds_each_examples_own_value(tmp_path: Path) -> None
     batched = load_generated(tmp_path / "net_batched.py", "net_batched_field").NetBatched(4, batch_size=3)
     batched.change_freq(np.array([[10.], [20.], [30.]], "float32"))
     np.testing.assert_array_equal(np.asarray(batched.rate.value), [[10.], [20.], [30.]])
+
+
+SEQUENTIAL_ITEMS = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class SNN(bp.DynamicalSystem):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.layer = bp.Sequential(
+            bp.layers.Dense(n_in, n_out, b_initializer=None),
+            bp.neurons.LIF(n_out, V_rest=0., V_reset=0., V_th=1., tau=2.0),
+        )
+        self.acc = bm.Variable(bm.zeros(n_out))
+
+    def update(self, x):
+        h = self.layer[0](x)
+        self.layer[1](h)
+        self.acc += self.layer[-1].V.value
+        return self.layer[-1].spike
+'''
+
+
+@pytest.mark.parametrize("step", ["items", "whole"])
+def test_items_of_a_sequential_read_and_called_in_a_step_pass_verify(tmp_path: Path, step: str) -> None:
+    """``return self.layer[-1].spike`` on a ``bp.Sequential`` (probe N4A): main left the item as
+    written, so the step read the built-in's one-example Variable; verify said BFY302 'the batched model
+    refused to run ... It belongs to a model handed to this one (self.pre = pre) or imported from
+    another file', advice that does not apply. Now items are read and called as one example sees them."""
+    source = SEQUENTIAL_ITEMS if step == "items" else SEQUENTIAL_ITEMS.replace(
+        "        h = self.layer[0](x)\n        self.layer[1](h)\n", "        self.layer(x)\n")
+    src, out = tmp_path / "snn.py", tmp_path / "snn_batched.py"
+    src.write_text(source)
+    run = [sys.executable, "-m", "batchify"]
+    assert subprocess.run([*run, str(src), "-o", str(out)], capture_output=True, text=True).returncode == 0
+    checked = subprocess.run([*run, "verify", str(src), str(out), "--init", "3,4", "--input-shape", "x=3:float32:20",
+                              "--strict", "--no-speed"], capture_output=True, text=True, timeout=900)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert next(r for r in checked.stdout.splitlines() if r.startswith("SNN ")).rstrip().endswith("PASS")

@@ -294,6 +294,23 @@ def test_a_method_of_a_builtins_value_is_called_on_the_examples_value(body: str,
     assert got.splitlines()[0] == expected, got
 
 
+@pytest.mark.parametrize("body,expected", [
+    ("return self.seq[-1].spike",
+     'return bfy.unwrap(state), self.library.read(params, state, "seq")[-1].spike'),
+    ("return self.seq[1].V.value + self.seq['lif'].V",
+     'return bfy.unwrap(state), self.library.read(params, state, "seq")[1].V + '
+     'self.library.read(params, state, "seq")[\'lif\'].V'),
+    ("return self.seq[0](x)", "state, seq_out = self.library.call(params, state, self.seq[0], x)"),
+    ("return self.seq[-1].update(x)", "state, seq_out = self.library.call(params, state, self.seq[-1].update, x)"),
+])
+def test_an_item_of_a_builtin_is_read_and_called_as_one_example_sees_it(body: str, expected: str) -> None:
+    """``self.layer[-1].spike`` of a ``bp.Sequential`` (probe N4A, an SNN reading its last layer's
+    spikes): main left it as written, so the step read the unbatched built-in's one-example Variable
+    and the batched model refused at run time, advising to build 'a model handed to this one' in the file."""
+    got = rewritten(Case(before=body, after="", init="self.seq = bp.Sequential(bp.dnn.Linear(3, 3), lif=bp.dyn.Lif(3))"))
+    assert got.splitlines()[0] == expected, got
+
+
 @pytest.mark.parametrize("init,reset,expected_init,expected_reset", [
     # BrainPy's own neurons: the Variable made in reset_state, its shape the model's varshape.
     ("", "self.H = self.init_variable(bm.zeros, batch_size)",

@@ -258,6 +258,11 @@ class ExprRewriter(Transformer):
         self.state_reads: list[tuple[cst.CSTNode, tuple[str, ...], str]] = []  # (node, children, field)
         # Calls that change state: (node, children, the fields they may write or None for any).
         self.writers: list[tuple[cst.CSTNode, tuple[str, ...], frozenset[str] | None]] = []
+        # ``self.seq[-1]`` of a built-in: read as one example's item when an attribute of it is read
+        # (``items``), called through the library when it is called (``called_items``); the reads made.
+        self.items: set[int] = set()
+        self.called_items: set[int] = set()
+        self.item_reads: set[int] = set()
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if type(node) in self.NO_HOIST:
@@ -271,6 +276,11 @@ class ExprRewriter(Transformer):
         return result
 
     def visit_Call(self, node: cst.Call) -> bool:
+        func = node.func
+        while type(func) is cst.Attribute:
+            func = func.value
+        if type(func) is cst.Subscript:
+            self.called_items.add(id(func))
         if {q.name for q in self.ctx.ir.qualified.get(node.func, ())} & names.CONTROL_FLOW:
             bodies = [a.value for a in node.args]
             bodies += [el.value for a in node.args if type(a.value) in (cst.List, cst.Tuple) for el in a.value.elements]
@@ -292,8 +302,29 @@ class ExprRewriter(Transformer):
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         """The outermost attribute of a chain is visited first: a chain into a built-in is read whole."""
+        if type(node.value) is cst.Subscript:
+            self.items.add(id(node.value))
         path = self_path(node, self.ctx.self_name)
         return not (path and isinstance(self.ctx.resolve(path), LibraryRef))
+
+    def item_of_builtin(self, node: cst.Subscript) -> LibraryRef | None:
+        """``self.seq[-1]``: an item of a built-in itself (a ``bp.Sequential``'s layer), not of its Variable."""
+        path = self_path(node.value, self.ctx.self_name)
+        ref = self.ctx.resolve(path) if path else None
+        return ref if isinstance(ref, LibraryRef) and not ref.rest else None
+
+    def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript) -> cst.BaseExpression:
+        """``self.seq[-1].spike`` -> ``self.library.read(params, state, "seq")[-1].spike``: the item as one
+        example sees it (a call of it goes through the library: ``builtin_call``)."""
+        if id(original_node) not in self.items or id(original_node) in self.called_items:
+            return updated_node
+        ref = self.item_of_builtin(original_node)
+        if ref is None or not self.library_ok(ref, original_node):
+            return updated_node
+        self.state_reads.append((original_node, tuple(ref.children), "library"))
+        read = self.ctx.library_read(ref)
+        self.item_reads.add(id(read))
+        return updated_node.with_changes(value=read)
 
     # The read rules, tried in order on every attribute; the first that gives a node wins (batchify.rules).
     ATTRIBUTE_RULES = ("call_result_value", "container_item_read", "state_read", "builtin_read", "mode_read",
@@ -354,11 +385,19 @@ class ExprRewriter(Transformer):
 
     def builtin_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
         """``self.N.spike`` of a built-in -> ``self.library.read(params, state, "N.spike")``; a child's
-        built-in read as a monitor (``self.l1.lif.spike``) -> the child's ``library.read``."""
+        built-in read as a monitor (``self.l1.lif.spike``) -> the child's ``library.read``. An item of a
+        built-in (``self.seq[-1]``, indexed on the built-in read whole by ``leave_Subscript``): its
+        Variables are already one example's values, ``self.seq[-1].V.value`` -> ``...[-1].V``."""
         if isinstance(ref, LibraryRef) and ref.rest:
             # A call in the same statement that runs these built-ins moves in front of the read (BFY215).
             self.state_reads.append((original_node, tuple(ref.children), "library"))
             return self.ctx.library_read(ref)
+        if original_node.attr.value == "value":
+            node = updated_node.value
+            while type(node) in (cst.Attribute, cst.Subscript):
+                node = node.value
+            if id(node) in self.item_reads:
+                return updated_node.value
         return None
 
     def mode_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
@@ -466,9 +505,17 @@ class ExprRewriter(Transformer):
         return None
 
     def builtin_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
-        """``self.N(x)`` / ``self.N.m(x)`` of a built-in: ``self.library.call(params, state, self.N, x)``."""
+        """``self.N(x)`` / ``self.N.m(x)`` / ``self.seq[0](x)`` of a built-in:
+        ``self.library.call(params, state, self.N, x)``."""
         path = self_path(original_node.func, self.ctx.self_name)
         ref = self.ctx.resolve(path) if path else None
+        item = original_node.func
+        while type(item) is cst.Attribute:
+            item = item.value
+        if ref is None and type(item) is cst.Subscript and (ref := self.item_of_builtin(item)) is not None:
+            if not self.library_ok(ref, original_node):
+                return updated_node
+            return self.library_call(original_node, updated_node.func, list(updated_node.args), ref)
         if not isinstance(ref, LibraryRef):
             return None
         if not self.library_ok(ref, original_node):
