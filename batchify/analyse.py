@@ -488,6 +488,7 @@ class _ClassScan:
         self.children: list[Child] = []
         self.libraries: list[str] = []
         self.noisy_integrators: list[str] = []
+        self.global_streams: list[str] = []  # `self.rng = bm.random.default_rng()`: BrainPy's global stream
         self.library_fields: list[str] = []  # own state Variables handed to a built-in
         # Models of this file run as library code: classes of children handed to a built-in.
         self.library_models: list[str] = []
@@ -944,6 +945,11 @@ class _ClassScan:
                 if not is_none(branch):
                     self.classify(name, branch, target, direct)
             return
+        if names.GLOBAL_STREAM in self.a.qualified_names(value) or (
+                type(value) is cst.Call and self.a.qualified_names(value.func) & names.GLOBAL_STREAM_GETTERS
+                and (not value.args or (len(value.args) == 1 and is_none(value.args[0].value)))):
+            self.global_streams.append(name)
+            return
         if type(value) is not cst.Call:
             self.check_container(name, value)
             return
@@ -1273,10 +1279,16 @@ def reaches_state(known: Known, path: list[str]) -> bool:
     return True
 
 
+def global_stream_draw(func: cst.BaseExpression, self_name: str, streams: set[str]) -> bool:
+    """``self.rng.normal`` where ``self.rng`` is BrainPy's global stream (``bm.random.default_rng()``)."""
+    path = self_path(func, self_name)
+    return bool(path) and len(path) == 2 and path[0] in streams and path[1] in names.RANDOM_SAMPLERS
+
+
 def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: dict[str, set[str]],
                 methods: set[str], kind: str, libraries: set[str] = frozenset(),
                 noisy: set[str] = frozenset(), properties: set[tuple[str, ...]] = frozenset(),
-                known: Known | None = None) -> Method:
+                known: Known | None = None, streams: set[str] = frozenset()) -> Method:
     """What a method touches; using a library attribute at all counts as reading it. A child's
     attribute is a read of its state when it reaches a Variable or a built-in of the child (``known``),
     not when it is one of the child's settings (``self.rec.a``, a float of its constructor)."""
@@ -1307,7 +1319,8 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                 draws = draws or any(names.random_sampler(q) for q in qn) or (
                     bool(qn & names.STATE_FACTORIES) and func.name.value != "__init__"
                     and not deterministic_initializer(node, a.qualified_names)) or (
-                    me is not None and self_path(node.func, me) in [[n] for n in noisy])
+                    me is not None and self_path(node.func, me) in [[n] for n in noisy]) or (
+                    me is not None and global_stream_draw(node.func, me, streams))
             if type(node) is cst.Attribute:
                 path = self_path(node, me)
                 if path and len(path) == 1 and tuple(path) in properties:
@@ -1468,7 +1481,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         cls = ModelClass(name, node, model_base(a, node, models), fields_, tuple(scan.children), {},
                          libraries=tuple(scan.libraries), reset_fields=tuple(scan.reset_fields),
                          init_resets=resets_at_init(scan.init, scan.init_resets, base),
-                         noisy_integrators=tuple(scan.noisy_integrators),
+                         noisy_integrators=tuple(scan.noisy_integrators), global_streams=tuple(scan.global_streams),
                          library_fields=tuple(scan.library_fields), losses=driver_losses.get(name, {}),
                          local_variables=frozenset(scan.local_variables),
                          bound_functions=dict(scan.bound_functions),
@@ -1489,6 +1502,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         below = {base: (chain[i + 1] if chain[i + 1] != name else None) for i, base in enumerate(chain[:-1])}
         libraries = set(ir.all_libraries(cls))
         noisy = {n for c in ir.chain(cls) for n in c.noisy_integrators}
+        streams = {n for c in ir.chain(cls) for n in c.global_streams}
         # `self.w_eff` of a `@property` runs it, as a call would (a masked weight: `self.w * self.mask`);
         # so does a child's (`self.cell.rate`). Paths: ("w_eff",), ("cell", "rate").
         properties = {(n,) for n, m in inherited.items() if m.kind == "property"} | {
@@ -1518,7 +1532,8 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             if me is not None:  # Variables reached by another name: into the plain self.V forms (aliases.py)
                 func = explicit_base_calls(func, me, below, a.inherit)
                 func = Normaliser(me, known, helpers, a.report, a.inherit).normalise(func)
-            method = scan_method(a, func, fields, children, method_names, kind, libraries, noisy, properties, known)
+            method = scan_method(a, func, fields, children, method_names, kind, libraries, noisy, properties, known,
+                                 streams)
             if me is not None and bound_reads:  # `self.f(x)`, f a lambda reading self.w: a read of w
                 used = {p[0] for n in walk(func.body) if type(n) is cst.Attribute for p in [self_path(n, me)] if p}
                 method = method._replace(reads=method.reads | {r for b in used & set(bound_reads)

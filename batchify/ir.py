@@ -61,6 +61,8 @@ class ModelClass:
     library_fields: tuple[str, ...] = ()  # own state Variables given to a built-in (``bm.LengthDelay(self.x)``)
     # Own attributes holding a stochastic integrator (``self.integral = bp.sdeint(...)``).
     noisy_integrators: tuple[str, ...] = ()
+    # Own attributes holding BrainPy's global random stream (``self.rng = bm.random.default_rng()``).
+    global_streams: tuple[str, ...] = ()
     # A property's setter and deleter (``@tau.setter``), by property name: copied after it as written.
     accessors: dict[str, list[cst.FunctionDef]] = field(default_factory=dict)
     # Methods only construction runs (``self._init_weights(n)`` in __init__): they create fields too,

@@ -74,6 +74,7 @@ LIBRARY_OBJECTS = frozenset(
         "brainpy.dyn.VarDelay",
         "brainpy.math.random.RandomState",
         "brainpy.math.RandomState",
+        "brainpy.math.random.default_rng",  # given a seed, a new RandomState (without: GLOBAL_STREAM_GETTERS)
         "brainpy.Sequential",
         "brainpy.dnn.Sequential",
         "brainpy.LoopOverTime",
@@ -222,6 +223,12 @@ GLOBAL_KEY = frozenset({"brainpy.math.random.split_key", "brainpy.math.random.sp
                         "brainpy.math.random.get_key", "brainpy.math.random.get_key_data",
                         "brainpy.math.random.DEFAULT", "brainpy.math.random.default_rng",
                         "brainpy.math.random.get_rng"})
+
+
+# ``self.rng = bm.random.default_rng()`` (no seed) / ``= bm.random.DEFAULT``: BrainPy's global stream
+# itself held as an object; ``self.rng.normal(...)`` is a draw from it, rewritten like ``bm.random.normal``.
+GLOBAL_STREAM_GETTERS = frozenset({"brainpy.math.random.default_rng"})
+GLOBAL_STREAM = "brainpy.math.random.DEFAULT"
 
 
 def random_sampler(qualified: str) -> bool:

@@ -27,7 +27,7 @@ from typing import NamedTuple
 import libcst as cst
 
 from batchify import names
-from batchify.analyse import deterministic_initializer, is_none, is_super_call, self_name_of
+from batchify.analyse import deterministic_initializer, global_stream_draw, is_none, is_super_call, self_name_of
 from batchify.cstwalk import Transformer, self_path, walk
 from batchify.diagnostics import Diagnostic
 from batchify.ir import Method, ModelClass, ModuleIR
@@ -498,8 +498,11 @@ class ExprRewriter(Transformer):
         return None
 
     def random_draw(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
-        """``bm.random.normal(...)`` without ``key=``: a key from this example's stream."""
-        if any(names.random_sampler(q) for q in qualified) and not any(
+        """``bm.random.normal(...)`` without ``key=``: a key from this example's stream; so for a draw from
+        the global stream held on self (``self.rng.normal(...)``, ``self.rng = bm.random.default_rng()``)."""
+        streams = {n for c in self.ctx.ir.chain(self.ctx.cls) for n in c.global_streams}
+        if (any(names.random_sampler(q) for q in qualified) or global_stream_draw(
+                original_node.func, self.ctx.self_name, streams)) and not any(
                 a.keyword is not None and a.keyword.value == "key" for a in original_node.args):
             return self.keyed_draw(original_node, updated_node)
         return None
