@@ -1630,6 +1630,15 @@ def batch_state_only(model, what):
         trace.recovery_original_values()
     ours = {id(v) for v in after}
     batch = {id(v) for v in after if getattr(v, "batch_axis", None) == 0}  # the batch's state
+    streams = [st for st in escaped if isinstance(st, bm.random.RandomState) and id(st) not in ours
+               and st is not bm.random.DEFAULT]
+    if streams:  # `rng = bm.random.RandomState(42)` at module level (or another object's), drawn in a step
+        raise refuse([],
+            f"{type(model).__name__}.{what} drew random numbers from a bm.random.RandomState the model does not "
+            f"hold (made at module level, or held by another object): one stream the whole batch would share, "
+            f"drawn once for every example. Hold it on the model "
+            f"(self.rng = bm.random.RandomState(seed) in __init__, then self.rng.normal(...)): batchify gives each "
+            f"example a stream of its own from it (its key folded with the example's index).")
     if any(isinstance(st, bm.random.RandomState) and id(st) not in ours for st in escaped):
         raise RuntimeError(
             f"{type(model).__name__}.{what} drew random numbers from BrainPy's global stream "

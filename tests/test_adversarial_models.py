@@ -2447,3 +2447,37 @@ def test_a_random_stream_held_on_self_draws_each_examples_numbers(tmp_path, held
     checked = verify_cli(tmp_path, "drop", source, "--init", "4", "--input-shape", "x=4:float32:3", "--strict")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "examples differ" in checked.stdout
+
+
+MODULE_LEVEL_STREAM = HEAD + textwrap.dedent('''
+    rng = bm.random.RandomState(42)
+
+
+    class Noisy(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.n = n
+            self.V = bm.Variable(bm.zeros(n))
+            self.w = bm.TrainVar(bm.ones(n))
+
+        def update(self, x):
+            self.V.value = self.V * 0.5 + x * self.w + rng.normal(0., 1., self.n)
+            return self.V.value
+''')
+
+
+def test_a_module_level_random_state_drawn_in_a_step_is_refused_with_advice_that_verifies(tmp_path) -> None:
+    """``rng = bm.random.RandomState(42)`` at module level, drawn in update (probe N4B): main's run-time
+    refusal said the draw came from 'BrainPy's global stream (bm.random) in code batchify did not rewrite'
+    and advised drawing in a method, where it already was. Now it names the stream and the way out,
+    holding it on the model, which then verifies."""
+    refusal = verify_cli(tmp_path, "noisy", MODULE_LEVEL_STREAM, "--init", "4", "--input-shape", "x=4")
+    assert refusal.returncode == 2  # cannot verify (BFY3xx)
+    assert "noisy.py:9:1: BFY302" in refusal.stderr  # the class's line
+    assert "a bm.random.RandomState the model does not hold (made at module level" in refusal.stderr
+    held = MODULE_LEVEL_STREAM.replace("rng = bm.random.RandomState(42)\n", "").replace(
+        "self.n = n\n", "self.n = n\n        self.rng = bm.random.RandomState(42)\n").replace(
+        "+ rng.normal", "+ self.rng.normal")
+    checked = verify_cli(tmp_path, "held", held, "--init", "4", "--input-shape", "x=4", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "examples differ" in checked.stdout
