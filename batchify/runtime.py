@@ -1839,11 +1839,55 @@ def vmapped_call(model, function, shared, args, kwargs):
                          f"reset with the batch size you step with (reset_state({old}); each example is reset "
                          f"with its own batch size either way)") from None
     params, state, state_axes = model.params(), model.state(), model.state_axes()
+    given = share_batches(model.batch_size)
+
+    def step(params, state, given, index, *values):
+        bp.share.save(**given)  # each example its own value of what an earlier batched call saved
+        state, out = one(params, state, *values)
+        return state, out, saved_per_example(index)
+
     with batch_state_only(model, function.__name__.removesuffix("_pure")):
-        state, out = jax.vmap(one, in_axes=(None, state_axes, *axes), axis_size=model.batch_size)(
-            params, state, *values)
+        state, out, saved = jax.vmap(step, in_axes=(None, state_axes, 0, 0, *axes), axis_size=model.batch_size)(
+            params, state, given, jnp.arange(model.batch_size), *values)
     model.set_state(model.reduced(state))
+    keep_share_batches(saved, model.batch_size)
     return out
+
+
+# BrainPy's shared context (``bp.share``) holds one value per key for the whole run. A batched step that
+# saves a per-example value there (``bp.share.save('mean_v', bm.mean(self.v))``, a child loading it)
+# would leave a vmap tracer behind (``UnexpectedTracerError`` at the next read): after the call the
+# context holds the batch's values instead (axis 0), and the next batched call of the same batch size
+# gives each example its own again.
+_SHARE_BATCHES: dict[str, tuple[int, int]] = {}  # key -> (id of the batch's value saved, batch size)
+
+
+def share_batches(batch_size):
+    """The per-example values an earlier batched call left in ``bp.share``, still there unchanged."""
+    now = bp.share.get_shargs()
+    found = {}
+    for key, (ident, size) in list(_SHARE_BATCHES.items()):
+        if key in now and id(now[key]) == ident and size == batch_size:
+            found[key] = now[key]
+        else:
+            del _SHARE_BATCHES[key]
+    return found
+
+
+def saved_per_example(index):
+    """The values in ``bp.share`` that depend on the example (``index`` is this vmap's example index)."""
+    def ours(value):
+        return isinstance(value, jax.core.Tracer) and getattr(value, "_trace", None) is getattr(index, "_trace", 0)
+
+    return {key: value for key, value in bp.share.get_shargs().items()
+            if any(ours(leaf) for leaf in jax.tree_util.tree_leaves(value))
+            and all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(value))}
+
+
+def keep_share_batches(saved, batch_size):
+    if saved:
+        bp.share.save(**saved)
+        _SHARE_BATCHES.update({key: (id(value), batch_size) for key, value in saved.items()})
 
 
 @functools.lru_cache(maxsize=None)

@@ -2481,3 +2481,68 @@ def test_a_module_level_random_state_drawn_in_a_step_is_refused_with_advice_that
     checked = verify_cli(tmp_path, "held", held, "--init", "4", "--input-shape", "x=4", "--strict")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "examples differ" in checked.stdout
+
+
+SHARE_SAVED_PER_EXAMPLE = HEAD + textwrap.dedent('''
+    class A(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.v = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            self.v.value = self.v * 0.9 + x
+            bp.share.save('mean_v', bm.mean(self.v.value))
+            return self.v.value
+
+
+    class B(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.u = bm.Variable(bm.zeros(n))
+
+        def update(self):
+            self.u.value = self.u + bp.share.load('mean_v')
+            return self.u.value
+
+
+    class Net(bp.DynSysGroup):
+        def __init__(self, n):
+            super().__init__()
+            self.a = A(n)
+            self.b = B(n)
+
+        def update(self, x):
+            self.a(x)
+            return self.b()
+''')
+
+
+def test_a_per_example_value_saved_to_bp_share_leaves_the_batchs_values_there(tmp_path) -> None:
+    """``bp.share.save('mean_v', bm.mean(self.v))`` in one model's step, loaded by another (probe N4A):
+    verify PASSed, but main left a vmap tracer in BrainPy's shared context, so reading it after the
+    step, or stepping the two models by separate batched calls, raised UnexpectedTracerError. Now the
+    context holds the batch's values afterwards, and the next batched call hands each example its own."""
+    import brainpy as bp
+    import numpy as np
+
+    source, batched = generated(tmp_path, "share", SHARE_SAVED_PER_EXAMPLE)
+    xs = np.random.RandomState(0).rand(3, 4).astype("float32")
+    expected, means = [], []
+    for x in xs:
+        net = source.Net(4)
+        for _ in range(3):
+            net.a(x)
+            out = net.b()
+        expected.append(np.asarray(out))
+        means.append(float(bp.share.load("mean_v")))
+    net = batched.NetBatched.from_model(source.Net(4), 3)
+    for _ in range(3):
+        net.a(xs)
+        out = net.b()  # a separate batched call: it loads what the one before saved, per example
+    np.testing.assert_allclose(np.asarray(out), np.stack(expected), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(bp.share.load("mean_v")), means, rtol=1e-6)
+    whole = batched.NetBatched.from_model(source.Net(4), 3)
+    for _ in range(3):
+        out = whole.update(xs)
+    np.testing.assert_allclose(np.asarray(out), np.stack(expected), rtol=1e-6)
+    assert np.asarray(bp.share.load("mean_v") + 1).shape == (3,)
