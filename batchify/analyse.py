@@ -531,6 +531,7 @@ class _ClassScan:
             self.check_handed_functions(func)
             self.check_second_names(func)
             self.check_implicit_registration(func)
+            self.check_shared_objects(func)
         if init is not None:
             self.check_model_sequences(init)
             self.check_group_children(init)
@@ -663,6 +664,27 @@ class _ClassScan:
                           "where the class assigns it to an attribute, and BrainPy would run this one unbatched; "
                           "assign it to an attribute instead (self.NAME = ...; one attribute per population in "
                           "a loop)")
+
+    def check_shared_objects(self, func: cst.FunctionDef) -> None:
+        """``bp.share.save('E-spike', bp.VarDelay(self.E.spike, ...))`` (BrainPy's old COBA EINetv2): a
+        delay, Variable or model kept in BrainPy's shared context, where no attribute of the class holds
+        it. batchify batches what the class holds by attribute: the step would run it unbatched."""
+        for node in walk(func.body):
+            if not (type(node) is cst.Call and self.a.qualified_names(node.func) & names.SHARE_SAVES):
+                continue
+            for arg in node.args:
+                made = next((n for n in walk(arg.value) if type(n) is cst.Call and (
+                    any(names.is_library(q) for q in self.a.qualified_names(n.func))
+                    or self.a.qualified_names(n.func) & (names.STATE_VARIABLES | names.PARAM_VARIABLES)
+                    or (type(n.func) is cst.Name and n.func.value in self.models))), None)
+                if made is None:
+                    continue
+                model = type(made.func) is cst.Name and made.func.value in self.models
+                shown = cst.Module([]).code_for_node(made.func)
+                self.a.report(made, "BFY105" if model else "BFY102", f"{shown}(...) is kept in bp.share, where no "
+                              f"attribute of the class holds it: batchify batches a {'model' if model else 'Variable, or an object holding Variables (a delay),'} "
+                              "only where the class assigns it to an attribute, and the step would run this one "
+                              "unbatched; assign it to an attribute (self.NAME = ...) and use it from there")
 
     def check_models_in_containers(self, func: cst.FunctionDef) -> None:
         """``self.pops[name] = LIF(n)`` (into a ``bp.Collector``, a dict, a list) or ``pops.append(LIF(n))``:

@@ -231,6 +231,10 @@ GLOBAL_STREAM_GETTERS = frozenset({"brainpy.math.random.default_rng"})
 GLOBAL_STREAM = "brainpy.math.random.DEFAULT"
 
 
+# BrainPy's shared context, written: ``bp.share.save(key, value)``, ``bp.share[key] = value``.
+SHARE_SAVES = frozenset({"brainpy.share.save", "brainpy.context.share.save"})
+
+
 def random_sampler(qualified: str) -> bool:
     return qualified.startswith(RANDOM_MODULE) and qualified[len(RANDOM_MODULE):] in RANDOM_SAMPLERS
 

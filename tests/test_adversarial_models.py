@@ -2546,3 +2546,45 @@ def test_a_per_example_value_saved_to_bp_share_leaves_the_batchs_values_there(tm
         out = whole.update(xs)
     np.testing.assert_allclose(np.asarray(out), np.stack(expected), rtol=1e-6)
     assert np.asarray(bp.share.load("mean_v") + 1).shape == (3,)
+
+
+DELAYS_IN_BP_SHARE = HEAD + textwrap.dedent('''
+    class EINet(bp.DynamicalSystem):
+        def __init__(self, n_e=8, n_i=4, delay=0.2):
+            super().__init__()
+            pars = dict(V_rest=-60., V_th=-50., V_reset=-60., tau=20., tau_ref=5.,
+                        V_initializer=bp.init.Normal(-55., 2.))
+            self.E = bp.dyn.LifRef(n_e, **pars)
+            self.I = bp.dyn.LifRef(n_i, **pars)
+            self.wE = bm.TrainVar(bm.random.uniform(0., 2., (n_e, n_e + n_i)))
+            self.wI = bm.TrainVar(bm.random.uniform(-4., 0., (n_i, n_e + n_i)))
+            bp.share.save('E-spike', bp.VarDelay(self.E.spike, entries={'E': delay}))
+            bp.share.save('I-spike', bp.VarDelay(self.I.spike, entries={'I': delay}))
+
+        def update(self, inp):
+            e_spike = bp.share.load('E-spike').at('E')
+            i_spike = bp.share.load('I-spike').at('I')
+            cur = e_spike.astype(float) @ self.wE + i_spike.astype(float) @ self.wI + inp
+            self.E(cur[:self.E.num])
+            self.I(cur[self.E.num:])
+            bp.share.load('E-spike')()
+            bp.share.load('I-spike')()
+            return self.E.V.value
+''')
+
+
+def test_a_delay_kept_in_bp_share_is_refused_and_the_advice_verifies(tmp_path) -> None:
+    """BrainPy's old COBA ``EINetv2`` keeps its delays in ``bp.share`` (probe N4A): main transformed it
+    (exit 0), then the batched model refused at run time, advising to 'build that model in a model class
+    of this file', which does not apply. Now BFY102 at the delay; held by attributes, it verifies."""
+    message = refused(DELAYS_IN_BP_SHARE, "BFY102")
+    assert "m.py:15:34: BFY102 bp.VarDelay(...) is kept in bp.share, where no attribute of the class holds it" in message
+    held = DELAYS_IN_BP_SHARE
+    for side in "EI":
+        held = held.replace(f"bp.share.save('{side}-spike', bp.VarDelay(self.{side}.spike, entries={{'{side}': delay}}))",
+                            f"self.{side}_delay = bp.VarDelay(self.{side}.spike, entries={{'{side}': delay}})")
+        held = held.replace(f"bp.share.load('{side}-spike')", f"self.{side}_delay")
+    assert "bp.share" not in held
+    checked = verify_cli(tmp_path, "einet", held, "--input-shape", "inp=12:float32:200", "--steps", "60", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "state moved 8/8" in checked.stdout
