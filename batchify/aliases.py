@@ -667,9 +667,13 @@ class Normaliser:
                 how = f"handed back by {callee}, which returns its argument" if passed else f"returned by {callee}"
                 self.check_maybe_variable(node, name, returned, how, written)
         local = set(bound_names(func, self.nodes))  # a module-level name is not an alias (BFY214 covers it)
+        # (`for node in self.nodes().values(): node.update(x)`: BFY213 at self.nodes() says it)
+        collected = {n.target.value for n in self.nodes if type(n) is cst.For and type(n.target) is cst.Name
+                     and any(type(c) is cst.Call and (p := self_path(c.func, self.me)) and p[-1] in ("nodes", "vars")
+                             for c in walk(n.iter))}
         for name, node in strong.items():
             if (name in aliases or name in params or name == self.me or name in self.items_loops
-                    or name not in local):
+                    or name not in local or name in collected):
                 continue
             self.report(node, "BFY213", f"'{name}' is written as a Variable ({name}.value or an in-place "
                         "method), but batchify cannot tell which Variable it is; bind it once at the top "

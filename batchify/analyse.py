@@ -2140,8 +2140,10 @@ def check_collectors(a: Analysis, ir: ModuleIR, cls: ModelClass) -> None:
         for call in collectors(method):
             instead = ("call the models by name instead (self.a(x), self.b(x))" if call.func.attr.value == "nodes"
                        else "name the Variables instead (self.V, self.w)")
+            handed = ("the model objects, whose Variables" if call.func.attr.value == "nodes"
+                      else "the Variable objects, which")
             a.report(call, "BFY213", f"self.{call.func.attr.value}() in {method.name}(), a stepping method: it hands "
-                     "out the Variable objects, which the batched step does not read per example (it would see "
+                     f"out {handed} the batched step does not read per example (it would see "
                      f"the whole batch's state, and weights outside the gradient); {instead}")
         me = self_name_of(method.node)
         for node in walk(method.node.body):

@@ -1266,9 +1266,21 @@ def test_an_update_reaching_its_children_through_self_nodes_only_is_refused() ->
     ("missing --method NAME (one of no stateful method)")."""
     with pytest.raises(BatchifyError) as error:
         transform(NODES_LOOP.encode(), "nodes.py", command="batchify")
-    assert ("nodes.py:23:21: BFY213 self.nodes() in update(), a stepping method: it hands out the Variable "
-            "objects") in str(error.value)
+    assert ("nodes.py:23:21: BFY213 self.nodes() in update(), a stepping method: it hands out the model "
+            "objects, whose Variables the batched step does not read per example") in str(error.value)
     assert "call the models by name instead (self.a(x), self.b(x))" in str(error.value)
+
+
+def test_a_child_stepped_by_its_update_through_self_nodes_is_one_refusal_saying_what_it_is() -> None:
+    """``for node in self.nodes(...).values(): node.update(x)`` (probe N4B): main said self.nodes() 'hands
+    out the Variable objects', and a second BFY213 that 'node' 'is written as a Variable (node.value or an
+    in-place method)': node is a model, stepped by its update."""
+    with pytest.raises(BatchifyError) as error:
+        transform(NODES_LOOP.replace("out = out + node(x)", "out = out + node.update(x)").encode(), "nodes.py",
+                  command="batchify")
+    lines = [d.format() for d in error.value.diagnostics]
+    assert len(lines) == 1, lines
+    assert "self.nodes() in update(), a stepping method: it hands out the model objects" in lines[0]
 
 
 DIAMOND = '''import brainpy as bp
