@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import textwrap
 import types
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -172,11 +173,35 @@ def clock_inputs(drive: Drive, original_cls, stateful: list[str]) -> Drive:
 
 def stepping_parameters(original_cls, method: str) -> list[inspect.Parameter]:
     """The parameters a caller gives the stepping method: not ``*args``/``**kwargs``, and not the old
-    ``update(self, tdi, ...)``'s ``tdi``, which BrainPy fills from ``bp.share``."""
+    ``update(self, tdi, ...)``'s ``tdi`` (or 2.3's ``update(self, s, x)``'s ``s``), which BrainPy fills
+    from ``bp.share``."""
     params = list(inspect.signature(getattr(original_cls, method)).parameters.values())[1:]
-    if method == "update" and params[:1] and params[0].name in SHARED_DICT_PARAMS:
+    if method == "update" and params[:1] and params[0].name == shared_dict_parameter(original_cls):
         params = params[1:]
     return [p for p in params if p.kind != p.VAR_KEYWORD]  # `*args` only as far as inputs are given
+
+
+def shared_dict_parameter(original_cls) -> str | None:
+    """The parameter of ``original_cls.update`` BrainPy hands its shared dict (``analyse.shared_dict_parameter``,
+    read from the method's source), or None."""
+    update = getattr(original_cls, "update", None)
+    params = list(inspect.signature(update).parameters) if update is not None else []
+    if len(params) < 2:
+        return None
+    if params[1] in SHARED_DICT_PARAMS:
+        return params[1]
+    try:
+        source = textwrap.dedent(inspect.getsource(update))
+    except (OSError, TypeError):  # BrainPy's own, or made at run time
+        return None
+    import libcst as cst
+
+    from batchify.analyse import shared_dict_parameter as rule
+    try:
+        func = next(n for n in cst.parse_module(source).body if type(n) is cst.FunctionDef)
+    except (cst.ParserSyntaxError, StopIteration):
+        return None
+    return rule(func)
 
 
 def _signature(sig: inspect.Signature) -> str:

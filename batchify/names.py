@@ -199,6 +199,8 @@ MATRIX_PRODUCTS = frozenset({"brainpy.math.dot", "brainpy.math.matmul", "jax.num
 # The old first parameter of ``update`` holding the shared arguments (t, dt, i): BrainPy fills it
 # from ``bp.share`` when a caller leaves it out, so it is shared by the batch, never per example.
 SHARED_DICT_PARAMS = ("tdi", "sh", "sha")
+# What BrainPy's runners and training loops keep in that dict (``bp.share``).
+SHARED_KEYS = frozenset({"t", "i", "dt", "fit"})
 # The older ``update(self, _t, _dt)`` signature: the clock, shared by the batch.
 SHARED_CLOCK_PARAMS = ("_t", "_dt")
 

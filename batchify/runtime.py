@@ -1763,10 +1763,14 @@ def flat_arguments(function, shared, args, kwargs, batch_size):
         else:
             layout.append(("=" if parameter.kind is parameter.KEYWORD_ONLY else "", name))
             items = [(name, value)]
+        # BrainPy hands an ``update`` whose first parameter a call leaves out its shared dict (``tdi``, or
+        # 2.3's ``update(self, s, x)``): recognised as BrainPy recognises it, a dict of 0-d values.
+        brainpys = (function.__name__ == "update_pure" and not layout[:-1] and isinstance(value, dict)
+                    and all(jnp.ndim(v) == 0 for v in value.values()))
         for key, v in items:
             v = unwrap(v)  # a BrainPy Array (`bm.asarray(idx)`) as its jax Array: vmap takes no __jax_array__
             values.append(v)
-            axes.append(None if key in shared or defaulted else example_axis(v, key, batch_size))
+            axes.append(None if key in shared or defaulted or brainpys else example_axis(v, key, batch_size))
 
     def call(params, state, *flat):
         args, kwargs, flat = [], {}, list(flat)

@@ -26,8 +26,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 
-from batchify.drive import Drive, DriveError, Input, Plan, resolve_init, stepping_parameters
-from batchify.names import SHARED_DICT_PARAMS, pure_name
+from batchify.drive import Drive, DriveError, Input, Plan, resolve_init, shared_dict_parameter, stepping_parameters
+from batchify.names import pure_name
 
 X64_ENV = "BATCHIFY_X64"
 if os.environ.get(X64_ENV):  # the float64 rerun: before jax is imported anywhere
@@ -720,7 +720,8 @@ class Verifier:
         # The old ``update(self, tdi, x)``: the caller leaves ``tdi`` out and BrainPy fills it from
         # bp.share, as it does for the original; the pure method takes it explicitly.
         after_state = list(inspect.signature(pure).parameters)[2:3]  # after params, state
-        takes_shared = self.method == "update" and bool(after_state) and after_state[0] in SHARED_DICT_PARAMS
+        takes_shared = self.method == "update" and bool(after_state) and after_state[0] == shared_dict_parameter(
+            self.original_cls)
         params, state0 = batched.params(), batched.state()
         per_example_inputs = [a.per_example for a in self.args if a.per_example is not None]
         per_example_inputs += [port.values for port in self.ports]

@@ -2280,6 +2280,39 @@ def test_a_child_update_taking_the_shared_dict_first_gets_it_from_bp_share(tmp_p
     assert "state moved 1/1, examples differ" in checked.stdout
 
 
+@pytest.mark.parametrize("parent, call", [
+    ("s, x", "self.a(s, x) + s['t'] * 0.01"),  # BrainPy 2.3's update(self, s, x), handed on and read
+    ("shared, x", "self.a(x)"),  # unused: mnist_ResNet's update(self, s, x)
+    ("s, x", "self.a(x) * s.dt"),
+])
+def test_a_top_level_update_taking_the_shared_dict_first_under_any_name_verifies(tmp_path, parent, call) -> None:
+    """BrainPy 2.3's top-level ``update(self, s, x)`` (BrainPy's docs and mnist_ResNet): BrainPy hands ``s``
+    from bp.share when a call leaves it out. main: the batched update took BrainPy's dict for a per-example
+    argument ('argument 's' is per example and needs a leading batch axis of size 2, but has shape []'),
+    and verify asked for driving information for it (BFY301 'missing --input-shape s=SHAPE')."""
+    source = (SHARED_FIRST_CHILD.replace("SIGNATURE", "s, x").replace("FIRST", "s")
+              .replace("PARENT", parent).replace("CALL", call))
+    checked = verify_cli(tmp_path, "shared_top", source, "--init", "3", "--input-shape", "x=3", "--dt", "0.1",
+                         "--class", "Net", "--strict", "--no-speed")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "state moved 1/1, examples differ" in checked.stdout
+
+
+def test_a_dict_of_the_users_own_first_is_an_input() -> None:
+    """Only BrainPy's keys make the first parameter its shared dict: ``inputs['image']`` is an input."""
+    import libcst as cst
+    from batchify.analyse import shared_dict_parameter
+
+    def first(source: str) -> str | None:
+        return shared_dict_parameter(cst.parse_module(source).body[0])
+
+    assert first("def update(self, inputs, mask):\n    return inputs['image'] * mask\n") is None
+    assert first("def update(self, s, x):\n    return s['t'] + x\n") == "s"
+    assert first("def update(self, s, x=None):\n    return s['t']\n") is None  # binds without it
+    assert first("def update(self, x, y):\n    return x + y\n") is None
+    assert first("def update(self, tdi):\n    return tdi\n") == "tdi"
+
+
 def test_a_child_step_changing_a_built_in_variable_it_is_handed_is_refused() -> None:
     """The same write into a built-in's Variable (probe N4A: self.proj(x, self.E.input), the child's
     out += ...). main: exit 0, and the write was lost in the batched model."""
