@@ -312,7 +312,7 @@ class _BaseCallsAsSuper(Transformer):
 
 
 def self_name_of(func: cst.FunctionDef) -> str | None:
-    params = func.params.params or func.params.posonly_params
+    params = [*func.params.posonly_params, *func.params.params]  # (`def update(self, x, /)`: self is positional-only)
     return params[0].name.value if params else None
 
 

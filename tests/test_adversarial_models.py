@@ -2633,3 +2633,28 @@ def test_a_delay_kept_in_bp_share_is_refused_and_the_advice_verifies(tmp_path) -
     checked = verify_cli(tmp_path, "einet", held, "--input-shape", "inp=12:float32:200", "--steps", "60", "--strict")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "state moved 8/8" in checked.stdout
+
+
+POSITIONAL_ONLY_STEP = HEAD + textwrap.dedent('''
+    class Leaky(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.w = bm.TrainVar(bm.ones((n, n)) * 0.1)
+            self.v = bm.Variable(bm.zeros(n))
+
+        def update(self, x, /, gain=1.0):
+            self.v.value = self.v * 0.9 + (x @ self.w + x.sum()) * gain
+            return self.v.value
+''')
+
+
+@pytest.mark.parametrize("signature", ["self, x, /, gain=1.0", "self, /, x, gain=1.0", "self, x, /"])
+def test_a_stepping_method_with_positional_only_parameters_is_refused_not_copied(signature: str) -> None:
+    """``def update(self, x, /, gain=1.0)``: main took ``gain`` (the first plain parameter) for the method's
+    self, found no state read, and copied update as written: exit 0, and the batched model summed x over
+    the whole batch (example 0: 15.3 where the original gives 3.3); verify said 'no stateful method'."""
+    source = POSITIONAL_ONLY_STEP.replace("self, x, /, gain=1.0", signature)
+    if "gain" not in signature:
+        source = source.replace(" * gain", "")
+    message = refused(source, "BFY207")
+    assert "m.py:12:9: BFY207 update() has **kwargs or positional-only parameters" in message

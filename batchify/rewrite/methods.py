@@ -1637,6 +1637,7 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     if func.params.star_kwarg is not None or func.params.posonly_params:
         ctx.report(func.name, "BFY207", f"{method.name}() has **kwargs or positional-only "
                    "parameters; give the stepping method plain parameters (and *args if need be)")
+        return func, ctx.diagnostics
     if method.kind == "property" and method.name in cls.readers:
         pass  # read in place where it is used (``property_read``): its pure twin, without @property
     elif method.kind == "property":
