@@ -67,6 +67,13 @@ def shared_dict_expression(node: cst.BaseExpression) -> bool:
     return type(node) is cst.Dict
 
 
+def called_item(func: cst.BaseExpression) -> cst.Subscript | None:
+    """The item a call runs, ``self.seq[0]`` of ``self.seq[0](x)`` or ``self.seq[0].update(x)``."""
+    while type(func) is cst.Attribute:
+        func = func.value
+    return func if type(func) is cst.Subscript else None
+
+
 def name(value: str) -> cst.Name:
     return cst.Name(value)
 
@@ -276,11 +283,9 @@ class ExprRewriter(Transformer):
         return result
 
     def visit_Call(self, node: cst.Call) -> bool:
-        func = node.func
-        while type(func) is cst.Attribute:
-            func = func.value
-        if type(func) is cst.Subscript:
-            self.called_items.add(id(func))
+        item = called_item(node.func)
+        if item is not None:
+            self.called_items.add(id(item))
         if {q.name for q in self.ctx.ir.qualified.get(node.func, ())} & names.CONTROL_FLOW:
             bodies = [a.value for a in node.args]
             bodies += [el.value for a in node.args if type(a.value) in (cst.List, cst.Tuple) for el in a.value.elements]
@@ -512,10 +517,8 @@ class ExprRewriter(Transformer):
         ``self.library.call(params, state, self.N, x)``."""
         path = self_path(original_node.func, self.ctx.self_name)
         ref = self.ctx.resolve(path) if path else None
-        item = original_node.func
-        while type(item) is cst.Attribute:
-            item = item.value
-        if ref is None and type(item) is cst.Subscript and (ref := self.item_of_builtin(item)) is not None:
+        item = called_item(original_node.func)
+        if ref is None and item is not None and (ref := self.item_of_builtin(item)) is not None:
             if not self.library_ok(ref, original_node):
                 return updated_node
             return self.library_call(original_node, updated_node.func, list(updated_node.args), ref)
