@@ -428,3 +428,30 @@ def test_items_of_a_sequential_read_and_called_in_a_step_pass_verify(tmp_path: P
                               "--strict", "--no-speed"], capture_output=True, text=True, timeout=900)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert next(r for r in checked.stdout.splitlines() if r.startswith("SNN ")).rstrip().endswith("PASS")
+
+
+def test_a_weight_of_a_built_in_written_in_a_step_is_refused_naming_it(tmp_path: Path) -> None:
+    """``self.fc.W[0] = x`` on a training-mode Dense: a weight every example shares, written per example.
+    Main raised a bare StopIteration from the library's write (verify: BFY303 'a transformation bug')."""
+    source = OWN_VARIABLE_WRITTEN_THROUGH_A_BUILT_IN.split("\n\nclass Net")[0] + '''
+
+class Net(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = bp.dnn.Dense(n, n, mode=bm.training_mode)
+        self.v = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.fc.W[0] = x
+        self.v.value = self.fc(x)
+        return self.v.value
+'''
+    src, out = tmp_path / "net.py", tmp_path / "net_batched.py"
+    src.write_text(source)
+    run = [sys.executable, "-m", "batchify"]
+    assert subprocess.run([*run, str(src), "-o", str(out)], capture_output=True, text=True).returncode == 0
+    checked = subprocess.run([*run, "verify", str(src), str(out), "--init", "3", "--input-shape", "x=3", "--no-speed"],
+                             capture_output=True, text=True, timeout=900)
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert ("BFY302 cannot verify: the batched model refused to run: self.fc.W is written, but it is not one of the "
+            "built-ins' state Variables (a weight every example shares)") in checked.stderr
