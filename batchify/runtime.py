@@ -2193,7 +2193,11 @@ class BuiltinBatched(bp.DynamicalSystem):
             # BrainPy's resets never call an ion channel's own reset_state (bp.reset_state skips
             # IonChaDyn nodes; the neuron holding a channel resets it), and IonChannel's raises
             return state, None
-        return self.library.call(params, state, self.model.reset_state)
+        # (made in a batching or training mode, one example is a batch of its mode's size (1), and
+        # resets given it, as the original resets: reset_state(1))
+        mode = getattr(self.model, "mode", None)
+        one = (mode.batch_size,) if isinstance(mode, bm.BatchingMode) else ()
+        return self.library.call(params, state, self.model.reset_state, *one)
 
     def clear_input(self, *args, **kwargs):
         """Clear every example's inputs as ``bp.clear_input`` clears the model's (its ``input`` port):

@@ -513,6 +513,36 @@ def test_a_training_mode_model_resets_each_example_as_a_batch_of_one(tmp_path, h
     assert batched.batch_size == size
 
 
+DERIVED_TRAINING_LIF = '''
+import brainpy as bp
+import brainpy.math as bm
+
+
+class MyLif(bp.dyn.Lif):
+    def __init__(self, n):
+        super().__init__(n, V_rest=0., V_reset=0., V_th=1., tau=2.0, mode=bm.training_mode)
+
+    def update(self, x):
+        return super().update(x * 2.)
+'''
+
+
+@pytest.mark.parametrize("how", ["reset_state()", "reset()"])
+def test_a_class_derived_from_a_built_in_in_training_mode_resets_each_example_as_a_batch_of_one(tmp_path, how) -> None:
+    """A class of the file derived from a built-in (batched whole, run as library code), built in
+    training mode: the original resets with its batch of one (``reset_state(1)``). main reset each
+    example without the size: MathError "The shape of the original data is (3,), while we got ()"
+    (verify: BFY900), while ``reset()`` (every node, as bp.reset_state) already passed the size."""
+    source_cls, batched_cls = classes(tmp_path, DERIVED_TRAINING_LIF, "MyLif")
+    original = source_cls(3)
+    batched = batched_cls.from_model(original, B)
+    batched.update(bm.asarray(np.random.default_rng(0).normal(size=(B, 1, 3)).astype(np.float32)) * 3)
+    assert float(np.abs(np.asarray(batched.V.value)).sum()) > 0
+    getattr(batched, how[:-2])()
+    original.reset_state(1)
+    np.testing.assert_allclose(np.asarray(batched.V.value), np.stack([np.asarray(original.V.value)] * B))
+
+
 TRAINED_INITIAL_STATE = '''
 import brainpy as bp
 import brainpy.math as bm
