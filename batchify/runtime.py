@@ -700,9 +700,10 @@ class Library(bp.BrainPyObject):
         field = next((name for name, v in self.fields.items() if v is variable), None)
         if field is not None:
             return state._replace(**{field: jnp.asarray(value)})
+        weight = any(v is variable for v in self.weights.values())
         raise UnbatchedStateError(
             f"self.{path} is written, but it is not one of the built-ins' state Variables "
-            f"({'a weight every example shares' if any(v is variable for v in self.weights.values()) else 'not part of the batch'}): "
+            f"({'a weight every example shares' if weight else 'not part of the batch'}): "
             "write a Variable of the model itself", self._owner_name, [path])
 
     def resolve(self, path):

@@ -26,6 +26,18 @@ def generated(*classes: str) -> str:
     return transform(SOURCE, "projections.py", command="batchify", classes=classes).text
 
 
+def transformed_and_verified(tmp_path: Path, name: str, source: str, *flags: str) -> subprocess.CompletedProcess:
+    """``source`` as ``name.py``, transformed by the CLI (which must succeed), then ``batchify verify`` with
+    ``flags`` and ``--no-speed``, both as real subprocesses."""
+    src, out = tmp_path / f"{name}.py", tmp_path / f"{name}_batched.py"
+    src.write_text(source)
+    run = [sys.executable, "-m", "batchify"]
+    made = subprocess.run([*run, str(src), "-o", str(out)], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    return subprocess.run([*run, "verify", str(src), str(out), *flags, "--no-speed"], capture_output=True, text=True,
+                          timeout=900)
+
+
 def test_a_child_handed_to_a_projection_joins_the_library() -> None:
     text = generated()
     coba = text[text.index("class COBABatched"):text.index("class ReadoutParams")]
@@ -256,16 +268,11 @@ def test_a_built_in_built_into_a_local_then_stored_on_self_is_a_built_in_and_pas
     """``E = bp.neurons.LIF(n); self.E = E`` (and ``E`` handed to a synapse), BrainPy's own textbook
     spelling (probe N3): main left self.E a plain attribute, called it as it was in the batched step,
     and the first batched call failed (BFY302, 'wrote syn.output.membrane_var, syn.pre.spike')."""
-    src, out = tmp_path / "net.py", tmp_path / "net_batched.py"
-    src.write_text(LOCAL_BUILTIN)
     text = transform(LOCAL_BUILTIN.encode(), "net.py", command="batchify").text
     assert 'builtins=("E", "syn")' in text
     assert "state, _ = self.library.call(params, state, self.E)" in text
-    run = [sys.executable, "-m", "batchify"]
-    assert subprocess.run([*run, str(src), "-o", str(out)], capture_output=True, text=True).returncode == 0
-    checked = subprocess.run([*run, "verify", str(src), str(out), "--init", "4", "--port", "E.input=4:float32:40",
-                              "--dt", "0.1", "--steps", "30", "--batch", "3", "--strict", "--no-speed"],
-                             capture_output=True, text=True, timeout=900)
+    checked = transformed_and_verified(tmp_path, "net", LOCAL_BUILTIN, "--init", "4", "--port", "E.input=4:float32:40",
+                                       "--dt", "0.1", "--steps", "30", "--batch", "3", "--strict")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert next(r for r in checked.stdout.splitlines() if r.startswith("Net ")).rstrip().endswith("PASS")
 
@@ -305,12 +312,8 @@ def test_a_slice_of_a_built_in_passes_verify(tmp_path: Path) -> None:
     """Main FAILed it as 'transformation bug: float64 disagrees too' (the view compared as a state of
     its own, shape (4, 3) against (3,)): a view is compared, perturbed and restored through the
     Variable it views."""
-    src, out = tmp_path / "view.py", tmp_path / "view_batched.py"
-    src.write_text(SLICED_TARGET)
-    run = [sys.executable, "-m", "batchify"]
-    assert subprocess.run([*run, str(src), "-o", str(out)], capture_output=True, text=True).returncode == 0
-    checked = subprocess.run([*run, "verify", str(src), str(out), "--port", "E.input=6:float32:400.0", "--dt", "0.1",
-                              "--steps", "30", "--strict", "--no-speed"], capture_output=True, text=True, timeout=900)
+    checked = transformed_and_verified(tmp_path, "view", SLICED_TARGET, "--port", "E.input=6:float32:400.0",
+                                       "--dt", "0.1", "--steps", "30", "--strict")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert next(r for r in checked.stdout.splitlines() if r.startswith("ViewNet ")).rstrip().endswith("PASS")
 
@@ -369,12 +372,8 @@ def test_a_variable_of_the_model_written_through_the_built_in_holding_it_passes_
     """``PoissonGroup(n, freqs=self.rate)``, then ``self.ext.freqs[0] = f[0]`` (Susin 2021's spelling
     with a second name, probe N4A): the Variable is the model's own field, which the built-in holds.
     Main raised a bare StopIteration from the library's write (BFY303 'a transformation bug')."""
-    src, out = tmp_path / "net.py", tmp_path / "net_batched.py"
-    src.write_text(OWN_VARIABLE_WRITTEN_THROUGH_A_BUILT_IN)
-    run = [sys.executable, "-m", "batchify"]
-    assert subprocess.run([*run, str(src), "-o", str(out)], capture_output=True, text=True).returncode == 0
-    checked = subprocess.run([*run, "verify", str(src), str(out), "--init", "4", "--input-shape", "f=1:float32:500",
-                              "--dt", "1", "--strict", "--no-speed"], capture_output=True, text=True, timeout=900)
+    checked = transformed_and_verified(tmp_path, "net", OWN_VARIABLE_WRITTEN_THROUGH_A_BUILT_IN, "--init", "4",
+                                       "--input-shape", "f=1:float32:500", "--dt", "1", "--strict")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert next(r for r in checked.stdout.splitlines() if r.startswith("Net ")).rstrip().endswith("PASS")
     assert "state moved 3/3" in checked.stdout  # rate (the field the built-in writes), acc, ext.spike
@@ -420,12 +419,8 @@ def test_items_of_a_sequential_read_and_called_in_a_step_pass_verify(tmp_path: P
     another file', advice that does not apply. Now items are read and called as one example sees them."""
     source = SEQUENTIAL_ITEMS if step == "items" else SEQUENTIAL_ITEMS.replace(
         "        h = self.layer[0](x)\n        self.layer[1](h)\n", "        self.layer(x)\n")
-    src, out = tmp_path / "snn.py", tmp_path / "snn_batched.py"
-    src.write_text(source)
-    run = [sys.executable, "-m", "batchify"]
-    assert subprocess.run([*run, str(src), "-o", str(out)], capture_output=True, text=True).returncode == 0
-    checked = subprocess.run([*run, "verify", str(src), str(out), "--init", "3,4", "--input-shape", "x=3:float32:20",
-                              "--strict", "--no-speed"], capture_output=True, text=True, timeout=900)
+    checked = transformed_and_verified(tmp_path, "snn", source, "--init", "3,4", "--input-shape", "x=3:float32:20",
+                                       "--strict")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert next(r for r in checked.stdout.splitlines() if r.startswith("SNN ")).rstrip().endswith("PASS")
 
@@ -446,12 +441,7 @@ class Net(bp.DynamicalSystem):
         self.v.value = self.fc(x)
         return self.v.value
 '''
-    src, out = tmp_path / "net.py", tmp_path / "net_batched.py"
-    src.write_text(source)
-    run = [sys.executable, "-m", "batchify"]
-    assert subprocess.run([*run, str(src), "-o", str(out)], capture_output=True, text=True).returncode == 0
-    checked = subprocess.run([*run, "verify", str(src), str(out), "--init", "3", "--input-shape", "x=3", "--no-speed"],
-                             capture_output=True, text=True, timeout=900)
+    checked = transformed_and_verified(tmp_path, "net", source, "--init", "3", "--input-shape", "x=3")
     assert checked.returncode == 2, checked.stdout + checked.stderr
     assert ("BFY302 cannot verify: the batched model refused to run: self.fc.W is written, but it is not one of the "
             "built-ins' state Variables (a weight every example shares)") in checked.stderr
