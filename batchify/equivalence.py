@@ -666,8 +666,11 @@ def measure(starts: list[dict], outputs, states, rtol: float = 1e-5, atol: float
         for e, run in enumerate(states):
             start = np.asarray(starts[e][name], float)
             for step in run:
+                now = np.asarray(step[name], float)
+                if np.any(np.isnan(now) != np.isnan(start)):
+                    return float("inf")  # from NaN ("no decision yet") to a number, or back: no small change
                 with np.errstate(invalid="ignore"):
-                    ratio = np.abs(np.asarray(step[name], float) - start) / (atol + rtol * np.abs(start))
+                    ratio = np.abs(now - start) / (atol + rtol * np.abs(start))
                 far = max(far, float(ratio[np.isfinite(ratio)].max(initial=0.0)))
         return far
 

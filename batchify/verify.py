@@ -525,7 +525,8 @@ class Verifier:
                 for (path, want), got in zip(jax.tree_util.tree_flatten_with_path(want_state)[0],
                                              jax.tree.leaves(got_state)):
                     name = jax.tree_util.keystr(path, simple=True, separator=".")
-                    if np.ndim(got) and len(got) > 1 and not np.all(got == got[:1]):
+                    if np.ndim(got) and len(got) > 1 and not all(np.array_equal(g, got[0], equal_nan=np.issubdtype(
+                            got.dtype, np.inexact)) for g in got[1:]):  # (NaN, "not yet", is alike in every example)
                         if name != "rng_key" and not name.endswith(".rng_key"):
                             shapes_only.append(name)
                     else:

@@ -399,3 +399,48 @@ def test_a_wrong_current_into_an_input_port_is_caught(tmp_path, capsys, monkeypa
     planted.write_text(planted.read_text().replace("+ 2.0 * state.g)", "+ 3.0 * state.g)"))
     assert main(flags) == 1
     assert json.loads(capsys.readouterr().out)["classes"][0]["verdict"].startswith("FAIL")
+
+
+NOT_YET_DECIDED = '''import brainpy as bp
+import brainpy.math as bm
+import jax.numpy as jnp
+
+
+class Dec(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.S = bm.Variable(bm.zeros(n))
+        self.decision_time = bm.Variable(jnp.full(n, jnp.nan))  # "no decision yet"
+
+    def update(self, x):
+        t = bp.share.load("t")
+        self.S.value = self.S.value + x + 0.1 * bm.random.randn(*self.S.shape)
+        new = jnp.isnan(self.decision_time.value) & (self.S.value > 1.0)
+        self.decision_time.value = jnp.where(new, t, self.decision_time.value)
+        return self.S.value
+'''
+
+
+def test_a_constructor_state_starting_as_nan_is_compared_by_value(tmp_path, capsys, monkeypatch) -> None:
+    """WongWang2006's ``decision_time`` starts as NaN, 'no decision yet' (probe N5). NaN == NaN is False, so
+    main took the state for one each example drew for itself and compared it by shape only: a batched
+    constructor planted to start neuron 0 at -7 (it never decides) PASSed --strict, and the state's move
+    from NaN to a time read 'barely, in tolerances: decision_time 0x'."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dec.py").write_text(NOT_YET_DECIDED)
+    assert main(["dec.py", "-o", "dec_batched.py"]) == 0
+    flags = ["verify", "dec.py", "dec_batched.py", "--init", "3", "--input-shape", "x=3:float32:0.2", "--dt", "1.0",
+             "--steps", "30", "--no-speed", "--no-triage", "--format", "json", "--strict"]
+    capsys.readouterr()
+    assert main(flags) == 0, capsys.readouterr().out
+    right = json.loads(capsys.readouterr().out)["classes"][0]
+    assert right["strength"]["constructor_shapes_only"] == [], right["strength"]
+    assert "decision_time" not in right["strength"]["barely"], right["strength"]
+    generated = (tmp_path / "dec_batched.py").read_text()
+    planted = generated.replace("jnp.full(n, jnp.nan)), batch_size)", "jnp.full(n, jnp.nan).at[0].set(-7.0)), batch_size)")
+    assert planted != generated
+    (tmp_path / "dec_batched.py").write_text(planted)
+    assert main(flags) == 1
+    wrong = json.loads(capsys.readouterr().out)["classes"][0]
+    constructor = next(s for s in wrong["sections"] if s["name"] == "constructor")
+    assert not constructor["ok"] and any("decision_time" in m["quantity"] for m in constructor["mismatches"]), wrong
