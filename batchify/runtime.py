@@ -144,6 +144,26 @@ def example_batch_size(model):
     return mode.batch_size if isinstance(mode, bm.BatchingMode) else None
 
 
+def refuse_resized_example(model):
+    """A model built in a batching or training mode holds one example as a batch of its mode's size (1);
+    one the user reset to another size (``model.reset(4)``) would make every example of the batch a
+    BrainPy batch of 4, which the examples' resets (given the mode's size) cannot keep."""
+    size = example_batch_size(model)
+    if size is None or not isinstance(model, bp.BrainPyObject):
+        return
+    held = {path: (jnp.shape(v.value), jnp.shape(v.value)[v.batch_axis])
+            for path, v in model.vars(method="relative").items()
+            if isinstance(getattr(v, "batch_axis", None), int) and not isinstance(v, bm.TrainVar)
+            and jnp.ndim(v.value) > v.batch_axis and jnp.shape(v.value)[v.batch_axis] != size}
+    if held:
+        path, (shape, other) = next(iter(held.items()))
+        raise ValueError(
+            f"{type(model).__name__} was built in a mode of batch size {size} ({example_mode(model)}), but holds a "
+            f"batch of {other} ({path}: {shape}; reset with that batch size, model.reset({other})): one example of "
+            f"the batch is the model as built. Reset it with its mode's size first (model.reset_state({size}) or "
+            f"bp.reset_state(model, {size})); the batch's size is from_model's batch_size.")
+
+
 def example_reset_args(model, reset_state, skip, arguments):
     """``arguments`` (by name) of one example's ``reset_state``/``reset`` (its first ``skip``
     parameters left out) with ``batch_size`` the example's own (``example_batch_size``) where the
@@ -1265,6 +1285,7 @@ class Batched:
         The weights are the very TrainVar objects of ``model``: training one trains the other.
         Example ``i`` of a model that draws random numbers draws from ``fold_in(PRNGKey(seed), i)``.
         """
+        refuse_resized_example(model)
         batched_model = cls.__new__(cls)
         batched_model._batch_of(model, batch_size, seed)
         return batched_model
@@ -2120,6 +2141,7 @@ class BuiltinBatched(bp.DynamicalSystem):
             if not hasattr(functools.reduce(getattr, owner.split("."), model) if owner else model, last):
                 raise ValueError(f"{cls.model_class.__name__} has no Variable {path} yet: reset the model first "
                                  "(model.reset_state()), as before running it")
+        refuse_resized_example(model)
         batched_model = cls.__new__(cls)
         bp.DynamicalSystem.__init__(batched_model)
         batched_model.batch_size = batch_size

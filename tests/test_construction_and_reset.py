@@ -513,6 +513,25 @@ def test_a_training_mode_model_resets_each_example_as_a_batch_of_one(tmp_path, h
     assert batched.batch_size == size
 
 
+def test_an_original_reset_to_another_batch_size_is_refused_by_from_model(tmp_path) -> None:
+    """A training-mode model the user reset to a BrainPy batch of 4 (``model.reset(4)``, as RateRNN's own
+    ``simulate`` does; probe N5): main's from_model made every example a batch of 4, the batch's ``x``
+    (3, 4, 4), and the next reset raised BrainPy's MathError 'The shape of the original data is (4, 4),
+    while we got (1, 4)'. Now from_model refuses, naming the reset that makes it work, which does."""
+    source_cls, batched_cls = classes(tmp_path, TRAINING_RESET, "LIF")
+    with bm.environment(mode=bm.training_mode):
+        original = source_cls(4)
+    original.reset_state(4)
+    assert original.V.shape == (4, 4)
+    with pytest.raises(ValueError, match=r"LIF was built in a mode of batch size 1 \(TrainingMode\(batch_size=1\)\), "
+                                         r"but holds a batch of 4 \(V: \(4, 4\);.*model.reset_state\(1\)"):
+        batched_cls.from_model(original, B)
+    original.reset_state(1)
+    batched = batched_cls.from_model(original, B)
+    batched.reset_state()
+    assert batched.V.shape == (B, 1, 4)
+
+
 DERIVED_TRAINING_LIF = '''
 import brainpy as bp
 import brainpy.math as bm
