@@ -1630,7 +1630,10 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                      f"model{'s' if len(models_) > 1 else ''} {', '.join(models_)} (line "
                      f"{a.positions[call].start.line}); batched on its own, {name} would reach those objects in its "
                      f"steps, not one example's state. Batch {parent} (--class {parent}), which runs {name} with "
-                     "those models as library code, one example at a time")
+                     "those models as library code, one example at a time" + (
+                         f", once {parent} holds each model it hands over on an attribute of its own "
+                         f"(self.N = {inline[0]}, then {name}(self.N, ...)): one built inline would run unbatched"
+                         if (inline := [m for m in models_ if m.endswith("(...)")]) else ""))
     wanted = only or [name for name in models if name not in given]
     targets: list[str] = []
     statement_of = {id(s): i for i, s in enumerate(a.module.body)}

@@ -861,6 +861,62 @@ def test_a_class_given_models_is_not_batched_alone(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+HANDED_INLINE = """import brainpy as bp
+import brainpy.math as bm
+
+
+class Syn(bp.DynamicalSystem):
+    def __init__(self, n, tau=5.0):
+        super().__init__()
+        self.tau = tau
+        self.g = bm.Variable(bm.zeros(n))
+
+    def update(self, spike):
+        self.g.value = self.g.value * (1 - 0.1 / self.tau) + spike
+        return self.g.value
+
+
+class Cell(bp.DynamicalSystem):
+    def __init__(self, synapse, w=2.0):
+        super().__init__()
+        self.syn = synapse
+        self.w = w
+        self.V = bm.Variable(bm.zeros(synapse.g.shape))
+
+    def update(self, pre_spike):
+        self.V.value = 0.9 * self.V.value + self.w * self.syn(pre_spike)
+        return self.V.value
+
+
+class Wrapped(bp.DynamicalSystem):
+    def __init__(self, n):
+        super().__init__()
+        self.cell = Cell(Syn(n))
+
+    def update(self, pre_spike):
+        return self.cell(pre_spike)
+"""
+
+
+def test_a_class_given_a_model_built_inline_is_told_the_whole_way_out(tmp_path: Path) -> None:
+    """``self.cell = Cell(Syn(n))`` (probe N5, SynapticLIF given its synapse): ``--class Cell`` said to batch
+    Wrapped, and ``--class Wrapped`` then refused with BFY104 (the model built inline). BFY219 now says
+    both steps; followed, the parent verifies."""
+    src = tmp_path / "cell.py"
+    src.write_text(HANDED_INLINE)
+    result = batchify(str(src), "-o", str(tmp_path / "out.py"), "--class", "Cell", cwd=tmp_path)
+    assert result.returncode == 1
+    assert ("Batch Wrapped (--class Wrapped), which runs Cell with those models as library code, one example at a "
+            "time, once Wrapped holds each model it hands over on an attribute of its own (self.N = Syn(...), then "
+            "Cell(self.N, ...))") in result.stderr
+    fixed = HANDED_INLINE.replace("        self.cell = Cell(Syn(n))\n",
+                                  "        self.syn = Syn(n)\n        self.cell = Cell(self.syn)\n")
+    src.write_text(fixed)
+    out = tmp_path / "wrapped_batched.py"
+    assert batchify(str(src), "-o", str(out), "--class", "Wrapped", cwd=tmp_path).returncode == 0
+    assert_strict_pass(src, out, "--class", "Wrapped", "--init", "3", "--input-shape", "pre_spike=3", "--steps", "20")
+
+
 def test_a_model_given_in_a_local_is_refused_with_the_way_out(tmp_path: Path) -> None:
     """`E = LIF(n)` then `ExpSyn(E, E)`: nothing would run E batched; BFY104 says to assign it first."""
     text = GIVEN_MODELS.format(deliver=DELIVERIES["returns current"][0], step="        return self.E2E()")
