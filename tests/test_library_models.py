@@ -445,3 +445,43 @@ class Net(bp.DynamicalSystem):
     assert checked.returncode == 2, checked.stdout + checked.stderr
     assert ("BFY302 cannot verify: the batched model refused to run: self.fc.W is written, but it is not one of the "
             "built-ins' state Variables (a weight every example shares)") in checked.stderr
+
+
+CHILDS_SEQUENTIAL = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Block(bp.DynamicalSystem):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.layer = bp.Sequential(
+            bp.layers.Dense(n_in, n_out, b_initializer=None),
+            bp.neurons.LIF(n_out, V_rest=0., V_reset=0., V_th=1., tau=2.0),
+        )
+
+    def update(self, x):
+        return self.layer(x)
+
+
+class Net(bp.DynamicalSystem):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.b = Block(n_in, n_out)
+        self.acc = bm.Variable(bm.zeros(n_out))
+
+    def update(self, x):
+        self.b(x)
+        self.acc += self.b.layer[-1].V
+        return self.b.layer[-1].spike
+'''
+
+
+def test_items_of_a_childs_sequential_read_as_a_monitor_pass_verify(tmp_path: Path) -> None:
+    """``self.b.layer[-1].spike``, a child's built-in item read by the parent (as ``self.l1.lif.spike`` is
+    read): through the child's library. Main left it as written (the batched model refused at run time)."""
+    text = transform(CHILDS_SEQUENTIAL.encode(), "net.py", command="batchify").text
+    assert 'self.b.library.read(params.b, state.b, "layer")[-1].spike' in text
+    checked = transformed_and_verified(tmp_path, "net", CHILDS_SEQUENTIAL, "--class", "Net", "--init", "3,4",
+                                       "--input-shape", "x=3:float32:20", "--strict")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert next(r for r in checked.stdout.splitlines() if r.startswith("Net ")).rstrip().endswith("PASS")
