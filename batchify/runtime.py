@@ -565,6 +565,10 @@ class Library(bp.BrainPyObject):
         names = [name for name in names if held(owner, name) is not None]
         for name in names:
             module = held(owner, name)
+            if module is bm.random.DEFAULT:
+                # BrainPy's global stream itself (`default_rng(seed)` with seed None): `call` binds the
+                # example's own key to it, as to every draw from bm.random
+                continue
             if isinstance(module, brainstate.State):  # a RandomState held directly
                 found.setdefault(id(module), (name, module))
                 continue

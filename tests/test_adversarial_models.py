@@ -2658,3 +2658,28 @@ def test_a_stepping_method_with_positional_only_parameters_is_refused_not_copied
         source = source.replace(" * gain", "")
     message = refused(source, "BFY207")
     assert "m.py:12:9: BFY207 update() has **kwargs or positional-only parameters" in message
+
+
+STREAM_SEEDED_BY_ARGUMENT = HEAD + textwrap.dedent('''
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n=4, seed=None):
+            super().__init__()
+            self.rng = bm.random.default_rng(seed)
+            self.v = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            self.v.value = self.v * 0.9 + x + self.rng.normal(0., 1., self.v.shape)
+            return self.v.value
+''')
+
+
+@pytest.mark.parametrize("init", ["4", "4, 3"])
+def test_a_stream_seeded_by_an_argument_that_may_be_none_verifies(tmp_path, init: str) -> None:
+    """``self.rng = bm.random.default_rng(seed)``, ``seed=None`` by default (adversarial review): held as a
+    RandomState of its own, but at run time BrainPy's global stream itself. Main: BFY900 'MathError: The
+    shape of the original data is (), while we got (2,)' (the batch's keys written into the global key).
+    Unseeded it draws from each example's key, as bm.random does; seeded, from its own stream."""
+    checked = verify_cli(tmp_path, "seeded", STREAM_SEEDED_BY_ARGUMENT, "--init", init, "--input-shape",
+                         "x=4:float32:2", "--steps", "10", "--batch", "3", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "examples differ" in checked.stdout
