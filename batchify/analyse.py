@@ -1305,8 +1305,8 @@ def shared_dict_parameter(func: cst.FunctionDef) -> str | None:
     """The first parameter of an ``update`` BrainPy hands its shared dict (``bp.share.get_shargs()``, by
     ``DynamicalSystem._compatible_update`` when a call leaves it out): named ``tdi``/``sh``/``sha``, or
     BrainPy 2.3's ``update(self, s, x)`` under any name, followed by another required positional
-    parameter, that the body uses only as that dict: not at all, read by one of BrainPy's keys
-    (``s['t']``, ``s.get('fit')``, ``s.dt``), or handed on first to another call (``self.l1(s, x)``).
+    parameter, that the body uses only as that dict: not at all, or read by one of BrainPy's keys
+    (``s['t']``, ``s.get('fit')``, ``s.dt``) and maybe handed on first to another call (``self.l1(s, x)``).
     (A dict of the user's own, ``inputs['image']``, is an input.)"""
     params = [*func.params.posonly_params, *func.params.params][1:]
     if func.name.value != "update" or not params or params[0].default is not None:
@@ -1317,20 +1317,23 @@ def shared_dict_parameter(func: cst.FunctionDef) -> str | None:
     if len(params) < 2 or params[1].default is not None:
         return None
     uses = [n for n in walk(func.body) if type(n) is cst.Name and n.value == first]
-    as_dict = set()
+    as_dict, by_key = set(), False
     for node in walk(func.body):
         if type(node) is cst.Subscript and type(node.value) is cst.Name and node.value.value == first:
             if len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index and type(
                     node.slice[0].slice.value) is cst.SimpleString and (
                     node.slice[0].slice.value.evaluated_value in names.SHARED_KEYS):
                 as_dict.add(id(node.value))
+                by_key = True
         elif type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == first:
             if node.attr.value in names.SHARED_KEYS | {"get"}:
                 as_dict.add(id(node.value))
+                by_key = True
         elif type(node) is cst.Call and node.args and node.args[0].keyword is None and not node.args[0].star:
             if type(node.args[0].value) is cst.Name and node.args[0].value.value == first:
                 as_dict.add(id(node.args[0].value))
-    return first if all(id(n) in as_dict for n in uses) else None
+    # (only handed on, it may be an array a child takes first: `self.c(g, x)`)
+    return first if all(id(n) in as_dict for n in uses) and (by_key or not uses) else None
 
 
 def global_stream_draw(func: cst.BaseExpression, self_name: str, streams: set[str]) -> bool:

@@ -2311,6 +2311,8 @@ def test_a_dict_of_the_users_own_first_is_an_input() -> None:
     assert first("def update(self, s, x=None):\n    return s['t']\n") is None  # binds without it
     assert first("def update(self, x, y):\n    return x + y\n") is None
     assert first("def update(self, tdi):\n    return tdi\n") == "tdi"
+    assert first("def update(self, g, x):\n    return self.c(g, x)\n") is None  # an array handed on (review)
+    assert first("def update(self, s, x):\n    return self.c(s, x) + s['t']\n") == "s"
 
 
 def test_a_child_step_changing_a_built_in_variable_it_is_handed_is_refused() -> None:
@@ -2657,7 +2659,7 @@ def test_a_stepping_method_with_positional_only_parameters_is_refused_not_copied
     if "gain" not in signature:
         source = source.replace(" * gain", "")
     message = refused(source, "BFY207")
-    assert "m.py:12:9: BFY207 update() has **kwargs or positional-only parameters" in message
+    assert "m.py:12:9: BFY207 update() touches state and has **kwargs or positional-only parameters" in message
 
 
 STREAM_SEEDED_BY_ARGUMENT = HEAD + textwrap.dedent('''

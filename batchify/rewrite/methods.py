@@ -1639,8 +1639,8 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     ctx = Context(ir, cls, method, self_name, ns.fresh("params"), ns.fresh("state"), ns)
     func = drop_unused_star_params(func)
     if func.params.star_kwarg is not None or func.params.posonly_params:
-        ctx.report(func.name, "BFY207", f"{method.name}() has **kwargs or positional-only "
-                   "parameters; give the stepping method plain parameters (and *args if need be)")
+        ctx.report(func.name, "BFY207", f"{method.name}() touches state and has **kwargs or positional-only "
+                   "parameters; give it plain parameters (and *args if need be)")
         return func, ctx.diagnostics
     if method.kind == "property" and method.name in cls.readers:
         pass  # read in place where it is used (``property_read``): its pure twin, without @property
