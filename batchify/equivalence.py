@@ -17,12 +17,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import brainpy as bp
 import brainpy.math as bm
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from batchify.drive import DriveError
+from batchify.names import SHARED_KEYS
 
 
 @dataclass
@@ -349,14 +351,35 @@ def random_states(obj) -> dict[str, bm.random.RandomState]:
             for k, v in vars(node).items() if isinstance(v, bm.random.RandomState)}
 
 
+SHARE = "<bp.share>"  # (not an attribute path: BrainPy's shared context, kept with the model's values)
+
+
 def snapshot(obj) -> dict[str, np.ndarray]:
     values = {k: np.asarray(v.value) for k, v in variables(obj).items()}
     values.update({k: v.value for k, v in random_states(obj).items()})  # typed keys stay jax arrays
+    # What the model keeps in bp.share (bp.share.save('k', ...) in __init__, loaded by the next step) is
+    # part of where a run starts: a run left before (the batch's values) must not reach the next.
+    values[SHARE] = dict(bp.share.get_shargs())
     return values
+
+
+def forget_share(keys) -> None:
+    """Take ``keys`` out of bp.share (brainstate's environment, which BrainPy's shared context is)."""
+    try:
+        import brainstate
+        from brainpy.math.defaults import env
+    except ImportError:  # (another BrainPy layout: they stay, as before)
+        return
+    for key in keys:
+        brainstate.environ.pop(key, None, env=env)
 
 
 def restore(obj, values: dict[str, np.ndarray]) -> None:
     found = variables(obj)
+    if SHARE in values:
+        now = bp.share.get_shargs()
+        bp.share.save(**{k: v for k, v in values[SHARE].items() if now.get(k, values) is not v})
+        forget_share([k for k in now if k not in values[SHARE] and k not in SHARED_KEYS])
     appeared = [k for k in found if k not in values]
     if appeared:  # (a KeyError here was batchify's internal error)
         error = DriveError(f"the original's Variables changed while it ran: {', '.join(appeared)} became "

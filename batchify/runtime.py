@@ -1869,16 +1869,20 @@ def vmapped_call(model, function, shared, args, kwargs):
                          f"reset with the batch size you step with (reset_state({old}); each example is reset "
                          f"with its own batch size either way)") from None
     params, state, state_axes = model.params(), model.state(), model.state_axes()
-    given = share_batches(model.batch_size)
+    given, others = share_batches(model.batch_size)
 
     def step(params, state, given, index, *values):
         bp.share.save(**given)  # each example its own value of what an earlier batched call saved
+        bp.share.save(**{key: OtherBatchValue(key, len(value), model.batch_size) for key, value in others.items()})
         state, out = one(params, state, *values)
         return state, out, saved_per_example(index)
 
-    with batch_state_only(model, function.__name__.removesuffix("_pure")):
-        state, out, saved = jax.vmap(step, in_axes=(None, state_axes, 0, 0, *axes), axis_size=model.batch_size)(
-            params, state, given, jnp.arange(model.batch_size), *values)
+    try:
+        with batch_state_only(model, function.__name__.removesuffix("_pure")):
+            state, out, saved = jax.vmap(step, in_axes=(None, state_axes, 0, 0, *axes), axis_size=model.batch_size)(
+                params, state, given, jnp.arange(model.batch_size), *values)
+    finally:
+        bp.share.save(**others)  # (another batch size's values stay theirs)
     model.set_state(model.reduced(state))
     keep_share_batches(saved, model.batch_size)
     return out
@@ -1893,25 +1897,52 @@ _SHARE_BATCHES: dict[str, tuple[int, int]] = {}  # key -> (id of the batch's val
 
 
 def share_batches(batch_size):
-    """The per-example values an earlier batched call left in ``bp.share``, still there unchanged."""
+    """The per-example values an earlier batched call left in ``bp.share``, still there unchanged:
+    ``(those of this batch size, those of another)``."""
     now = bp.share.get_shargs()
-    found = {}
+    found, others = {}, {}
     for key, (ident, size) in list(_SHARE_BATCHES.items()):
-        if key in now and id(now[key]) == ident and size == batch_size:
-            found[key] = now[key]
+        if key in now and id(now[key]) == ident:
+            (found if size == batch_size else others)[key] = now[key]
         else:
             del _SHARE_BATCHES[key]
-    return found
+    return found, others
+
+
+class OtherBatchValue:
+    """What a batched step sees of a value a batched call of another batch size saved per example in
+    ``bp.share``: no example of this batch has its own, so any use of it raises, naming the key (each
+    example would otherwise see the other batch's values whole)."""
+
+    def __init__(self, key, saved, size):
+        self.message = (f"bp.share[{key!r}] holds the values of a batch of {saved} examples, saved per example by a "
+                        f"batched step, but this batch has {size}: no example of it has a value of its own. Step "
+                        f"the models that save and load it with one batch size")
+
+    def refuse(self, *args, **kwargs):
+        raise ValueError(self.message)
+
+    def __getattr__(self, name):
+        raise ValueError(self.message)
+
+
+for _name in ("add sub mul truediv floordiv mod pow matmul and or xor lshift rshift".split()):
+    setattr(OtherBatchValue, f"__{_name}__", OtherBatchValue.refuse)
+    setattr(OtherBatchValue, f"__r{_name}__", OtherBatchValue.refuse)
+for _name in ("neg pos abs invert array float int bool index len iter getitem lt le gt ge call".split()):
+    setattr(OtherBatchValue, f"__{_name}__", OtherBatchValue.refuse)
 
 
 def saved_per_example(index):
-    """The values in ``bp.share`` that depend on the example (``index`` is this vmap's example index)."""
+    """The values in ``bp.share`` that depend on the example (``index`` is this vmap's example index):
+    arrays, or tuples and dicts of arrays and numbers (``(mean, 2.0)``)."""
     def ours(value):
         return isinstance(value, jax.core.Tracer) and getattr(value, "_trace", None) is getattr(index, "_trace", 0)
 
     return {key: value for key, value in bp.share.get_shargs().items()
             if any(ours(leaf) for leaf in jax.tree_util.tree_leaves(value))
-            and all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(value))}
+            and all(isinstance(leaf, (jax.Array, np.ndarray, bool, int, float, complex))
+                    for leaf in jax.tree_util.tree_leaves(value))}
 
 
 def keep_share_batches(saved, batch_size):

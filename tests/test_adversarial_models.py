@@ -2685,3 +2685,38 @@ def test_a_stream_seeded_by_an_argument_that_may_be_none_verifies(tmp_path, init
                          "x=4:float32:2", "--steps", "10", "--batch", "3", "--strict")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "examples differ" in checked.stdout
+
+
+def test_a_per_example_share_value_of_another_batch_size_is_refused_when_used(tmp_path) -> None:
+    """A batch of 3 saves 'mean_v' per example; a batch of 2 loads it (adversarial review): main handed each
+    of the 2 examples the other batch's 3 values whole, silently ([[0, 1, 2], [0, 1, 2]]). Now a use raises,
+    naming the key and both sizes; the values stay the 3 examples' afterwards."""
+    import brainpy as bp
+    import numpy as np
+
+    source, batched = generated(tmp_path, "share_sizes", SHARE_SAVED_PER_EXAMPLE)
+    a = batched.ABatched.from_model(source.A(3), 3)
+    b = batched.BBatched.from_model(source.B(3), 2)
+    a.update(np.ones((3, 3), np.float32) * np.arange(3, dtype=np.float32)[:, None])
+    with pytest.raises(ValueError, match=r"bp.share\['mean_v'\] holds the values of a batch of 3 examples, .* "
+                                         r"but this batch has 2"):
+        b.update()
+    np.testing.assert_allclose(np.asarray(bp.share.load("mean_v")), [0.0, 1.0, 2.0])
+
+
+SHARE_TUPLE_NEXT_STEP = SHARE_SAVED_PER_EXAMPLE.replace(
+    "bp.share.save('mean_v', bm.mean(self.v.value))", "bp.share.save('mean_v', (bm.mean(self.v.value), 2.0))").replace(
+    "self.u.value = self.u + bp.share.load('mean_v')", "k = bp.share.load('mean_v', (0.0, 1.0))\n"
+    "        self.u.value = self.u + k[0] * k[1]").replace(
+    "        self.a(x)\n        return self.b()", "        out = self.b()\n        self.a(x)\n        return out")
+
+
+def test_a_per_example_tuple_in_bp_share_loaded_the_next_step_verifies(tmp_path) -> None:
+    """``bp.share.save('k', (mean, 2.0))`` loaded by another model the next step, before it is saved again
+    (adversarial review): main left the tuple's vmap tracer in bp.share (a Python float beside it), the next
+    call raised UnexpectedTracerError (BFY303); and verify let the batch's values left in bp.share reach the
+    original's runs. Now the batch's values stay, per example, and every run starts from bp.share as built."""
+    assert "out = self.b()" in SHARE_TUPLE_NEXT_STEP and "(0.0, 1.0)" in SHARE_TUPLE_NEXT_STEP
+    checked = verify_cli(tmp_path, "share_next", SHARE_TUPLE_NEXT_STEP, "--class", "Net", "--init", "4",
+                         "--input-shape", "x=4:float32:2", "--steps", "10", "--batch", "3", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
