@@ -311,6 +311,19 @@ def test_an_item_of_a_builtin_is_read_and_called_as_one_example_sees_it(body: st
     assert got.splitlines()[0] == expected, got
 
 
+@pytest.mark.parametrize("body,code", [
+    ("self.seq[-1].V.value = self.seq[-1].V * 0.5\nreturn x", "BFY205"),
+    ("self.seq[-1].V.value += 1.0\nreturn x", "BFY205"),
+    ("return self.seq[:1].V", "BFY213"),
+])
+def test_an_item_of_a_builtin_written_or_sliced_is_refused(body: str, code: str) -> None:
+    """Adversarial review: main rewrote the write into an attribute set on one example's view (verify: BFY303
+    'is set on a built-in's object read in a batched step ... a transformation bug'), and the slice into
+    an index of one (BFY303 'a new object the built-in makes when indexed'), both as transformation bugs."""
+    got = rewritten(Case(before=body, after="", init="self.seq = bp.Sequential(bp.dnn.Linear(3, 3), lif=bp.dyn.Lif(3))"))
+    assert got.startswith(code), got
+
+
 @pytest.mark.parametrize("init,reset,expected_init,expected_reset", [
     # BrainPy's own neurons: the Variable made in reset_state, its shape the model's varshape.
     ("", "self.H = self.init_variable(bm.zeros, batch_size)",

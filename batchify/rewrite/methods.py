@@ -270,6 +270,7 @@ class ExprRewriter(Transformer):
         self.items: set[int] = set()
         self.called_items: set[int] = set()
         self.item_reads: set[int] = set()
+        self.written: set[int] = set()  # subscripts inside an assignment's targets
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if type(node) in self.NO_HOIST:
@@ -325,6 +326,18 @@ class ExprRewriter(Transformer):
             return updated_node
         ref = self.item_of_builtin(original_node)
         if ref is None:
+            return updated_node
+        shown = self.ctx.ir.module.code_for_node(original_node)
+        if id(original_node) in self.written:
+            self.ctx.report(original_node, "BFY205", f"a Variable of {shown}, an item of the built-in "
+                            f"self.{ref.dotted}, is written in {self.ctx.method.name}(): batchify writes a built-in's "
+                            "Variables by their attribute path only; change it in that layer's own step, or hold "
+                            "the layer on an attribute of its own and write self.NAME.V")
+            return updated_node
+        if any(type(element.slice) is cst.Slice for element in original_node.slice):
+            self.ctx.report(original_node, "BFY213", f"{shown} is a view the built-in makes when sliced, not a "
+                            "model it holds, which batchify cannot follow; slice the Variable instead "
+                            f"(self.{ref.dotted}.V[...])")
             return updated_node
         # (a child's built-in is read through the child's library, as ``builtin_read`` reads one)
         self.state_reads.append((original_node, tuple(ref.children), "library"))
@@ -974,7 +987,8 @@ class MethodRewriter:
                 (self.traced.add if traced else self.traced.discard)(local)
 
     # -- expressions --------------------------------------------------------------
-    def expr(self, node: cst.CSTNode, hoist: bool = True) -> tuple[list[cst.SimpleStatementLine], cst.CSTNode, ExprRewriter]:
+    def expr(self, node: cst.CSTNode, hoist: bool = True,
+             written: bool = False) -> tuple[list[cst.SimpleStatementLine], cst.CSTNode, ExprRewriter]:
         # A conditional expression and an assert take one Python branch too (BFY210, as an `if` does).
         for inner in walk(node):
             if type(inner) is cst.IfExp:
@@ -982,6 +996,8 @@ class MethodRewriter:
             elif type(inner) is cst.Assert:
                 self.check_static(inner.test, "assert")
         rewriter = ExprRewriter(self.ctx, hoist)
+        if written:  # (an assignment's target: an item of a built-in written there is refused)
+            rewriter.written.update(id(n) for n in walk(node) if type(n) is cst.Subscript)
         return rewriter.pre, node.visit(rewriter), rewriter
 
     # -- statements -----------------------------------------------------------------
@@ -1372,7 +1388,7 @@ class MethodRewriter:
         if not any(self.writes_field(t) for t in targets):
             new_targets = []
             for t in small.targets:
-                p, nt, _ = self.expr(t)
+                p, nt, _ = self.expr(t, written=True)
                 pre.extend(p)
                 new_targets.append(nt)
             if (len(targets) == 1 and type(targets[0]) is cst.Name and type(value) is cst.Name
@@ -1406,7 +1422,7 @@ class MethodRewriter:
                 tmp = ctx.ns.fresh(f"new_{found[0].name}")
                 writes.append((found[0], found[1], tmp, target))
                 return name(tmp)
-            _, new_target, _ = self.expr(target)
+            _, new_target, _ = self.expr(target, written=True)
             return new_target
 
         if len(targets) > 1:
@@ -1473,7 +1489,7 @@ class MethodRewriter:
                                           cst.BinaryOperation(small.target, op(), _paren(value, op))))]
         if found is None:
             if not self.plain_target(small.target):
-                p, target, _ = self.expr(small.target)
+                p, target, _ = self.expr(small.target, written=True)
                 return [*pre, *p, line(small.with_changes(target=target, value=value))]
             return pre
         ref, index = found
