@@ -346,9 +346,11 @@ def batched_state_vars(batched, original=None) -> dict[str, bm.Variable]:
 
 
 def random_states(obj) -> dict[str, bm.random.RandomState]:
-    """The model's own ``RandomState`` objects by attribute path (BrainPy does not list them in vars())."""
+    """The model's own ``RandomState`` objects by attribute path (BrainPy does not list them in vars());
+    not BrainPy's global stream held on an attribute (``self.rng = bm.random.default_rng()``), which is
+    seeded as the global stream is."""
     return {f"{path}.{k}" if path else k: v for path, node in obj.nodes(method="relative").items()
-            for k, v in vars(node).items() if isinstance(v, bm.random.RandomState)}
+            for k, v in vars(node).items() if isinstance(v, bm.random.RandomState) and v is not bm.random.DEFAULT}
 
 
 SHARE = "<bp.share>"  # (not an attribute path: BrainPy's shared context, kept with the model's values)

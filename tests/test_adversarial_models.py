@@ -2720,3 +2720,23 @@ def test_a_per_example_tuple_in_bp_share_loaded_the_next_step_verifies(tmp_path)
     checked = verify_cli(tmp_path, "share_next", SHARE_TUPLE_NEXT_STEP, "--class", "Net", "--init", "4",
                          "--input-shape", "x=4:float32:2", "--steps", "10", "--batch", "3", "--strict")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+
+
+def test_a_global_stream_held_but_never_drawn_from_does_not_reseed_the_original(tmp_path) -> None:
+    """``self.rng = bm.random.default_rng()`` beside draws from bm.random (adversarial review): verify took the
+    held global stream for a RandomState of the model's own and seeded it per example after seeding the
+    global key, so the original drew other numbers; a right module FAILed ('transformation bug', 0.82)."""
+    source = HEAD + textwrap.dedent('''
+        class Net(bp.DynamicalSystem):
+            def __init__(self, n=4):
+                super().__init__()
+                self.rng = bm.random.default_rng()
+                self.v = bm.Variable(bm.random.uniform(size=n))
+
+            def update(self, x):
+                self.v.value = self.v * 0.9 + x + bm.random.normal(0., 0.1, self.v.shape)
+                return self.v.value
+    ''')
+    checked = verify_cli(tmp_path, "held_stream", source, "--init", "4", "--input-shape", "x=4:float32:2", "--steps",
+                         "10", "--batch", "3", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
