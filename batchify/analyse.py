@@ -1559,7 +1559,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         below = {base: (chain[i + 1] if chain[i + 1] != name else None) for i, base in enumerate(chain[:-1])}
         libraries = set(ir.all_libraries(cls))
         noisy = {n for c in ir.chain(cls) for n in c.noisy_integrators}
-        streams = {n for c in ir.chain(cls) for n in c.global_streams}
+        streams = ir.all_global_streams(cls)
         # `self.w_eff` of a `@property` runs it, as a call would (a masked weight: `self.w * self.mask`);
         # so does a child's (`self.cell.rate`). Paths: ("w_eff",), ("cell", "rate").
         properties = {(n,) for n, m in inherited.items() if m.kind == "property"} | {

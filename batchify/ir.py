@@ -182,6 +182,10 @@ class ModuleIR:
     def all_libraries(self, cls: ModelClass) -> tuple[str, ...]:
         return tuple(dict.fromkeys(lib for c in self.chain(cls) for lib in c.libraries))
 
+    def all_global_streams(self, cls: ModelClass) -> frozenset[str]:
+        """Attributes of ``cls`` or a base holding BrainPy's global random stream (``bm.random.default_rng()``)."""
+        return frozenset(n for c in self.chain(cls) for n in c.global_streams)
+
     def group_of_builtins(self, cls: ModelClass) -> bool:
         """A group of BrainPy built-ins without an update of its own: BrainPy's group update runs them
         (not for a bp.BrainPyObject, which has no update)."""

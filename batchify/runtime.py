@@ -1873,7 +1873,7 @@ def vmapped_call(model, function, shared, args, kwargs):
 
     def step(params, state, given, index, *values):
         bp.share.save(**given)  # each example its own value of what an earlier batched call saved
-        bp.share.save(**{key: OtherBatchValue(key, len(value), model.batch_size) for key, value in others.items()})
+        bp.share.save(**{key: OtherBatchValue(key, _SHARE_BATCHES[key][1], model.batch_size) for key in others})
         state, out = one(params, state, *values)
         return state, out, saved_per_example(index)
 
@@ -2253,9 +2253,8 @@ class BuiltinBatched(bp.DynamicalSystem):
             return state, None
         # (made in a batching or training mode, one example is a batch of its mode's size (1), and
         # resets given it, as the original resets: reset_state(1))
-        mode = getattr(self.model, "mode", None)
-        one = (mode.batch_size,) if isinstance(mode, bm.BatchingMode) else ()
-        return self.library.call(params, state, self.model.reset_state, *one)
+        size = example_batch_size(self.model)
+        return self.library.call(params, state, self.model.reset_state, *(() if size is None else (size,)))
 
     def clear_input(self, *args, **kwargs):
         """Clear every example's inputs as ``bp.clear_input`` clears the model's (its ``input`` port):

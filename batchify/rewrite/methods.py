@@ -519,9 +519,8 @@ class ExprRewriter(Transformer):
     def random_draw(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
         """``bm.random.normal(...)`` without ``key=``: a key from this example's stream; so for a draw from
         the global stream held on self (``self.rng.normal(...)``, ``self.rng = bm.random.default_rng()``)."""
-        streams = {n for c in self.ctx.ir.chain(self.ctx.cls) for n in c.global_streams}
         if (any(names.random_sampler(q) for q in qualified) or global_stream_draw(
-                original_node.func, self.ctx.self_name, streams)) and not any(
+                original_node.func, self.ctx.self_name, self.ctx.ir.all_global_streams(self.ctx.cls))) and not any(
                 a.keyword is not None and a.keyword.value == "key" for a in original_node.args):
             return self.keyed_draw(original_node, updated_node)
         return None
