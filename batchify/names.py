@@ -188,6 +188,15 @@ CONTROL_FLOW = FOR_LOOPS | CONDS | WHILE_LOOPS | IFELSES
 # Integrators whose calls draw noise from BrainPy's global stream.
 SDE_INTEGRATORS = frozenset({"brainpy.sdeint", "brainpy.integrators.sdeint", "brainpy.integrators.sde.sdeint"})
 
+# Methods of a built-in (or of its Variables) that read and change nothing: a read of the built-in's
+# state before such a call in the same statement sees the same value (BFY215 is for the others).
+# A delay's readers (``bp.VarDelay.at``, ``retrieve``), then the array methods a Variable answers.
+BUILTIN_READERS = frozenset("""
+    at retrieve
+    all any argmax argmin astype clip conj copy cumprod cumsum dot flatten item max mean min nonzero prod
+    ravel repeat reshape round squeeze std sum swapaxes take tolist trace transpose var view
+""".split())
+
 # How a Variable learned online is batched, when declared with ``--shared NAME=MODE``: one copy for
 # the batch updated by the mean or the sum of the examples' updates, or one copy per example.
 VARIABLE_MODES = ("mean", "sum", "example")

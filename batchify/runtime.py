@@ -740,7 +740,7 @@ class Library(bp.BrainPyObject):
 
     def call(self, params, state, function, *args, **kwargs):
         """Run ``function`` (a built-in, or one of its methods) on one example: ``(state, result)``."""
-        function, args = unviewed(function), [unviewed(a) for a in args]
+        function, args = self.examples_method(unviewed(function)), [unviewed(a) for a in args]
         everything = {**self.weights, **self.variables}
         given = {**params.library, **state.library}
         # BrainPy's Variables are brainstate States: a trace stack lets them hold traced values
@@ -771,6 +771,16 @@ class Library(bp.BrainPyObject):
             self._calls -= 1
             trace.recovery_original_values()
 
+
+    def examples_method(self, function):
+        """``self.N.V.sum`` (``self.seq[0].V.mean``): a method of the batch's Variable, bound before the
+        call binds one example's values, is the same method of the built-in's one-example Variable."""
+        owner = getattr(function, "__self__", None)
+        if isinstance(owner, bm.Variable) and self.batch_size is not None:
+            key = next((k for k, v in self.batched.items() if v is owner), None)
+            if key is not None:
+                return getattr(self.variables[key], function.__name__)
+        return function
 
     def _reset_writes_weights(self, learned):
         """Why a reset of the batch is refused when a built-in's reset writes a weight (a TrainVar every

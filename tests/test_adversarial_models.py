@@ -2740,3 +2740,31 @@ def test_a_global_stream_held_but_never_drawn_from_does_not_reseed_the_original(
     checked = verify_cli(tmp_path, "held_stream", source, "--init", "4", "--input-shape", "x=4:float32:2", "--steps",
                          "10", "--batch", "3", "--strict")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+
+
+VARIABLE_METHOD_OF_A_BUILTIN = HEAD + textwrap.dedent('''
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n=4):
+            super().__init__()
+            self.seq = bp.Sequential(bp.dyn.Lif(n, V_th=1.), bp.dnn.Linear(n, n, W_initializer=bp.init.Normal(1.)),
+                                     bp.dyn.Lif(n, V_th=0.3))
+            self.lif = bp.dyn.Lif(n, V_th=1.)
+            self.v = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            out = self.seq(x) + self.lif(x)
+            self.v.value = self.v * 0.9 + {read}
+            return self.v.value + out
+''')
+
+
+@pytest.mark.parametrize("read", ["self.lif.V.sum()", "self.seq[0].V.mean(keepdims=True)",
+                                  "self.seq[-1].spike.astype(float)"])
+def test_a_method_of_a_builtins_variable_reads_the_examples_value(tmp_path, read: str) -> None:
+    """``self.lif.V.sum()`` is a method of the Variable, bound before ``library.call`` binds one example's
+    values (adversarial review c3): main's batched model refused at run time, saying the Variable
+    'belongs to a model handed to this one (self.pre = pre) or imported from another file'."""
+    checked = verify_cli(tmp_path, "vmethod", VARIABLE_METHOD_OF_A_BUILTIN.format(read=read), "--init", "4",
+                         "--input-shape", "x=4:float32:20", "--steps", "20", "--batch", "3", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "examples differ" in checked.stdout

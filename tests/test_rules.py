@@ -270,10 +270,20 @@ def test_a_bases_method_reached_by_name_runs_that_bases_pure_method(cls: str, ex
     ("return self.N.V + self.run(x)", True),  # run() steps N: Python read V first
     ("return self.N.V + self.helper(x)", False),  # helper writes S only
     ("return self.run(x) + self.N.V", False),
+    ("return self.N.V + self.N(x)", True),  # the built-in called in place, not through a method
+    ("return self.N.V.value * 2.0, self.N.update(x)", True),
+    ("return x >> self.N, self.N.V", False),
+    ("return self.N(self.N.V), self.N.V", False),  # an argument, then a read after the call
+    ("return self.S + self.N(x)", False),  # N changes only its own Variables
+    ("self.N.V.value += self.N(x)\nreturn self.N.V.value", True),  # += reads V first
+    ("self.S.value += self.N(x)\nreturn self.S.value", False),
+    ("return self.N.V * 2.0, self.N.V.mean()", False),  # a method that only reads (names.BUILTIN_READERS)
 ])
 def test_a_builtins_read_before_a_call_that_runs_it_is_refused(body: str, refused: bool) -> None:
     """A built-in's Variable read in a statement whose call runs that built-in: the call moves in
-    front, the read would see the new value. On main this was not caught at all."""
+    front, the read would see the new value. On main this was not caught at all, and neither was a
+    read before a call of the built-in itself (``self.N.V + self.N(x)``, ``self.N.V.value += self.N(x)``:
+    exit 0, verify FAILed, 6.0 max abs error; adversarial review c2)."""
     extra = "    def run(self, x):\n        return self.N(x)\n"
     got = rewritten(Case(before=body, after="", init="self.N = bp.dyn.Lif(3)", extra=extra))
     assert got.startswith("BFY215") == refused, got
@@ -285,6 +295,7 @@ def test_a_builtins_read_before_a_call_that_runs_it_is_refused(body: str, refuse
     ("return self.N.V.value.sum()", 'return bfy.unwrap(state), self.library.read(params, state, "N.V").sum()'),
     # A method of the Variable object reads its value when called: through the library, bound.
     ("return self.N.V.mean()", "state, N_out = self.library.call(params, state, self.N.V.mean)"),
+    ("neuron = self.N\nreturn neuron.V", "BFY213 the"),  # under a local name: refused (runtime refusal on main)
 ])
 def test_a_method_of_a_builtins_value_is_called_on_the_examples_value(body: str, expected: str) -> None:
     """`self.N.spike.value.astype(...)` (a synapse reading its presynaptic spikes): main made it
@@ -315,8 +326,17 @@ def test_an_item_of_a_builtin_is_read_and_called_as_one_example_sees_it(body: st
     ("self.seq[-1].V.value = self.seq[-1].V * 0.5\nreturn x", "BFY205"),
     ("self.seq[-1].V.value += 1.0\nreturn x", "BFY205"),
     ("return self.seq[:1].V", "BFY213"),
+    # Read before the call that steps it, in one statement: the call moves in front (adversarial review c2:
+    # main gave exit 0, and verify FAILed with a 6.0 max abs error).
+    ("return self.seq[0].V * 1.0, self.seq[0].update(x)", "BFY215"),
+    # Held under a name batchify cannot follow (adversarial review c3: main copied it, and the batched model
+    # refused at run time, advising to build 'a model handed to this one' in this file).
+    ("last = self.seq[-1]\nreturn last.V + x", "BFY213"),
+    ("for layer in self.seq:\n    x = layer(x)\nreturn x", "BFY213"),
+    ("for layer in self.seq.children.values():\n    x = layer(x)\nreturn x", "BFY213"),
+    ("lif = self.seq['lif']\nreturn lif(x)", "BFY213"),
 ])
-def test_an_item_of_a_builtin_written_or_sliced_is_refused(body: str, code: str) -> None:
+def test_an_item_of_a_builtin_written_sliced_or_read_before_its_call_is_refused(body: str, code: str) -> None:
     """Adversarial review: main rewrote the write into an attribute set on one example's view (verify: BFY303
     'is set on a built-in's object read in a batched step ... a transformation bug'), and the slice into
     an index of one (BFY303 'a new object the built-in makes when indexed'), both as transformation bugs."""

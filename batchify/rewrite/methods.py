@@ -450,8 +450,15 @@ class ExprRewriter(Transformer):
 
     def library_call(self, original_node: cst.CSTNode, func: cst.BaseExpression, args: list[cst.Arg],
                      ref: LibraryRef) -> cst.BaseExpression:
-        """``self.N(x)`` -> ``state, N_out = self.library.call(params, state, self.N, x)``, moved in front."""
+        """``self.N(x)`` -> ``state, N_out = self.library.call(params, state, self.N, x)``, moved in front.
+        Built-in code may change the built-ins' state and the own Variables handed to them, so a read
+        of those that Python makes before the call is refused (``read_before_call``)."""
         ctx = self.ctx
+        handed = {f for c in ctx.ir.chain(self.child_class(tuple(ref.children))) for f in c.library_fields}
+        written = frozenset({"library", *handed})
+        if not (ref.rest and ref.rest[-1] in names.BUILTIN_READERS):  # (`self.delay.at("out")` reads)
+            self.read_before_call(original_node, tuple(ref.children), written)
+            self.writers.append((original_node, tuple(ref.children), written))
         return self.carried_call(
             original_node, attr(name(ctx.self_name), "library", "call"),
             [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), cst.Arg(func), *args], f"{ref.name}_out",
@@ -1041,9 +1048,37 @@ class MethodRewriter:
             orelse = orelse.with_changes(body=self.suite(orelse.body))
         return [*pre, stmt.with_changes(test=test, body=self.suite(stmt.body), orelse=orelse)]
 
+    def builtin_object(self, expr: cst.BaseExpression, how: str) -> bool:
+        """``last = self.seq[-1]``, ``for layer in self.seq``: a built-in (or a layer of one) held under
+        a name batchify cannot follow. Its Variables hold one example, the batch's live apart, so the
+        name would read and step the wrong ones: BFY213 (at run time it was refused with advice that
+        did not apply). Reached through ``self`` where it is used, it is each example's."""
+        node = expr
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and not node.args and \
+                node.func.attr.value in ("values", "items"):
+            node = node.func.value  # `self.seq.children.values()`
+        while type(node) is cst.Subscript:
+            node = node.value
+        path = self_path(node, self.ctx.self_name)
+        ref = self.ctx.resolve(path) if path else None
+        if not isinstance(ref, LibraryRef) or ref.rest not in ((), ("children",)):
+            return False
+        shown, whole = self.ctx.ir.module.code_for_node(expr), f"self.{'.'.join((*ref.children, ref.name))}"
+        if node is expr and not ref.rest:
+            what, way = f"the built-in {whole}", f"write {whole} where you read or call it ({whole}.V, {whole}(x))"
+        else:
+            what = f"{shown}, of the built-in {whole},"
+            way = (f"write the layer's whole path where you read or call it ({whole}[-1].V, {whole}[0](x)), "
+                   f"or call {whole}(x), which runs its layers in order")
+        self.ctx.report(expr, "BFY213", f"{what} {how}: batchify follows a built-in only through self, where "
+                        f"each example's Variables are bound, not under another name; {way}")
+        return True
+
     def for_(self, stmt: cst.For) -> list[cst.BaseStatement]:
         """A Python ``for``: unrolled when traced, as in the original; its body threads the state."""
         self.check_no_write(stmt.target, "a for-loop target")
+        if self.builtin_object(stmt.iter, "is iterated here"):
+            return []
         pre, iter_, _ = self.expr(stmt.iter)
         body = self.suite(stmt.body)
         orelse = stmt.orelse.with_changes(body=self.suite(stmt.orelse.body)) if stmt.orelse else None
@@ -1377,6 +1412,8 @@ class MethodRewriter:
         """``self.V.value = e`` / ``self.V = e`` -> ``state = state._replace(V=e)``; reads only otherwise."""
         ctx = self.ctx
         self.track([t.target for t in small.targets if not self.writes_field(t.target)], small.value)
+        if self.builtin_object(small.value, "is bound to a name here"):
+            return []
         pre, value, rw = self.expr(small.value)
         targets = [t.target for t in small.targets]
         if len(targets) == 1 and self.library_target(targets[0]) is not None:
@@ -1472,12 +1509,27 @@ class MethodRewriter:
             target = target.value
         return type(target) is cst.Attribute and self.plain_attribute(target)
 
+    def read_by_writer(self, children: tuple[str, ...], field_name: str, writers, target: cst.CSTNode) -> bool:
+        """``self.V += self.step(x)``: ``+=`` reads its target before the call, which moves in front of
+        the statement, changes it: BFY215 where one of the statement's ``writers`` may write the field
+        (``"library"``: a built-in's Variable) that the target under ``children`` names."""
+        if not any(children[:len(under)] == under and (
+                written is None or (children == under and field_name in written)) for _, under, written in writers):
+            return False
+        self.ctx.report(target, "BFY215", "this reads state before a call in the same statement changes it (`+=` "
+                        "reads its target first); batchify moves the call in front of the statement, so the read "
+                        "would see the new value: assign the call's result to a variable first")
+        return True
+
     def aug_assign(self, small: cst.AugAssign) -> list[cst.BaseStatement]:
         """``self.V += e`` (every operator) -> ``state = state._replace(V=state.V + e)``."""
         if type(small.target) is cst.Name and self.from_state(small.value):
             self.traced.add(small.target.value)
         pre, value, rw = self.expr(small.value)
-        if self.library_target(small.target) is not None:
+        in_library = self.library_target(small.target)
+        if in_library is not None:
+            if self.read_by_writer(tuple(in_library[0].children), "library", rw.writers, small.target):
+                return pre
             return [*pre, *self.library_write(small.target, value, AUG_OPS[type(small.operator)], small)]
         found = self.field_target(small.target)
         if found is None and id(small) in self.ctx.shares_state:
@@ -1492,12 +1544,7 @@ class MethodRewriter:
                 return [*pre, *p, line(small.with_changes(target=target, value=value))]
             return pre
         ref, index = found
-        if ref.kind == "state" and any(tuple(ref.children)[:len(under)] == under and (
-                written is None or (tuple(ref.children) == under and ref.name in written))
-                for _, under, written in rw.writers):
-            self.ctx.report(small.target, "BFY215", "this reads state before a call in the same statement changes "
-                            "it (`+=` reads its target first); batchify moves the call in front of the statement, so "
-                            "the read would see the new value: assign the call's result to a variable first")
+        if ref.kind == "state" and self.read_by_writer(tuple(ref.children), ref.name, rw.writers, small.target):
             return pre
         new = self.write_value(ref, index, value, AUG_OPS[type(small.operator)], small)
         return [*pre, self.ctx.replace_state(ref.children, {ref.name: new})] if new is not None else pre
