@@ -967,7 +967,7 @@ class _ClassScan:
                 if not is_none(branch):
                     self.classify(name, branch, target, direct)
             return
-        if names.GLOBAL_STREAM in self.a.qualified_names(value) or (
+        if self.a.qualified_names(value) & {names.GLOBAL_STREAM, names.GLOBAL_STREAM_MODULE} or (
                 type(value) is cst.Call and self.a.qualified_names(value.func) & names.GLOBAL_STREAM_GETTERS
                 and (not value.args or (len(value.args) == 1 and is_none(value.args[0].value)))):
             self.global_streams.append(name)

@@ -240,6 +240,7 @@ GLOBAL_KEY = frozenset({"brainpy.math.random.split_key", "brainpy.math.random.sp
 # itself held as an object; ``self.rng.normal(...)`` is a draw from it, rewritten like ``bm.random.normal``.
 GLOBAL_STREAM_GETTERS = frozenset({"brainpy.math.random.default_rng"})
 GLOBAL_STREAM = "brainpy.math.random.DEFAULT"
+GLOBAL_STREAM_MODULE = "brainpy.math.random"  # ``self.rand = bm.random``: its samplers draw from it too
 
 
 # BrainPy's shared context, written: ``bp.share.save(key, value)``, ``bp.share[key] = value``.

@@ -2478,13 +2478,14 @@ GLOBAL_STREAM_ON_SELF = HEAD + textwrap.dedent('''
 
 
 @pytest.mark.parametrize("held", ["bm.random.default_rng()", "bm.random.default_rng(None)", "bm.random.DEFAULT",
-                                  "bm.random.default_rng(42)"])
+                                  "bm.random.default_rng(42)", "bm.random"])
 def test_a_random_stream_held_on_self_draws_each_examples_numbers(tmp_path, held: str) -> None:
     """``self.rng = bm.random.default_rng()`` (OTTT-SNN's OnlineLIFNode, probe N4A): BrainPy's global
     stream itself, so ``self.rng.bernoulli(...)`` is ``bm.random.bernoulli(...)``. Main left the draw
     keyless: the batched model refused at run time, advising to 'draw them in a method of the class',
-    where they already were (with a seed, ``default_rng(42)``, a RandomState of its own: the same). Now
-    an unseeded stream's draws take the example's key, a seeded one is held like bm.random.RandomState."""
+    where they already were (with a seed, ``default_rng(42)``, a RandomState of its own: the same; and so
+    for ``self.rng = bm.random``, the module, adversarial review c3). Now an unseeded stream's draws take
+    the example's key, a seeded one is held like bm.random.RandomState."""
     source = GLOBAL_STREAM_ON_SELF.format(held=held)
     text = transform(source.encode(), "m.py", command="batchify").text
     if "42" in held:
@@ -2768,3 +2769,32 @@ def test_a_method_of_a_builtins_variable_reads_the_examples_value(tmp_path, read
                          "--input-shape", "x=4:float32:20", "--steps", "20", "--batch", "3", "--strict")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "examples differ" in checked.stdout
+
+
+@pytest.mark.parametrize("step, where", [
+    ("k = self.rng.split_key()\n        mask = self.rng.bernoulli(0.7, spike.shape, key=k)", "self.rng is"),
+    ("rng = self.rng\n        mask = rng.bernoulli(0.7, spike.shape)", "self.rng is"),
+    ("mask = getattr(self.rng, 'bernoulli')(0.7, spike.shape)", "self.rng is"),
+])
+def test_a_global_stream_held_on_self_used_other_than_by_a_draw_in_place_is_refused(step: str, where: str) -> None:
+    """``self.rng.split_key()``, the stream under a local name, handed to getattr (adversarial review c3):
+    main gave exit 0, and the batched model refused at run time, advising to 'draw them in a method of
+    the class', where they already were. Each would draw from the global key, the same for every example."""
+    source = GLOBAL_STREAM_ON_SELF.format(held="bm.random.default_rng()").replace(
+        "mask = self.rng.bernoulli(1 - self.dropout, spike.shape)", step)
+    assert where in refused(source, "BFY206")
+
+
+def test_a_childs_global_stream_drawn_from_by_its_parent_is_refused() -> None:
+    source = GLOBAL_STREAM_ON_SELF.format(held="bm.random.default_rng()") + textwrap.dedent('''
+
+
+        class Net(bp.DynamicalSystem):
+            def __init__(self, n):
+                super().__init__()
+                self.drop = DropLIF(n)
+
+            def update(self, x):
+                return self.drop(x) * self.drop.rng.uniform(size=x.shape)
+    ''')
+    assert "self.drop.rng is the child's hold" in refused(source, "BFY206")

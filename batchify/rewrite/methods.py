@@ -271,6 +271,7 @@ class ExprRewriter(Transformer):
         self.called_items: set[int] = set()
         self.item_reads: set[int] = set()
         self.written: set[int] = set()  # subscripts inside an assignment's targets
+        self.stream_draws: set[int] = set()  # `self.rng` of `self.rng.normal(...)`: a draw (``random_draw``)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if type(node) in self.NO_HOIST:
@@ -284,6 +285,8 @@ class ExprRewriter(Transformer):
         return result
 
     def visit_Call(self, node: cst.Call) -> bool:
+        if global_stream_draw(node.func, self.ctx.self_name, self.ctx.ir.all_global_streams(self.ctx.cls)):
+            self.stream_draws.add(id(node.func.value))
         item = called_item(node.func)
         if item is not None:
             self.called_items.add(id(item))
@@ -352,6 +355,7 @@ class ExprRewriter(Transformer):
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         self.refuse_global_key(original_node)
         path = self_path(original_node, self.ctx.self_name)
+        self.refuse_stream_use(original_node, path)
         ref = self.ctx.resolve(path) if path else None
         for rule in self.ATTRIBUTE_RULES:
             out = getattr(self, rule)(original_node, updated_node, path, ref)
@@ -492,6 +496,29 @@ class ExprRewriter(Transformer):
             self.ctx.report(node, "BFY206", f"{sorted(qualified)[0]} in {self.ctx.method.name}() is BrainPy's global "
                             "key itself: traced once, every example of the batch would draw the same numbers; draw "
                             "with bm.random's samplers (bm.random.normal(...)), which batchify gives each example")
+
+    def refuse_stream_use(self, node: cst.Attribute, path: list[str] | None) -> None:
+        """``self.rng`` holding BrainPy's global stream (``bm.random.default_rng()``, ``bm.random``) used
+        other than by drawing from it in place (``self.rng.normal(...)``, which takes the example's key):
+        its key split (``self.rng.split_key()``), the stream under a local name or handed on, or a child's
+        stream drawn from here would draw from the global key, traced once for the whole batch: BFY206."""
+        if not path or len(path) > 2 or id(node) in self.stream_draws:
+            return
+        owner = self.ctx.ir.child_map(self.ctx.cls).get(path[0]) if len(path) == 2 else self.ctx.cls
+        if owner is None or path[-1] not in self.ctx.ir.all_global_streams(owner):
+            return
+        shown, method = "self." + ".".join(path), self.ctx.method.name
+        if len(path) == 2:
+            why = (f"{shown} is the child's hold of BrainPy's global random stream, drawn from in {method}() of "
+                   f"its parent: each example gets its own key only in a draw written self.{path[1]}.normal(...) "
+                   "(any sampler) in a method of the class that holds it; draw there, in a method of "
+                   f"self.{path[0]}'s class that returns the numbers")
+        else:
+            why = (f"{shown} is BrainPy's global random stream, used in {method}() other than by a draw in place: "
+                   f"each example gets its own key only in a draw written {shown}.normal(...) (any sampler, "
+                   "without a key= of your own), and through anything else every example would draw the same "
+                   "numbers; draw from it in place")
+        self.ctx.report(node, "BFY206", why)
 
     def control_flow_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
         """``bm.for_loop`` / ``bm.cond`` / ``bm.while_loop`` / ``bm.ifelse`` whose closures change state."""
