@@ -669,9 +669,14 @@ class _ClassScan:
         """``bp.share.save('E-spike', bp.VarDelay(self.E.spike, ...))`` (BrainPy's old COBA EINetv2): a
         delay, Variable or model kept in BrainPy's shared context, where no attribute of the class holds
         it. batchify batches what the class holds by attribute: the step would run it unbatched."""
+        me = self_name_of(func) or "self"
         for node in walk(func.body):
             if not (type(node) is cst.Call and self.a.qualified_names(node.func) & names.SHARE_SAVES):
                 continue
+            held = next((p[0] for a in node.args for p in [self_path(a.value, me)] if p and p[0] in self.held_models()),
+                        None)
+            if held is not None:
+                self.check_held_model_loaded(node, held)
             for arg in node.args:
                 made = next((n for n in walk(arg.value) if type(n) is cst.Call and (
                     any(names.is_library(q) for q in self.a.qualified_names(n.func))
@@ -685,6 +690,25 @@ class _ClassScan:
                               f"attribute of the class holds it: batchify batches a {'model' if model else 'Variable, or an object holding Variables (a delay),'} "
                               "only where the class assigns it to an attribute, and the step would run this one "
                               "unbatched; assign it to an attribute (self.NAME = ...) and use it from there")
+
+    def check_held_model_loaded(self, save: cst.Call, held: str) -> None:
+        """``bp.share.save('E', self.E)`` and ``bp.share.load('E')(x)`` in a step: the model the step runs
+        is the one bp.share keeps, unbatched (a built-in holds one example), not the batch's self.E (BFY105;
+        at run time main refused it, advising to build a model it already built). A load of another key,
+        or none, is left alone: the model may be saved for code outside the step."""
+        key = save.args[0].value if save.args else None
+        saved = key.evaluated_value if type(key) is cst.SimpleString else None
+        for func in self.functions():
+            for node in walk(func.body):
+                if not (type(node) is cst.Call and type(node.func) is not cst.Call  # (not `load('E')(x)`)
+                        and self.a.qualified_names(node.func) & names.SHARE_LOADS):
+                    continue
+                loaded = node.args[0].value if node.args else None
+                if type(loaded) is cst.SimpleString and saved is not None and loaded.evaluated_value != saved:
+                    continue
+                self.a.report(node, "BFY105", f"this loads self.{held}, the model {self.cls.name.value} keeps in "
+                              f"bp.share: what bp.share keeps is the model itself, unbatched, not the batch's "
+                              f"self.{held}; use self.{held} here")
 
     def check_models_in_containers(self, func: cst.FunctionDef) -> None:
         """``self.pops[name] = LIF(n)`` (into a ``bp.Collector``, a dict, a list) or ``pops.append(LIF(n))``:

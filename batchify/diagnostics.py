@@ -139,6 +139,7 @@ class BatchifyError(Exception):
     """Raised inside the pipeline; carries the diagnostics to report."""
 
     def __init__(self, diagnostics: list[Diagnostic]):
+        diagnostics = list(dict.fromkeys(diagnostics))  # each once (a class scanned twice finds it twice)
         super().__init__("\n".join(d.format() for d in diagnostics))
         self.diagnostics = diagnostics
 

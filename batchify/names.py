@@ -245,6 +245,7 @@ GLOBAL_STREAM_MODULE = "brainpy.math.random"  # ``self.rand = bm.random``: its s
 
 # BrainPy's shared context, written: ``bp.share.save(key, value)``, ``bp.share[key] = value``.
 SHARE_SAVES = frozenset({"brainpy.share.save", "brainpy.context.share.save"})
+SHARE_LOADS = frozenset({"brainpy.share.load", "brainpy.context.share.load"})
 
 
 def random_sampler(qualified: str) -> bool:

@@ -1698,8 +1698,9 @@ def batch_state_only(model, what):
         raise refuse(escaped,
             f"{type(model).__name__}.{what} wrote {named(escaped)}{whose}, which is not part of the batch's "
             f"state: it belongs to an object batchify does not batch, run as it is for the whole batch. That "
-            f"is a model batchify cannot see being built: imported from another file, made by a class or "
-            f"function given as an argument (self.syn = proj(...)), or built inside a BrainPy built-in "
+            f"is a model batchify cannot see being built: imported from another file, handed to the "
+            f"constructor (self.syn = synapse), made by a class or function given as an argument "
+            f"(self.syn = proj(...)), or built inside a BrainPy built-in "
             f"(Exponen.desc(...) given to a projection). Its value is put back. Build that model in a model "
             f"class of this file, by its own class name, so that it is batched with the rest.")
     read = trace.get_read_states()

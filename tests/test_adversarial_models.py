@@ -2798,3 +2798,63 @@ def test_a_childs_global_stream_drawn_from_by_its_parent_is_refused() -> None:
                 return self.drop(x) * self.drop.rng.uniform(size=x.shape)
     ''')
     assert "self.drop.rng is the child's hold" in refused(source, "BFY206")
+
+
+BUILTIN_KEPT_IN_SHARE = HEAD + textwrap.dedent('''
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n=4):
+            super().__init__()
+            self.E = bp.dyn.Lif(n, V_th=1.)
+            self.v = bm.Variable(bm.zeros(n))
+            bp.share.save('E', self.E)
+
+        def update(self, x):
+            spk = bp.share.load({key})(x)
+            self.v.value = self.v * 0.9 + spk
+            return self.v.value
+''')
+
+
+def test_a_held_model_kept_in_bp_share_and_loaded_in_a_step_is_refused() -> None:
+    """``bp.share.save('E', self.E)``, then ``bp.share.load('E')(x)`` in update (adversarial review c3): main
+    gave exit 0 and the batched model refused at run time, advising to build in this file a model it
+    built there. The step runs what bp.share keeps, the unbatched model: BFY105, once."""
+    lines = refused(BUILTIN_KEPT_IN_SHARE.format(key="'E'"), "BFY105").splitlines()
+    assert len(lines) == 1 and "use self.E here" in lines[0], lines
+    transform(BUILTIN_KEPT_IN_SHARE.format(key="'I'").replace("('I')(x)", "('I')").encode(), "m.py",
+              command="batchify")  # another key: a value of the user's own
+
+
+HANDED_CHILD = HEAD + textwrap.dedent('''
+    class Syn(bp.DynamicalSystem):
+        def __init__(self, n, tau=5.0):
+            super().__init__()
+            self.tau = tau
+            self.g = bm.Variable(bm.zeros(n))
+
+        def update(self, spike):
+            self.g.value = self.g.value * (1 - 0.1 / self.tau) + spike
+            return self.g.value
+
+
+    class Cell(bp.DynamicalSystem):
+        def __init__(self, synapse, w=2.0):
+            super().__init__()
+            self.syn = synapse
+            self.w = w
+            self.V = bm.Variable(bm.zeros(synapse.g.shape))
+
+        def update(self, pre_spike):
+            self.V.value = 0.9 * self.V.value + self.w * self.syn(pre_spike)
+            return self.V.value
+''')
+
+
+def test_a_model_handed_to_the_constructor_is_named_in_the_refusal(tmp_path) -> None:
+    """``Cell(Syn(3))`` batched alone (probe N5): the refusal listed where such a model comes from (another
+    file, a class given as an argument, a BrainPy built-in) but not the case at hand, the model itself
+    handed to the constructor (``self.syn = synapse``)."""
+    checked = verify_cli(tmp_path, "cell", HANDED_CHILD, "--class", "Cell", "--init", "Syn(3)",
+                         "--input-shape", "pre_spike=3", "--steps", "5", "--strict", "--no-speed")
+    assert checked.returncode == 2, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "handed to the constructor (self.syn = synapse)" in checked.stdout + checked.stderr
