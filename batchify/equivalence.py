@@ -692,8 +692,9 @@ def measure(starts: list[dict], outputs, states, rtol: float = 1e-5, atol: float
             start = np.asarray(starts[e][name], float)
             for step in run:
                 now = np.asarray(step[name], float)
-                if np.any(np.isnan(now) != np.isnan(start)):
-                    return float("inf")  # from NaN ("no decision yet") to a number, or back: no small change
+                if np.any(np.isnan(start) & ~np.isnan(now)):
+                    return float("inf")  # from NaN ("no decision yet") to a number: no small change
+                # (a number turned NaN is no move a check could see: NaN compared with NaN agrees)
                 with np.errstate(invalid="ignore"):
                     ratio = np.abs(now - start) / (atol + rtol * np.abs(start))
                 far = max(far, float(ratio[np.isfinite(ratio)].max(initial=0.0)))

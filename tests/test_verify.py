@@ -465,6 +465,22 @@ def test_a_state_that_only_relaxes_from_its_perturbed_start_is_not_counted_as_mo
     assert measure(starts, list(outputs), states).moved == 2
 
 
+def test_a_state_that_becomes_nan_is_not_a_large_move_but_nan_to_a_number_is() -> None:
+    """A state whose other elements barely move and one element of which turns NaN (a diverging
+    division): main counted any NaN appearing as an infinite move, so the check was not WEAK, though
+    NaN compared with NaN agrees and says nothing. NaN turning into a number (WongWang2006's
+    'no decision yet' decision_time) is still a move no tolerance hides."""
+    from batchify.equivalence import measure
+
+    starts = [{"V": np.array([1.0, 2.0])}, {"V": np.array([1.01, 2.01])}]
+    states = [[{"V": np.array([np.nan if t > 1 else 1.0 + 1e-5 * t, 2.0 + 1e-5 * t])} for t in range(1, 4)],
+              [{"V": np.array([1.01 + 1e-5 * t, 2.01 + 1e-5 * t])} for t in range(1, 4)]]
+    outputs = [[[np.full(2, float(t))] for t in range(3)] for _ in range(2)]
+    assert "V" in measure(starts, outputs, states).barely
+    starts[0]["V"], states[0][2]["V"] = np.array([np.nan, 2.0]), np.array([7.0, 2.0])  # NaN -> a number
+    assert "V" not in measure(starts, outputs, states).barely
+
+
 def test_only_spikes_the_model_made_count() -> None:
     """A latch `fired |= spike` that never fires: examples 1.. start from perturbed flags, which it
     keeps. main counted those as spikes ('80 spikes') and so never said 'no spike', while a bug in
