@@ -520,6 +520,7 @@ class _ClassScan:
         self.init_resets = True
         reset = next((f for f in self.functions() if f.name.value == "reset_state"), None)
         self.helpers = construction_helpers(self.a, self.cls, self.models)
+        self.kept_in_share: set[int] = set()  # Variables reported by check_shared_objects already
         self.check_nested_models()
         if init is not None:
             self.scan_assignments(init, direct)
@@ -584,6 +585,8 @@ class _ClassScan:
                                           f"own attribute (self.{name}_0 = ...)" + (
                                               "" if weights else f", or make self.{name} a bm.VarDict / "
                                               "bm.VarList of state Variables"))
+                        elif id(node) in self.kept_in_share:
+                            continue  # (check_shared_objects said why: kept in bp.share)
                         elif func is init or func is reset or any(func is h for h in self.helpers.values()):
                             # where Variables may be created: this one is not assigned to an attribute
                             self.a.report(node, "BFY102", "this Variable is not assigned directly to an attribute "
@@ -685,6 +688,7 @@ class _ClassScan:
                 if made is None:
                     continue
                 model = type(made.func) is cst.Name and made.func.value in self.models
+                self.kept_in_share.add(id(made))
                 shown = cst.Module([]).code_for_node(made.func)
                 self.a.report(made, "BFY105" if model else "BFY102", f"{shown}(...) is kept in bp.share, where no "
                               f"attribute of the class holds it: batchify batches a {'model' if model else 'Variable, or an object holding Variables (a delay),'} "

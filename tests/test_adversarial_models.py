@@ -2638,6 +2638,24 @@ def test_a_delay_kept_in_bp_share_is_refused_and_the_advice_verifies(tmp_path) -
     assert "state moved 8/8" in checked.stdout
 
 
+def test_a_variable_kept_in_bp_share_is_reported_once() -> None:
+    """``bp.share.save('v', bm.Variable(...))``: main said BFY102 twice at the same place, once why (kept in
+    bp.share) and once the generic 'not assigned directly to an attribute'."""
+    source = HEAD + textwrap.dedent('''
+        class Net(bp.DynamicalSystem):
+            def __init__(self, n=4):
+                super().__init__()
+                self.v = bm.Variable(bm.zeros(n))
+                bp.share.save('v', bm.Variable(bm.zeros(n)))
+
+            def update(self, x):
+                self.v.value = self.v * 0.9 + x
+                return self.v.value
+    ''')
+    lines = refused(source, "BFY102").splitlines()
+    assert len(lines) == 1 and "is kept in bp.share" in lines[0], lines
+
+
 POSITIONAL_ONLY_STEP = HEAD + textwrap.dedent('''
     class Leaky(bp.DynamicalSystem):
         def __init__(self, n):
