@@ -734,7 +734,8 @@ RULES: tuple[Rule, ...] = (
         f"{EXPR}.random_draw",
         'random draws',
         ('`bm.random.normal(0.0, 1.0, n)`; `self.rng.normal(...)` where `self.rng = bm.random.default_rng()` '
-         "(BrainPy's global stream; seeded, `default_rng(42)` is held like `bm.random.RandomState(42)`)"),
+         "(BrainPy's global stream, as are `bm.random.DEFAULT` and the module `bm.random` held on an attribute; "
+         "seeded, `default_rng(42)` is held like `bm.random.RandomState(42)`)"),
         ('`state, key = bfy.next_key(state)` then `bm.random.normal(0.0, 1.0, n, key=key)`: each '
          "example its own stream, advanced as BrainPy's global key would be"),
         Case(before='return self.V + bm.random.normal(0.0, 1.0, 3)',
