@@ -2876,3 +2876,56 @@ def test_a_model_handed_to_the_constructor_is_named_in_the_refusal(tmp_path) -> 
                          "--input-shape", "pre_spike=3", "--steps", "5", "--strict", "--no-speed")
     assert checked.returncode == 2, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "handed to the constructor (self.syn = synapse)" in checked.stdout + checked.stderr
+
+
+READ_BEFORE_A_BUILTIN_CALL = HEAD + textwrap.dedent('''
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n=4):
+            super().__init__()
+            self.fc = bp.dnn.Linear(n, n, bp.init.Normal(0.0, 1.0))
+            self.rec = bp.dnn.Linear(n, n, bp.init.Normal(0.0, 0.5))
+            self.lif = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
+            self.seq = bp.Sequential(bp.dyn.Lif(n, V_th=1.), bp.dnn.Linear(n, n, W_initializer=bp.init.Normal(1.)),
+                                     bp.dyn.Lif(n, V_th=0.3))
+            self.v = bm.Variable(bm.zeros(n))
+            self.x = bm.Variable(bm.zeros(n))
+            self.delay = bm.LengthDelay(self.x, 3)
+
+        def update(self, x):
+            {body}
+''')
+
+
+@pytest.mark.parametrize("body, strict", [
+    ("return self.lif(self.rec(self.lif.spike.value) + self.fc(x))", True),  # another built-in's call after the read
+    ("self.lif.V.value += self.fc(x)\nreturn self.lif(x)", True),
+    ("self.v.value = self.lif.V.value + self.lif(x)\nreturn self.v.value", True),  # the built-in itself after the read
+    ("self.lif.V.value += self.lif(x)\nreturn self.lif.V.value", False),  # (WEAK: the Sequential's Lifs never spike)
+    ("return self.seq[0].V * 1.0, self.seq[0].update(x)", True),
+    ("y = bm.sqrt((self.fc.W ** 2).sum()) * self.fc(x)\nreturn y + self.lif.V_th * self.lif(x)", True),
+    ("self.x.value = 0.8 * self.x + 0.5 * self.delay(3) + x\nself.delay.update(self.x.value)\nreturn self.x.value",
+     False),  # (WEAK: no Lif runs)
+])
+def test_a_builtins_value_read_before_a_call_in_one_statement_verifies(tmp_path, body: str, strict: bool) -> None:
+    """Python reads first; batchify moves the call in front of the statement. 7a9920b gave exit 0 and a
+    wrong batched model for a read before a call of the built-in itself (verify FAIL, 6.0 max abs error;
+    adversarial review c2); 4b604b2 refused every read before any built-in call (BFY215), the standard
+    recurrent SNN `self.r(self.r2r(self.r.spike.value) + self.i2r(x))` among them (review of it). The read
+    now moves in front with the call, and every one verifies."""
+    source = READ_BEFORE_A_BUILTIN_CALL.format(body=body.replace("\n", "\n        "))
+    checked = verify_cli(tmp_path, "readfirst", source, "--input-shape", "x=4:float32:20", "--steps", "20",
+                         "--batch", "3", "--no-speed", *(["--strict"] if strict else []))
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout
+
+
+def test_a_global_stream_held_on_self_tested_against_none_verifies(tmp_path) -> None:
+    """``if self.rng is not None:`` tests which object the attribute holds, not the stream: 5be6b0d refused
+    it (BFY206) with the stream's other uses (review of it); 7a9920b verified it."""
+    source = GLOBAL_STREAM_ON_SELF.format(held="bm.random.default_rng()").replace(
+        "        mask = self.rng.bernoulli(1 - self.dropout, spike.shape) / (1 - self.dropout)\n",
+        "        mask = 1.0\n        if self.rng is not None:\n"
+        "            mask = self.rng.bernoulli(1 - self.dropout, spike.shape) / (1 - self.dropout)\n")
+    assert "if self.rng is not None:" in source
+    checked = verify_cli(tmp_path, "dropnone", source, "--init", "4", "--input-shape", "x=4:float32:3", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]

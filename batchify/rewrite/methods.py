@@ -271,7 +271,12 @@ class ExprRewriter(Transformer):
         self.called_items: set[int] = set()
         self.item_reads: set[int] = set()
         self.written: set[int] = set()  # subscripts inside an assignment's targets
-        self.stream_draws: set[int] = set()  # `self.rng` of `self.rng.normal(...)`: a draw (``random_draw``)
+        # `self.rng` of `self.rng.normal(...)` (a draw, ``random_draw``) or of `self.rng is None`: not refused
+        self.stream_draws: set[int] = set()
+        # Spans of the calls in this expression that may change a built-in's state (``changing_calls``):
+        # a read of a built-in that Python makes before one is taken in front of it (``builtin_read``).
+        self.changing_calls: list[tuple[tuple[int, int], tuple[int, int]]] = []
+        self.call_funcs: set[int] = set()  # the ``func`` of every call (`self.N.V.mean` is called, not read)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if type(node) in self.NO_HOIST:
@@ -284,7 +289,14 @@ class ExprRewriter(Transformer):
             self.blocked -= 1
         return result
 
+    def visit_Comparison(self, node: cst.Comparison) -> bool:
+        """``self.rng is not None``: a test of which object the attribute holds, not a use of the stream."""
+        if all(type(t.operator) in (cst.Is, cst.IsNot) for t in node.comparisons):
+            self.stream_draws.update(id(n) for n in (node.left, *(t.comparator for t in node.comparisons)))
+        return True
+
     def visit_Call(self, node: cst.Call) -> bool:
+        self.call_funcs.add(id(node.func))
         if global_stream_draw(node.func, self.ctx.self_name, self.ctx.ir.all_global_streams(self.ctx.cls)):
             self.stream_draws.add(id(node.func.value))
         item = called_item(node.func)
@@ -343,8 +355,11 @@ class ExprRewriter(Transformer):
                             f"(self.{ref.dotted}.V[...])")
             return updated_node
         # (a child's built-in is read through the child's library, as ``builtin_read`` reads one)
-        self.state_reads.append((original_node, tuple(ref.children), "library"))
         read = self.ctx.library_read(ref)
+        if self.read_before_a_change(original_node):  # (in front of the call, as ``builtin_read`` takes one)
+            tmp = self.ctx.ns.fresh(ref.name)
+            self.pre.append(assign([tmp], read))
+            read = name(tmp)
         self.item_reads.add(id(read))
         return updated_node.with_changes(value=read)
 
@@ -412,9 +427,14 @@ class ExprRewriter(Transformer):
         built-in (``self.seq[-1]``, indexed on the built-in read whole by ``leave_Subscript``): its
         Variables are already one example's values, ``self.seq[-1].V.value`` -> ``...[-1].V``."""
         if isinstance(ref, LibraryRef) and ref.rest:
-            # A call in the same statement that runs these built-ins moves in front of the read (BFY215).
-            self.state_reads.append((original_node, tuple(ref.children), "library"))
-            return self.ctx.library_read(ref)
+            read = self.ctx.library_read(ref)
+            if id(original_node) not in self.call_funcs and self.read_before_a_change(original_node):
+                # `self.N.V * 2 + self.N(x)`: Python reads V before the call, which moves in front of the
+                # statement; so does the read, into a name of its own, in Python's order.
+                tmp = self.ctx.ns.fresh("_".join((ref.name, *ref.rest)))
+                self.pre.append(assign([tmp], read))
+                return name(tmp)
+            return read
         if original_node.attr.value == "value":
             node = updated_node.value
             while type(node) in (cst.Attribute, cst.Subscript):
@@ -429,6 +449,48 @@ class ExprRewriter(Transformer):
         if path != ["mode"]:
             return None
         return cst.Call(runtime("example_mode"), [cst.Arg(name(self.ctx.self_name))])
+
+    def find_changing_calls(self, node: cst.CSTNode) -> None:
+        """The calls in ``node`` that may change a built-in's state, by where they are: a call of a built-in
+        (``self.N(x)``, ``self.seq[0](x)``, ``x >> self.N``) other than of a method that only reads
+        (``names.BUILTIN_READERS``), and a call of a stateful method that calls one."""
+        positions = self.ctx.ir.positions
+        for inner in walk(node):
+            span = positions.get(inner)
+            if span is not None and self.changes_builtins(inner):
+                self.changing_calls.append(((span.start.line, span.start.column), (span.end.line, span.end.column)))
+
+    def changes_builtins(self, node: cst.CSTNode) -> bool:
+        if type(node) is cst.BinaryOperation and type(node.operator) is cst.RightShift:
+            path = self_path(node.right, self.ctx.self_name)
+            return bool(path) and isinstance(self.ctx.resolve(path), LibraryRef)
+        if type(node) is not cst.Call:
+            return False
+        reader = type(node.func) is cst.Attribute and node.func.attr.value in names.BUILTIN_READERS
+        path = self_path(node.func, self.ctx.self_name)
+        ref = self.ctx.resolve(path) if path else None
+        if isinstance(ref, LibraryRef):
+            return not (ref.rest and reader)
+        item = called_item(node.func)
+        if item is not None and self.item_of_builtin(item) is not None:
+            return not reader
+        target = self.stateful_target(node.func)
+        if target is None:
+            return False
+        children, method_name, _ = target
+        owner = self.child_class(tuple(children)) if children else self.ctx.cls
+        if method_name in owner.readers:
+            return False
+        written = self.written_by(owner, method_name)
+        return written is None or "library" in written
+
+    def read_before_a_change(self, read: cst.CSTNode) -> bool:
+        """Whether Python makes ``read`` before a call of ``changing_calls`` runs (outside its arguments)."""
+        where = self.ctx.ir.positions.get(read)
+        if where is None or self.blocked:
+            return False
+        end = (where.end.line, where.end.column)
+        return any(end <= start for start, _ in self.changing_calls)
 
     def library_ok(self, ref: LibraryRef, node: cst.CSTNode) -> bool:
         if ref.children:
@@ -454,15 +516,9 @@ class ExprRewriter(Transformer):
 
     def library_call(self, original_node: cst.CSTNode, func: cst.BaseExpression, args: list[cst.Arg],
                      ref: LibraryRef) -> cst.BaseExpression:
-        """``self.N(x)`` -> ``state, N_out = self.library.call(params, state, self.N, x)``, moved in front.
-        Built-in code may change the built-ins' state and the own Variables handed to them, so a read
-        of those that Python makes before the call is refused (``read_before_call``)."""
+        """``self.N(x)`` -> ``state, N_out = self.library.call(params, state, self.N, x)``, moved in front
+        (a read of a built-in that Python makes before it moves in front with it: ``builtin_read``)."""
         ctx = self.ctx
-        handed = {f for c in ctx.ir.chain(self.child_class(tuple(ref.children))) for f in c.library_fields}
-        written = frozenset({"library", *handed})
-        if not (ref.rest and ref.rest[-1] in names.BUILTIN_READERS):  # (`self.delay.at("out")` reads)
-            self.read_before_call(original_node, tuple(ref.children), written)
-            self.writers.append((original_node, tuple(ref.children), written))
         return self.carried_call(
             original_node, attr(name(ctx.self_name), "library", "call"),
             [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), cst.Arg(func), *args], f"{ref.name}_out",
@@ -1029,6 +1085,7 @@ class MethodRewriter:
             elif type(inner) is cst.Assert:
                 self.check_static(inner.test, "assert")
         rewriter = ExprRewriter(self.ctx, hoist)
+        rewriter.find_changing_calls(node)
         if written:  # (an assignment's target: an item of a built-in written there is refused)
             rewriter.written.update(id(n) for n in walk(node) if type(n) is cst.Subscript)
         return rewriter.pre, node.visit(rewriter), rewriter
@@ -1097,6 +1154,8 @@ class MethodRewriter:
             what = f"{shown}, of the built-in {whole},"
             way = (f"write the layer's whole path where you read or call it ({whole}[-1].V, {whole}[0](x)), "
                    f"or call {whole}(x), which runs its layers in order")
+        if self.ctx.method.name in ("reset_state", "reset"):
+            way = f"reset it whole, {whole}.reset_state(batch_size), which resets each layer"
         self.ctx.report(expr, "BFY213", f"{what} {how}: batchify follows a built-in only through self, where "
                         f"each example's Variables are bound, not under another name; {way}")
         return True
@@ -1334,14 +1393,15 @@ class MethodRewriter:
         return (ref, index) if isinstance(ref, LibraryRef) and ref.rest else None
 
     def library_write(self, target: cst.BaseExpression, value: cst.BaseExpression, op: type | None,
-                      node: cst.CSTNode) -> list[cst.BaseStatement]:
-        """``self.N.input += g`` -> ``state = self.library.write(state, "N.input", <read> + g)``."""
+                      node: cst.CSTNode, current: str | None = None) -> list[cst.BaseStatement]:
+        """``self.N.input += g`` -> ``state = self.library.write(state, "N.input", <read> + g)``; ``current``:
+        a name holding the value read before the statement's calls ran."""
         ref, index = self.library_target(target)
         if ref.children:
             self.ctx.report(node, "BFY104", f"self.{'.'.join(ref.children)}.{ref.name} is a built-in held by a "
                             "child model; write it inside that child's own methods")
             return []
-        current = self.ctx.library_read(ref)
+        current = name(current) if current is not None else self.ctx.library_read(ref)
         if index is not None:
             idx_node = [self.expr(el, hoist=False)[1] for el in index]
             if op is not None:
@@ -1553,11 +1613,14 @@ class MethodRewriter:
         if type(small.target) is cst.Name and self.from_state(small.value):
             self.traced.add(small.target.value)
         pre, value, rw = self.expr(small.value)
-        in_library = self.library_target(small.target)
-        if in_library is not None:
-            if self.read_by_writer(tuple(in_library[0].children), "library", rw.writers, small.target):
-                return pre
-            return [*pre, *self.library_write(small.target, value, AUG_OPS[type(small.operator)], small)]
+        if self.library_target(small.target) is not None:
+            current = None
+            if rw.changing_calls and not self.library_target(small.target)[0].children:
+                # `self.N.V.value += self.N(x)`: `+=` reads V before the call changes it, as Python does
+                ref = self.library_target(small.target)[0]
+                current = self.ctx.ns.fresh("_".join((ref.name, *ref.rest)))
+                pre = [assign([current], self.ctx.library_read(ref)), *pre]
+            return [*pre, *self.library_write(small.target, value, AUG_OPS[type(small.operator)], small, current)]
         found = self.field_target(small.target)
         if found is None and id(small) in self.ctx.shares_state:
             # `r *= g` on a BrainPy Array that the state holds too would change the state in place; the
