@@ -479,7 +479,9 @@ RULES: tuple[Rule, ...] = (
         "reads of a built-in's Variables",
         '`self.N.spike.value`, `self.N.V`, `self.seq[-1].spike` (an item of a `bp.Sequential`)',
         ('`self.library.read(params, state, "N.spike")`; an item is indexed on the built-in read whole, '
-         '`self.library.read(params, state, "seq")[-1].spike`, one example\'s view of it'),
+         '`self.library.read(params, state, "seq")[-1].spike`, one example\'s view of it; a read Python makes '
+         'before a call in the same statement that may change it (`self.N.V + self.N(x)`) moves in front of '
+         'the call with it (`N_V = self.library.read(params, state, "N.V")`)'),
         Case(before='return self.N.spike.value',
              after='return bfy.unwrap(state), self.library.read(params, state, "N.spike")',
              init='self.N = bp.dyn.Lif(3)'),
