@@ -2905,6 +2905,11 @@ READ_BEFORE_A_BUILTIN_CALL = HEAD + textwrap.dedent('''
     ("y = bm.sqrt((self.fc.W ** 2).sum()) * self.fc(x)\nreturn y + self.lif.V_th * self.lif(x)", True),
     ("self.x.value = 0.8 * self.x + 0.5 * self.delay(3) + x\nself.delay.update(self.x.value)\nreturn self.x.value",
      False),  # (WEAK: no Lif runs)
+    # The Variable object under a local name, read after the call (adversarial review: main read the value it
+    # had where the name was bound, verify FAIL 8.7 and 0.99); a constant so, in a loop: read again there.
+    ("V = self.seq[-1].V\ns = self.seq(x)\nreturn s + V * 1.0", True),
+    ("V = self.lif.V\ns = self.lif(x)\nreturn s + V * 1.0", True),
+    ("th = self.lif.V_th\nfor i in range(2):\n    x = self.lif(x) * th + x\nreturn x", True),
 ])
 def test_a_builtins_value_read_before_a_call_in_one_statement_verifies(tmp_path, body: str, strict: bool) -> None:
     """Python reads first; batchify moves the call in front of the statement. 7a9920b gave exit 0 and a

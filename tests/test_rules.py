@@ -297,6 +297,19 @@ def test_a_builtins_read_before_a_call_that_changes_it_moves_in_front_with_it(bo
     assert not got.startswith("BFY"), got
 
 
+@pytest.mark.parametrize("body,last", [
+    ("V = self.N.V\ns = self.N(x)\nreturn s + V", 'return bfy.unwrap(state), s + self.library.read(params, state, "N.V")'),
+    ("V = self.N.V\nreturn self.N(x) + V", 'return bfy.unwrap(state), N_out + self.library.read(params, state, "N.V")'),
+    ("V = self.N.V\nreturn V * 2 + self.N(x)", "return bfy.unwrap(state), V * 2 + N_out"),  # read before the call
+    ("V = self.N.V.value\ns = self.N(x)\nreturn s + V", "return bfy.unwrap(state), s + V"),  # a copy, as bound
+])
+def test_a_builtins_variable_under_a_local_name_is_read_again_after_a_call_that_may_step_it(body: str, last: str):
+    """``V = self.seq[-1].V`` (the Variable object), the built-in stepped, then ``V`` read: the original's name
+    sees the new value. Main read the value V had where it was bound (adversarial review: verify FAIL, 8.7)."""
+    got = rewritten(Case(before=body, after="", init="self.N = bp.dyn.Lif(3)"))
+    assert got.splitlines()[-1] == last, got
+
+
 @pytest.mark.parametrize("body,expected", [
     ("return self.N.spike.value.astype(bm.float32)",
      'return bfy.unwrap(state), self.library.read(params, state, "N.spike").astype(bm.float32)'),

@@ -175,6 +175,9 @@ class Context:
     masks: frozenset[str] = frozenset()  # locals that only ever hold a boolean mask (``mask_locals``)
     items: frozenset[str] = frozenset()  # locals that only ever hold a VarList / VarDict item (``item_locals``)
     shares_state: frozenset[int] = frozenset()  # `r *= g` on a local holding the state's object (``state_sharing_updates``)
+    # `V` of `V = self.N.V`, read after a call that may step the built-in: the chain it names, read again
+    # there (``check_builtin_locals``), as the original's name sees the Variable live
+    live_names: dict[int, cst.BaseExpression] = field(default_factory=dict)
 
     def report(self, node: cst.CSTNode, code: str, message: str) -> None:
         pos = self.ir.positions.get(node)
@@ -288,6 +291,18 @@ class ExprRewriter(Transformer):
         if type(original_node) in self.NO_HOIST:
             self.blocked -= 1
         return result
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        """``V`` of ``V = self.N.V`` after a call that may have stepped N: ``self.N.V`` read again here."""
+        chain = self.ctx.live_names.get(id(original_node))
+        if chain is None:
+            return updated_node
+        read = chain.visit(ExprRewriter(self.ctx, hoist=False))
+        if self.read_before_a_change(original_node):  # (before another such call in this statement)
+            tmp = self.ctx.ns.fresh(original_node.value)
+            self.pre.append(assign([tmp], read))
+            return name(tmp)
+        return read
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
         """``self.rng is not None``: a test of which object the attribute holds, not a use of the stream."""
@@ -1783,6 +1798,55 @@ def check_decorators(ctx: Context, func: cst.FunctionDef) -> None:
                    "model is called, or write what it does into the method")
 
 
+def check_builtin_locals(ctx: Context, func: cst.FunctionDef) -> None:
+    """``V = self.lif.V`` (the built-in's Variable object, not its ``.value``): the original's name is the
+    Variable itself, live, while the batched step reads one example's value where the name is bound. A
+    read after a call that may step the built-in reads the chain again there (``ctx.live_names``; main
+    read the old value: verify FAIL, 8.7); a write through the name, or ``V.value``, is BFY213."""
+    bound: dict[str, tuple[cst.Assign, str]] = {}
+    probe = ExprRewriter(ctx)
+    for node in walk(func.body):
+        if type(node) is cst.Assign and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name \
+                and type(node.value) is cst.Attribute and node.value.attr.value != "value":
+            path = self_path(node.value, ctx.self_name)
+            ref = ctx.resolve(path) if path else None
+            item = called_item(node.value)  # `self.seq[-1].V`: an attribute of a layer
+            if (isinstance(ref, LibraryRef) and ref.rest) or (item is not None and probe.item_of_builtin(item)):
+                bound.setdefault(node.targets[0].target.value, (node, ctx.ir.module.code_for_node(node.value)))
+    if not bound:
+        return
+    positions = ctx.ir.positions
+
+    def at(node: cst.CSTNode) -> tuple[tuple[int, int], tuple[int, int]] | None:
+        span = positions.get(node)
+        return ((span.start.line, span.start.column), (span.end.line, span.end.column)) if span else None
+
+    changes = [span for n in walk(func.body) if probe.changes_builtins(n) and (span := at(n)) is not None]
+    loops = [span for n in walk(func.body) if type(n) in (cst.For, cst.While) and (span := at(n)) is not None]
+    skip = {id(n.attr) for n in walk(func.body) if type(n) is cst.Attribute}
+    skip |= {id(n.keyword) for n in walk(func.body) if type(n) is cst.Arg and n.keyword is not None}
+    skip |= {id(binding.targets[0].target) for binding, _ in bound.values()}
+    through = {id(n.target) for n in walk(func.body) if type(n) is cst.AugAssign}
+    through |= {id(n.value) for n in walk(func.body) if type(n) is cst.Attribute and n.attr.value == "value"}
+    for node in walk(func.body):
+        if type(node) is not cst.Name or node.value not in bound or id(node) in skip:
+            continue
+        binding, shown = bound[node.value]
+        where, since = at(node), at(binding)
+        if where is None or since is None:
+            continue
+        after = any(since[1] <= start and end <= where[0] for start, end in changes) or any(
+            loop[0] <= where[0] and where[1] <= loop[1] and not (loop[0] <= since[0] and since[1] <= loop[1])
+            and any(loop[0] <= start and end <= loop[1] for start, end in changes) for loop in loops)
+        if id(node) in through:
+            ctx.report(node, "BFY213", f"{node.value} is bound to {shown}, a built-in's Variable object, and "
+                       f"written through or read as .value there: batchify writes and reads a built-in's "
+                       f"Variables by their path; write {shown} itself")
+            return
+        if after:
+            ctx.live_names[id(node)] = binding.value
+
+
 def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.FunctionDef, list[Diagnostic]]:
     """The pure single-example version of a stateful method, named ``<method>_pure``."""
     func = method.node
@@ -1820,6 +1884,7 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     ctx.shares_state = state_sharing_updates(func, lambda e: field_of(e) is not None)
     check_stale_closures(ctx, func)
     check_children_as_values(ctx, func)
+    check_builtin_locals(ctx, func)
     body = MethodRewriter(ctx).block(func.body.body)
     if not body or not isinstance(body[-1], cst.SimpleStatementLine) or not isinstance(body[-1].body[-1], (cst.Return, cst.Raise)):
         body.append(return_state(ctx))
