@@ -702,7 +702,8 @@ class _ClassScan:
         or none, is left alone: the model may be saved for code outside the step."""
         key = save.args[0].value if save.args else None
         saved = key.evaluated_value if type(key) is cst.SimpleString else None
-        for func in self.functions():
+        classes = [c for c in self.a.module.body if type(c) is cst.ClassDef]  # (a child's step may load it)
+        for func in (f for c in classes for f in c.body.body if type(f) is cst.FunctionDef):
             for node in walk(func.body):
                 if not (type(node) is cst.Call and type(node.func) is not cst.Call  # (not `load('E')(x)`)
                         and self.a.qualified_names(node.func) & names.SHARE_LOADS):
@@ -712,7 +713,8 @@ class _ClassScan:
                     continue
                 self.a.report(node, "BFY105", f"this loads self.{held}, the model {self.cls.name.value} keeps in "
                               f"bp.share: what bp.share keeps is the model itself, unbatched, not the batch's "
-                              f"self.{held}; use self.{held} here")
+                              f"self.{held}; use self.{held} in {self.cls.name.value}'s own methods (hand a child "
+                              "what it needs as an argument of its step)")
 
     def check_models_in_containers(self, func: cst.FunctionDef) -> None:
         """``self.pops[name] = LIF(n)`` (into a ``bp.Collector``, a dict, a list) or ``pops.append(LIF(n))``:

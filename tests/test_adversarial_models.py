@@ -2838,9 +2838,36 @@ def test_a_held_model_kept_in_bp_share_and_loaded_in_a_step_is_refused() -> None
     gave exit 0 and the batched model refused at run time, advising to build in this file a model it
     built there. The step runs what bp.share keeps, the unbatched model: BFY105, once."""
     lines = refused(BUILTIN_KEPT_IN_SHARE.format(key="'E'"), "BFY105").splitlines()
-    assert len(lines) == 1 and "use self.E here" in lines[0], lines
+    assert len(lines) == 1 and "use self.E in Net's own methods" in lines[0], lines
     transform(BUILTIN_KEPT_IN_SHARE.format(key="'I'").replace("('I')(x)", "('I')").encode(), "m.py",
               command="batchify")  # another key: a value of the user's own
+
+
+def test_a_held_model_kept_in_bp_share_and_loaded_in_a_childs_step_is_refused() -> None:
+    """The parent keeps ``self.E`` in bp.share, its child's step loads it (review of the above): exit 0 and
+    the same run-time refusal, since only the saving class was searched for the load."""
+    source = HEAD + textwrap.dedent('''
+        class Reader(bp.DynamicalSystem):
+            def __init__(self, n=4):
+                super().__init__()
+                self.v = bm.Variable(bm.zeros(n))
+
+            def update(self, x):
+                self.v.value = self.v * 0.9 + bp.share.load('E').V + x
+                return self.v.value
+
+
+        class Net(bp.DynamicalSystem):
+            def __init__(self, n=4):
+                super().__init__()
+                self.E = bp.dyn.Lif(n, V_th=1.)
+                self.r = Reader(n)
+                bp.share.save('E', self.E)
+
+            def update(self, x):
+                return self.r(self.E(x))
+    ''')
+    assert "this loads self.E, the model Net keeps in bp.share" in refused(source, "BFY105")
 
 
 HANDED_CHILD = HEAD + textwrap.dedent('''

@@ -356,6 +356,10 @@ def test_an_item_of_a_builtin_is_read_and_called_as_one_example_sees_it(body: st
     ("for layer in self.seq:\n    x = layer(x)\nreturn x", "BFY213"),
     ("for layer in self.seq.children.values():\n    x = layer(x)\nreturn x", "BFY213"),
     ("lif = self.seq['lif']\nreturn lif(x)", "BFY213"),
+    # (the same under other spellings: adversarial review of the above)
+    ("for i, layer in enumerate(self.seq):\n    x = layer(x)\nreturn x", "BFY213"),
+    ("fc, lif = self.seq[0], self.seq[1]\nreturn lif(fc(x))", "BFY213"),
+    ("last: bp.dyn.Lif = self.seq[-1]\nreturn last.V", "BFY213"),
 ])
 def test_an_item_of_a_builtin_written_or_sliced_is_refused(body: str, code: str) -> None:
     """Adversarial review: main rewrote the write into an attribute set on one example's view (verify: BFY303

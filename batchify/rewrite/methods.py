@@ -1152,6 +1152,11 @@ class MethodRewriter:
         a name batchify cannot follow. Its Variables hold one example, the batch's live apart, so the
         name would read and step the wrong ones: BFY213 (at run time it was refused with advice that
         did not apply). Reached through ``self`` where it is used, it is each example's."""
+        if type(expr) in (cst.Tuple, cst.List):  # `fc, lif = self.seq[0], self.seq[1]`
+            return any([self.builtin_object(e.value, how) for e in expr.elements])  # (a list: each reported)
+        if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value in ("enumerate", "reversed",
+                                                                                         "zip", "list", "tuple"):
+            return any([self.builtin_object(a.value, how) for a in expr.args])  # `enumerate(self.seq)`
         node = expr
         if type(node) is cst.Call and type(node.func) is cst.Attribute and not node.args and \
                 node.func.attr.value in ("values", "items"):
@@ -1340,6 +1345,8 @@ class MethodRewriter:
 
     def annotated_assign(self, small: cst.AnnAssign) -> list[cst.BaseStatement]:
         """``self.V: jax.Array = e``: a write like the plain assignment."""
+        if small.value is not None and self.builtin_object(small.value, "is bound to a name here"):
+            return []
         if small.value is not None and self.field_target(small.target) is not None:
             return self.assign(cst.Assign([cst.AssignTarget(small.target)], small.value))
         pre, new, _ = self.expr(small)
