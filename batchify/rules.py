@@ -480,8 +480,11 @@ RULES: tuple[Rule, ...] = (
         '`self.N.spike.value`, `self.N.V`, `self.seq[-1].spike` (an item of a `bp.Sequential`)',
         ('`self.library.read(params, state, "N.spike")`; an item is indexed on the built-in read whole, '
          '`self.library.read(params, state, "seq")[-1].spike`, one example\'s view of it; a read Python makes '
-         'before a call in the same statement that may change it (`self.N.V + self.N(x)`) moves in front of '
-         'the call with it (`N_V = self.library.read(params, state, "N.V")`)'),
+         'before a call in the same statement that may change it (`self.N.V.value + self.N(x)`, '
+         '`self.N.V * 2 + self.N(x)`) moves in front of the call with it (`N_V = self.library.read(params, '
+         'state, "N.V")`); the Variable object itself is read where the operation taking it runs, so '
+         '`self.N.V + self.N(x)` adds the value the call left, as in Python; so does `V` of `V = self.N.V` read '
+         'after such a call'),
         Case(before='return self.N.spike.value',
              after='return bfy.unwrap(state), self.library.read(params, state, "N.spike")',
              init='self.N = bp.dyn.Lif(3)'),

@@ -2937,6 +2937,11 @@ READ_BEFORE_A_BUILTIN_CALL = HEAD + textwrap.dedent('''
     ("V = self.seq[-1].V\ns = self.seq(x)\nreturn s + V * 1.0", True),
     ("V = self.lif.V\ns = self.lif(x)\nreturn s + V * 1.0", True),
     ("th = self.lif.V_th\nfor i in range(2):\n    x = self.lif(x) * th + x\nreturn x", True),
+    # The Variable object taken by an operation after the call: the value the call left (review: f906075 moved
+    # these reads in front of the call, a silent wrong result); a slice updated in place, the rest stepped.
+    ("return self.lif.V + self.lif(x)", True),
+    ("return bm.maximum(self.lif.V, self.lif(x))", True),
+    ("self.lif.V[:2] += self.lif(x)[:2]\nreturn self.lif.V.value", True),
 ])
 def test_a_builtins_value_read_before_a_call_in_one_statement_verifies(tmp_path, body: str, strict: bool) -> None:
     """Python reads first; batchify moves the call in front of the statement. 7a9920b gave exit 0 and a

@@ -268,12 +268,17 @@ def test_a_bases_method_reached_by_name_runs_that_bases_pure_method(cls: str, ex
 
 @pytest.mark.parametrize("body,first", [
     # Python reads V before the call changes it: the read moves in front of the call with it.
-    ("return self.N.V + self.run(x)", 'N_V = self.library.read(params, state, "N.V")'),  # run() steps N
-    ("return self.N.V + self.N(x)", 'N_V = self.library.read(params, state, "N.V")'),
+    ("return self.N.V.value + self.run(x)", 'N_V = self.library.read(params, state, "N.V")'),  # run() steps N
+    ("return self.N.V * 1.0 + self.N(x)", 'N_V = self.library.read(params, state, "N.V")'),
     ("return self.N.V.value * 2.0, self.N.update(x)", 'N_V = self.library.read(params, state, "N.V")'),
     ("self.N.V.value += self.N(x)\nreturn self.N.V.value", 'N_V = self.library.read(params, state, "N.V")'),
     ("self.N.V[0] += self.N(x)[0]\nreturn x", 'N_V = self.library.read(params, state, "N.V")'),
-    ("return self.N.V_th * self.N(x)", 'N_V_th = self.library.read(params, state, "N.V_th")'),  # (a constant)
+    # The Variable object itself: read where the operation taking it runs, after the call (Variable.__add__,
+    # __iadd__, a function given it): in place, after the call (review: moving it in front was wrong).
+    ("return self.N.V + self.N(x)", "state, N_out = self.library.call(params, state, self.N, x)"),
+    ("return bm.maximum(self.N.V, self.N(x))", "state, N_out = self.library.call(params, state, self.N, x)"),
+    ("self.N.V += self.N(x)\nreturn x", "state, N_out = self.library.call(params, state, self.N, x)"),
+    ("return self.N.V_th * self.N(x)", "state, N_out = self.library.call(params, state, self.N, x)"),
     # Read after the call, or inside its arguments, or before a call that changes no built-in: in place.
     ("return self.N.V + self.helper(x)", "state, helper_out = self.helper_pure(params, state, x)"),
     ("return self.run(x) + self.N.V", "state, run_out = self.run_pure(params, state, x)"),
@@ -301,7 +306,10 @@ def test_a_builtins_read_before_a_call_that_changes_it_moves_in_front_with_it(bo
     ("V = self.N.V\ns = self.N(x)\nreturn s + V", 'return bfy.unwrap(state), s + self.library.read(params, state, "N.V")'),
     ("V = self.N.V\nreturn self.N(x) + V", 'return bfy.unwrap(state), N_out + self.library.read(params, state, "N.V")'),
     ("V = self.N.V\nreturn V * 2 + self.N(x)", "return bfy.unwrap(state), V * 2 + N_out"),  # read before the call
+    ("V = self.N.V\nreturn V + self.N(x)",  # the object: Variable.__add__ reads it after the call
+     'return bfy.unwrap(state), self.library.read(params, state, "N.V") + N_out'),
     ("V = self.N.V.value\ns = self.N(x)\nreturn s + V", "return bfy.unwrap(state), s + V"),  # a copy, as bound
+    ("V = self.N.V\ns = self.N(x)\nV = s * 2.0\nreturn s + V", "return bfy.unwrap(state), s + V"),  # rebound: as bound
 ])
 def test_a_builtins_variable_under_a_local_name_is_read_again_after_a_call_that_may_step_it(body: str, last: str):
     """``V = self.seq[-1].V`` (the Variable object), the built-in stepped, then ``V`` read: the original's name

@@ -280,6 +280,7 @@ class ExprRewriter(Transformer):
         # a read of a built-in that Python makes before one is taken in front of it (``builtin_read``).
         self.changing_calls: list[tuple[tuple[int, int], tuple[int, int]]] = []
         self.call_funcs: set[int] = set()  # the ``func`` of every call (`self.N.V.mean` is called, not read)
+        self.parents: dict[int, cst.CSTNode] = {}  # (of the expression's nodes: ``consumed_at``)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if type(node) in self.NO_HOIST:
@@ -471,6 +472,8 @@ class ExprRewriter(Transformer):
         (``names.BUILTIN_READERS``), and a call of a stateful method that calls one."""
         positions = self.ctx.ir.positions
         for inner in walk(node):
+            for child in inner.children:
+                self.parents[id(child)] = inner
             span = positions.get(inner)
             if span is not None and self.changes_builtins(inner):
                 self.changing_calls.append(((span.start.line, span.start.column), (span.end.line, span.end.column)))
@@ -499,13 +502,43 @@ class ExprRewriter(Transformer):
         written = self.written_by(owner, method_name)
         return written is None or "library" in written
 
+    # What takes a Variable object's value when it runs: an operation on it, an index, a call given it.
+    CONSUMERS = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.Subscript, cst.Call, cst.Await)
+
+    def consumed_at(self, read: cst.CSTNode) -> cst.CSTNode | None:
+        """Where Python reads the value of ``read``, a built-in's attribute (or a layer's, ``self.seq[0]``):
+        a ``.value`` right there; a Variable object where the operation that takes it runs, after all its
+        operands (``self.N.V + self.N(x)`` adds the value the call left, as ``Variable.__add__`` reads it
+        then); None where it is handed on whole (returned, put in a tuple)."""
+        node = read
+        while True:
+            if type(node) is cst.Attribute and node.attr.value == "value":
+                return node
+            parent = self.parents.get(id(node))
+            if type(parent) is cst.Attribute and parent.value is node:
+                node = parent
+                continue
+            break
+        parent = self.parents.get(id(node))
+        while parent is not None and not isinstance(parent, self.CONSUMERS):
+            parent = self.parents.get(id(parent))
+        return parent
+
     def read_before_a_change(self, read: cst.CSTNode) -> bool:
-        """Whether Python makes ``read`` before a call of ``changing_calls`` runs (outside its arguments)."""
-        where = self.ctx.ir.positions.get(read)
-        if where is None or self.blocked:
+        """Whether Python reads ``read``'s value before a call of ``changing_calls`` runs (outside its
+        arguments). Where the read cannot move in front with the call (inside a lambda, comprehension,
+        conditional expression), BFY215, as for the class's own state."""
+        at = self.consumed_at(read) if self.changing_calls else None
+        where = self.ctx.ir.positions.get(at) if at is not None else None
+        if where is None or not any((where.end.line, where.end.column) <= start for start, _ in self.changing_calls):
             return False
-        end = (where.end.line, where.end.column)
-        return any(end <= start for start, _ in self.changing_calls)
+        if self.blocked:
+            self.ctx.report(read, "BFY215", "this reads a built-in's value before a call in the same statement "
+                            "changes it (Python reads first), inside a lambda, comprehension, conditional expression "
+                            "or and/or, which batchify cannot move in front of the call: read it into a variable in a "
+                            "statement of its own first")
+            return False
+        return True
 
     def library_ok(self, ref: LibraryRef, node: cst.CSTNode) -> bool:
         if ref.children:
@@ -1423,14 +1456,15 @@ class MethodRewriter:
             self.ctx.report(node, "BFY104", f"self.{'.'.join(ref.children)}.{ref.name} is a built-in held by a "
                             "child model; write it inside that child's own methods")
             return []
-        current = name(current) if current is not None else self.ctx.library_read(ref)
+        read = name(current) if current is not None else self.ctx.library_read(ref)
+        current = self.ctx.library_read(ref)  # (the item is set in the value the statement's calls left)
         if index is not None:
             idx_node = [self.expr(el, hoist=False)[1] for el in index]
             if op is not None:
-                value = cst.BinaryOperation(cst.Subscript(current, idx_node), op(), _paren(value, op))
+                value = cst.BinaryOperation(cst.Subscript(read, idx_node), op(), _paren(value, op))
             value = cst.Call(attr(cst.Subscript(attr(current, "at"), idx_node), "set"), [cst.Arg(value)])
         elif op is not None:
-            value = cst.BinaryOperation(current, op(), _paren(value, op))
+            value = cst.BinaryOperation(read, op(), _paren(value, op))
         return [self.ctx.library_write(ref, value)]
 
     def writes_field(self, target: cst.BaseExpression) -> bool:
@@ -1637,9 +1671,12 @@ class MethodRewriter:
         pre, value, rw = self.expr(small.value)
         if self.library_target(small.target) is not None:
             current = None
-            if rw.changing_calls and not self.library_target(small.target)[0].children:
-                # `self.N.V.value += self.N(x)`: `+=` reads V before the call changes it, as Python does
-                ref = self.library_target(small.target)[0]
+            target = small.target
+            read_first = type(target) is cst.Subscript or (type(target) is cst.Attribute and target.attr.value == "value")
+            if rw.changing_calls and read_first and not self.library_target(target)[0].children:
+                # `self.N.V.value += self.N(x)` and `self.N.V[:2] += ...` read V before the call changes it;
+                # `self.N.V += self.N(x)` is Variable.__iadd__, which reads V after it
+                ref = self.library_target(target)[0]
                 current = self.ctx.ns.fresh("_".join((ref.name, *ref.rest)))
                 pre = [assign([current], self.ctx.library_read(ref)), *pre]
             return [*pre, *self.library_write(small.target, value, AUG_OPS[type(small.operator)], small, current)]
@@ -1805,6 +1842,54 @@ def check_decorators(ctx: Context, func: cst.FunctionDef) -> None:
                    "model is called, or write what it does into the method")
 
 
+def _bound_names(node: cst.CSTNode) -> list[str]:
+    """The names ``node`` binds (or deletes) itself: assignment, loop, ``with``, ``except`` and walrus targets,
+    parameters of a lambda or nested function, ``del``, ``global``/``nonlocal``, imports."""
+    def names_in(target: cst.CSTNode | None) -> list[str]:  # (`self.V.value = e` binds no name)
+        if type(target) is cst.Name:
+            return [target.value]
+        if type(target) in (cst.Tuple, cst.List):
+            return [n for e in target.elements for n in names_in(e.value)]
+        if type(target) is cst.StarredElement:
+            return names_in(target.value)
+        return []
+
+    kind = type(node)
+    if kind is cst.AssignTarget or kind in (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr):
+        return names_in(node.target)
+    if kind is cst.Del:
+        return names_in(node.target)
+    if kind is cst.WithItem and node.asname is not None:
+        return names_in(node.asname.name)
+    if kind is cst.ExceptHandler and node.name is not None:
+        return names_in(node.name.name)
+    if kind is cst.Param:
+        return [node.name.value]
+    if kind in (cst.Global, cst.Nonlocal):
+        return [n.name.value for n in node.names]
+    if kind in (cst.Import, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
+        return [(a.asname.name if a.asname else a.name).value if type(a.asname.name if a.asname else a.name)
+                is cst.Name else "" for a in node.names]
+    if kind in (cst.FunctionDef, cst.ClassDef):
+        return [node.name.value]
+    return []
+
+
+def _writes_builtin(ctx: Context, node: cst.CSTNode) -> bool:
+    """``self.N.V.value = e`` / ``self.N.V += e``: a statement writing a built-in's Variable by its path."""
+    if type(node) not in (cst.Assign, cst.AugAssign):
+        return False
+    targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
+    for target in targets:
+        while type(target) is cst.Subscript:
+            target = target.value
+        path = self_path(target, ctx.self_name)
+        ref = ctx.resolve(path) if path else None
+        if isinstance(ref, LibraryRef) and ref.rest:
+            return True
+    return False
+
+
 def check_builtin_locals(ctx: Context, func: cst.FunctionDef) -> None:
     """``V = self.lif.V`` (the built-in's Variable object, not its ``.value``): the original's name is the
     Variable itself, live, while the batched step reads one example's value where the name is bound. A
@@ -1820,6 +1905,13 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef) -> None:
             item = called_item(node.value)  # `self.seq[-1].V`: an attribute of a layer
             if (isinstance(ref, LibraryRef) and ref.rest) or (item is not None and probe.item_of_builtin(item)):
                 bound.setdefault(node.targets[0].target.value, (node, ctx.ir.module.code_for_node(node.value)))
+    # Followed only where the name is bound once and read in the method's own code: a name rebound
+    # (`V = ...` again, a loop or comprehension target, `del V`, a parameter) or read in a lambda or
+    # nested function keeps the value read where it was bound, as before.
+    targets = [n for t in walk(func.body) for n in _bound_names(t)]
+    inner = {id(n) for t in walk(func.body) if type(t) in (cst.Lambda, cst.FunctionDef, cst.ListComp, cst.SetComp,
+                                                            cst.DictComp, cst.GeneratorExp) for n in walk(t)}
+    bound = {k: v for k, v in bound.items() if targets.count(k) == 1}
     if not bound:
         return
     positions = ctx.ir.positions
@@ -1828,7 +1920,11 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef) -> None:
         span = positions.get(node)
         return ((span.start.line, span.start.column), (span.end.line, span.end.column)) if span else None
 
-    changes = [span for n in walk(func.body) if probe.changes_builtins(n) and (span := at(n)) is not None]
+    changes = [span for n in walk(func.body) if (probe.changes_builtins(n) or _writes_builtin(ctx, n))
+               and (span := at(n)) is not None]
+    for n in walk(func.body):
+        for child in n.children:
+            probe.parents[id(child)] = n
     loops = [span for n in walk(func.body) if type(n) in (cst.For, cst.While) and (span := at(n)) is not None]
     skip = {id(n.attr) for n in walk(func.body) if type(n) is cst.Attribute}
     skip |= {id(n.keyword) for n in walk(func.body) if type(n) is cst.Arg and n.keyword is not None}
@@ -1836,13 +1932,17 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef) -> None:
     through = {id(n.target) for n in walk(func.body) if type(n) is cst.AugAssign}
     through |= {id(n.value) for n in walk(func.body) if type(n) is cst.Attribute and n.attr.value == "value"}
     for node in walk(func.body):
-        if type(node) is not cst.Name or node.value not in bound or id(node) in skip:
+        if type(node) is not cst.Name or node.value not in bound or id(node) in skip or id(node) in inner:
             continue
         binding, shown = bound[node.value]
         where, since = at(node), at(binding)
         if where is None or since is None:
             continue
-        after = any(since[1] <= start and end <= where[0] for start, end in changes) or any(
+        # (read where an operation takes the Variable: `V + self.N(x)` adds the value the call left;
+        # handed on whole, `return V`, it is read after everything)
+        taken = probe.consumed_at(node)
+        read = at(taken)[1] if taken is not None and at(taken) is not None else (10 ** 9, 0)
+        after = any(since[1] <= start and end <= read for start, end in changes) or any(
             loop[0] <= where[0] and where[1] <= loop[1] and not (loop[0] <= since[0] and since[1] <= loop[1])
             and any(loop[0] <= start and end <= loop[1] for start, end in changes) for loop in loops)
         if id(node) in through:
