@@ -18,6 +18,7 @@ import pytest
 from batchify import transform
 from batchify.diagnostics import BatchifyError
 from batchify.loader import load_generated
+from test_transform_safety import HANDED_INLINE
 
 HEAD = "import brainpy as bp\nimport brainpy.math as bm\n\n\n"
 
@@ -2870,29 +2871,8 @@ def test_a_held_model_kept_in_bp_share_and_loaded_in_a_childs_step_is_refused() 
     assert "this loads self.E, the model Net keeps in bp.share" in refused(source, "BFY105")
 
 
-HANDED_CHILD = HEAD + textwrap.dedent('''
-    class Syn(bp.DynamicalSystem):
-        def __init__(self, n, tau=5.0):
-            super().__init__()
-            self.tau = tau
-            self.g = bm.Variable(bm.zeros(n))
-
-        def update(self, spike):
-            self.g.value = self.g.value * (1 - 0.1 / self.tau) + spike
-            return self.g.value
-
-
-    class Cell(bp.DynamicalSystem):
-        def __init__(self, synapse, w=2.0):
-            super().__init__()
-            self.syn = synapse
-            self.w = w
-            self.V = bm.Variable(bm.zeros(synapse.g.shape))
-
-        def update(self, pre_spike):
-            self.V.value = 0.9 * self.V.value + self.w * self.syn(pre_spike)
-            return self.V.value
-''')
+# (test_transform_safety's Cell and Syn, without the class there that builds them together)
+HANDED_CHILD = HANDED_INLINE.split("\n\nclass Wrapped(")[0] + "\n"
 
 
 def test_a_model_handed_to_the_constructor_is_named_in_the_refusal(tmp_path) -> None:

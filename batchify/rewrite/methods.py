@@ -275,7 +275,7 @@ class ExprRewriter(Transformer):
         self.item_reads: set[int] = set()
         self.written: set[int] = set()  # subscripts inside an assignment's targets
         # `self.rng` of `self.rng.normal(...)` (a draw, ``random_draw``) or of `self.rng is None`: not refused
-        self.stream_draws: set[int] = set()
+        self.stream_kept: set[int] = set()
         # Spans of the calls in this expression that may change a built-in's state (``changing_calls``):
         # a read of a built-in that Python makes before one is taken in front of it (``builtin_read``).
         self.changing_calls: list[tuple[tuple[int, int], tuple[int, int]]] = []
@@ -308,13 +308,13 @@ class ExprRewriter(Transformer):
     def visit_Comparison(self, node: cst.Comparison) -> bool:
         """``self.rng is not None``: a test of which object the attribute holds, not a use of the stream."""
         if all(type(t.operator) in (cst.Is, cst.IsNot) for t in node.comparisons):
-            self.stream_draws.update(id(n) for n in (node.left, *(t.comparator for t in node.comparisons)))
+            self.stream_kept.update(id(n) for n in (node.left, *(t.comparator for t in node.comparisons)))
         return True
 
     def visit_Call(self, node: cst.Call) -> bool:
         self.call_funcs.add(id(node.func))
         if global_stream_draw(node.func, self.ctx.self_name, self.ctx.ir.all_global_streams(self.ctx.cls)):
-            self.stream_draws.add(id(node.func.value))
+            self.stream_kept.add(id(node.func.value))
         item = called_item(node.func)
         if item is not None:
             self.called_items.add(id(item))
@@ -606,7 +606,7 @@ class ExprRewriter(Transformer):
         other than by drawing from it in place (``self.rng.normal(...)``, which takes the example's key):
         its key split (``self.rng.split_key()``), the stream under a local name or handed on, or a child's
         stream drawn from here would draw from the global key, traced once for the whole batch: BFY206."""
-        if not path or len(path) > 2 or id(node) in self.stream_draws:
+        if not path or len(path) > 2 or id(node) in self.stream_kept:
             return
         owner = self.ctx.ir.child_map(self.ctx.cls).get(path[0]) if len(path) == 2 else self.ctx.cls
         if owner is None or path[-1] not in self.ctx.ir.all_global_streams(owner):
@@ -1669,14 +1669,13 @@ class MethodRewriter:
         if type(small.target) is cst.Name and self.from_state(small.value):
             self.traced.add(small.target.value)
         pre, value, rw = self.expr(small.value)
-        if self.library_target(small.target) is not None:
-            current = None
-            target = small.target
+        in_library = self.library_target(small.target)
+        if in_library is not None:
+            current, target, ref = None, small.target, in_library[0]
             read_first = type(target) is cst.Subscript or (type(target) is cst.Attribute and target.attr.value == "value")
-            if rw.changing_calls and read_first and not self.library_target(target)[0].children:
+            if rw.changing_calls and read_first and not ref.children:
                 # `self.N.V.value += self.N(x)` and `self.N.V[:2] += ...` read V before the call changes it;
                 # `self.N.V += self.N(x)` is Variable.__iadd__, which reads V after it
-                ref = self.library_target(target)[0]
                 current = self.ctx.ns.fresh("_".join((ref.name, *ref.rest)))
                 pre = [assign([current], self.ctx.library_read(ref)), *pre]
             return [*pre, *self.library_write(small.target, value, AUG_OPS[type(small.operator)], small, current)]
@@ -1842,39 +1841,6 @@ def check_decorators(ctx: Context, func: cst.FunctionDef) -> None:
                    "model is called, or write what it does into the method")
 
 
-def _bound_names(node: cst.CSTNode) -> list[str]:
-    """The names ``node`` binds (or deletes) itself: assignment, loop, ``with``, ``except`` and walrus targets,
-    parameters of a lambda or nested function, ``del``, ``global``/``nonlocal``, imports."""
-    def names_in(target: cst.CSTNode | None) -> list[str]:  # (`self.V.value = e` binds no name)
-        if type(target) is cst.Name:
-            return [target.value]
-        if type(target) in (cst.Tuple, cst.List):
-            return [n for e in target.elements for n in names_in(e.value)]
-        if type(target) is cst.StarredElement:
-            return names_in(target.value)
-        return []
-
-    kind = type(node)
-    if kind is cst.AssignTarget or kind in (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr):
-        return names_in(node.target)
-    if kind is cst.Del:
-        return names_in(node.target)
-    if kind is cst.WithItem and node.asname is not None:
-        return names_in(node.asname.name)
-    if kind is cst.ExceptHandler and node.name is not None:
-        return names_in(node.name.name)
-    if kind is cst.Param:
-        return [node.name.value]
-    if kind in (cst.Global, cst.Nonlocal):
-        return [n.name.value for n in node.names]
-    if kind in (cst.Import, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
-        return [(a.asname.name if a.asname else a.name).value if type(a.asname.name if a.asname else a.name)
-                is cst.Name else "" for a in node.names]
-    if kind in (cst.FunctionDef, cst.ClassDef):
-        return [node.name.value]
-    return []
-
-
 def _writes_builtin(ctx: Context, node: cst.CSTNode) -> bool:
     """``self.N.V.value = e`` / ``self.N.V += e``: a statement writing a built-in's Variable by its path."""
     if type(node) not in (cst.Assign, cst.AugAssign):
@@ -1890,11 +1856,12 @@ def _writes_builtin(ctx: Context, node: cst.CSTNode) -> bool:
     return False
 
 
-def check_builtin_locals(ctx: Context, func: cst.FunctionDef) -> None:
+def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str, list[tuple[str, object]]]) -> None:
     """``V = self.lif.V`` (the built-in's Variable object, not its ``.value``): the original's name is the
     Variable itself, live, while the batched step reads one example's value where the name is bound. A
     read after a call that may step the built-in reads the chain again there (``ctx.live_names``; main
-    read the old value: verify FAIL, 8.7); a write through the name, or ``V.value``, is BFY213."""
+    read the old value: verify FAIL, 8.7); a write through the name, or ``V.value``, is BFY213.
+    ``bindings``: ``local_bindings`` of the method."""
     bound: dict[str, tuple[cst.Assign, str]] = {}
     probe = ExprRewriter(ctx)
     for node in walk(func.body):
@@ -1908,10 +1875,9 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef) -> None:
     # Followed only where the name is bound once and read in the method's own code: a name rebound
     # (`V = ...` again, a loop or comprehension target, `del V`, a parameter) or read in a lambda or
     # nested function keeps the value read where it was bound, as before.
-    targets = [n for t in walk(func.body) for n in _bound_names(t)]
-    inner = {id(n) for t in walk(func.body) if type(t) in (cst.Lambda, cst.FunctionDef, cst.ListComp, cst.SetComp,
-                                                            cst.DictComp, cst.GeneratorExp) for n in walk(t)}
-    bound = {k: v for k, v in bound.items() if targets.count(k) == 1}
+    deleted = {n.value for d in walk(func.body) if type(d) is cst.Del for n in walk(d.target) if type(n) is cst.Name}
+    inner = {id(n) for t in walk(func.body) if isinstance(t, _NESTED_SCOPES) for n in walk(t)}
+    bound = {k: v for k, v in bound.items() if len(bindings.get(k, ())) == 1 and k not in deleted}
     if not bound:
         return
     positions = ctx.ir.positions
@@ -1991,7 +1957,7 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     ctx.shares_state = state_sharing_updates(func, lambda e: field_of(e) is not None)
     check_stale_closures(ctx, func)
     check_children_as_values(ctx, func)
-    check_builtin_locals(ctx, func)
+    check_builtin_locals(ctx, func, bindings)
     body = MethodRewriter(ctx).block(func.body.body)
     if not body or not isinstance(body[-1], cst.SimpleStatementLine) or not isinstance(body[-1].body[-1], (cst.Return, cst.Raise)):
         body.append(return_state(ctx))
