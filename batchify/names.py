@@ -197,6 +197,12 @@ BUILTIN_READERS = frozenset("""
     ravel repeat reshape round squeeze std sum swapaxes take tolist trace transpose var view
 """.split())
 
+# A built-in's attributes that are configuration, the same for every example (``self.N.num``,
+# ``self.N.varshape[0]``), not state: a Python ``if`` may test them. Any other attribute of a built-in
+# may be a Variable (the transform does not import BrainPy to ask), so an ``if`` on it is BFY210.
+BUILTIN_CONFIG = frozenset({"num", "varshape", "size", "mode", "name", "keep_size", "in_size", "out_size",
+                            "num_in", "num_out"})
+
 # How a Variable learned online is batched, when declared with ``--shared NAME=MODE``: one copy for
 # the batch updated by the mean or the sum of the examples' updates, or one copy per example.
 VARIABLE_MODES = ("mean", "sum", "example")

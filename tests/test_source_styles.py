@@ -6,9 +6,14 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import brainpy as bp
 import brainpy.math as bm
+import libcst as cst
+import pytest
 
 from batchify import transform
+from batchify.diagnostics import BatchifyError
+from batchify.cstwalk import walk
 from batchify.loader import load_generated
 
 HEAD = "import brainpy as bp\nimport brainpy.math as bm\n"
@@ -106,3 +111,80 @@ def test_a_classmethod_factory_builds_the_batched_class(tmp_path: Path) -> None:
     assert "        return cls(cfg['n'], cfg.get('tau'), batch_size=batch_size, seed=seed)\n" in text
     built = module.GrabBatched.from_config({"n": 4, "tau": 4.0}, batch_size=3, seed=1)
     assert built.batch_size == 3 and built.h.value.shape == (3, 4) and built.tau == 4.0
+
+
+BUILTIN_SHAPE_CHECK = HEAD + textwrap.dedent('''
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.N = bp.dyn.LifRef(n, V_rest=0., V_th=1., V_reset=0., tau=5., tau_ref=1.)
+            self.out = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            if x.shape != self.N.V.shape:
+                raise ValueError(f"input of shape {x.shape}, the neurons have {self.N.V.shape}")
+            self.out.value = self.N(x) + 0.1 * self.out
+            return self.out.value
+''')
+
+
+def test_a_builtins_shape_in_an_if_is_configuration(tmp_path: Path) -> None:
+    """main refused it: BFY210 Python `if` on self.N.V, a Variable (its .shape is the same for every
+    example, as an own Variable's is, which was allowed)."""
+    module = imported(tmp_path, BUILTIN_SHAPE_CHECK, "shapes")
+    net = module.NetBatched(3, batch_size=2)
+    bp.share.save(t=0.0, dt=bm.get_dt(), i=0)  # (LifRef reads the clock, as under DSRunner)
+    assert net.update(bm.ones((2, 3))).shape == (2, 3)  # one example's shape, (3,), against the neurons'
+    with pytest.raises(ValueError, match=r"input of shape \(4,\), the neurons have \(3,\)"):
+        net.update(bm.ones((2, 4)))
+
+
+def test_a_library_read_inside_an_f_string_compiles_on_python_3_11(tmp_path: Path) -> None:
+    """main wrote f"...{self.library.read(params, state, "N.V").shape}": the same quote inside a
+    replacement field is Python 3.12's grammar (PEP 701), a SyntaxError on 3.11, which we support."""
+    text = transform(BUILTIN_SHAPE_CHECK.encode(), "shapes.py", command="batchify").text
+    fstrings = [n for n in walk(cst.parse_module(text)) if type(n) is cst.FormattedString]
+    clashes = [(f.start, s.value) for f in fstrings for s in walk(f)
+               if type(s) is cst.SimpleString and s.quote[-1] == f.start[-1]]
+    assert fstrings and not clashes, clashes
+    assert "{self.library.read(params, state, 'N.V.shape')}" in text
+
+
+BUILTIN_TEST = HEAD + textwrap.dedent('''
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.N = bp.dyn.Lif(n, V_rest=0., V_th=1., V_reset=0., tau=5.)
+            self.out = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            v = VALUE
+            if v > 0:
+                x = x * 2
+            self.out.value = self.N(x) + 0.1 * self.out
+            return self.out.value
+''')
+
+
+@pytest.mark.parametrize("value, refused", [
+    ("self.N.V.sum()", True),  # main: exit 0, then a ConcretizationTypeError under vmap
+    ("self.N.spike.any()", True),
+    ("self.N.tau", True),  # (the transform cannot tell a parameter from a Variable)
+    ("self.N.num", False),
+    ("self.N.varshape[0]", False),
+    ("self.N.V.shape[0]", False),  # main: BFY210 when tested directly in the if
+])
+def test_an_if_on_a_local_read_from_a_builtin(tmp_path: Path, value: str, refused: bool) -> None:
+    """A local read from a built-in's Variable is traced, as one read from the model's own is; main
+    took it for configuration, and the batched model failed under vmap instead of being refused."""
+    source = BUILTIN_TEST.replace("VALUE", value)
+    if refused:
+        with pytest.raises(BatchifyError, match=r"models.py:12:12: BFY210 Python `if` on v, computed from"):
+            transform(source.encode(), "models.py", command="batchify")
+        direct = source.replace("if v > 0:", f"if {value} > 0:")
+        with pytest.raises(BatchifyError, match=r"BFY210 Python `if` on self\.N\.(V|spike|tau), an attribute of a "
+                           r"built-in that batchify takes for a Variable"):
+            transform(direct.encode(), "models.py", command="batchify")
+    else:
+        imported(tmp_path, source, "models")
+        imported(tmp_path, source.replace("if v > 0:", f"if {value} > 0:"), "direct")

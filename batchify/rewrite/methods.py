@@ -246,6 +246,32 @@ class Context:
         return assign([self.state], build(0))
 
 
+class FStringQuotes(cst.CSTTransformer):
+    """A string inside an f-string's replacement field takes the other quote where it has the f-string's
+    own: the rewrite puts ``self.library.read(..., "N.V")`` there (``f"{self.N.V.shape}"``), and the
+    same quote inside is Python 3.12's grammar (PEP 701), a SyntaxError on 3.11, which we support."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.quotes: list[str] = []
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self.quotes.append(node.start[-1])
+
+    def leave_FormattedString(self, original: cst.FormattedString, updated: cst.FormattedString) -> cst.FormattedString:
+        self.quotes.pop()
+        return updated
+
+    def leave_SimpleString(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.SimpleString:
+        if not self.quotes or updated.quote not in ('"', "'"):
+            return updated
+        other = "'" if updated.quote == '"' else '"'
+        body = updated.value[len(updated.prefix) + 1:-1]
+        if updated.quote in self.quotes and other not in self.quotes and other not in body and "\\" not in body:
+            return updated.with_changes(value=f"{updated.prefix}{other}{body}{other}")
+        return updated
+
+
 class ExprRewriter(Transformer):
     """Rewrites reads in one expression and moves stateful calls out of it (into ``pre``)."""
 
@@ -1082,6 +1108,10 @@ class MethodRewriter:
         # each example's own, so a Python ``if`` on one cannot be taken for the batch (BFY210).
         self.traced: set[str] = set()
 
+    def configuration(self, ref: LibraryRef) -> bool:
+        """``self.N.num``, ``self.N.V.shape``: a built-in's attribute that is the same for every example."""
+        return bool(ref.rest[:1] and ref.rest[0] in names.BUILTIN_CONFIG or set(ref.rest) & self.STATIC)
+
     def from_state(self, expr: cst.CSTNode) -> bool:
         """Whether ``expr`` reads the state: a Variable's value, a stateful call, a traced local."""
         calls = ExprRewriter(self.ctx)
@@ -1097,7 +1127,8 @@ class MethodRewriter:
             if type(node) is cst.Attribute:
                 path = self_path(node, self.ctx.self_name)
                 ref = self.ctx.resolve(path) if path else None
-                if isinstance(ref, FieldRef) and not (ref.rest[:1] and ref.rest[0] in self.STATIC):
+                if isinstance(ref, FieldRef) and not (ref.rest[:1] and ref.rest[0] in self.STATIC) or (
+                        isinstance(ref, LibraryRef) and ref.rest and not self.configuration(ref)):
                     if not any(type(n) is cst.Attribute and n.attr.value in self.STATIC and n.value is node
                                for n in walk(expr)):
                         return True
@@ -1295,20 +1326,29 @@ class MethodRewriter:
 
     def check_static(self, test: cst.BaseExpression, keyword: str) -> None:
         """A Python ``if``/``while`` may test configuration, not state: under vmap state is traced."""
-        static = {"shape", "ndim", "dtype", "size", "batch_axis"}  # the same for every example
+        static = self.STATIC
         sized = {id(a.value) for n in walk(test) if type(n) is cst.Call and type(n.func) is cst.Name
                  and n.func.value in ("len", "isinstance") for a in n.args} | presence_tested(test)
         for node in walk(test):
             path = self_path(node, self.ctx.self_name) if type(node) is cst.Attribute else None
             ref = self.ctx.resolve(path) if path and id(node) not in sized else None
-            if isinstance(ref, FieldRef) and ref.rest[:1] and ref.rest[0] in static:
+            if isinstance(ref, FieldRef) and ref.rest[:1] and ref.rest[0] in static or (
+                    isinstance(ref, LibraryRef) and self.configuration(ref)):
                 sized.update(id(n) for n in walk(node))  # `self.V.shape[0]`: nothing inside it is traced
                 continue
-            if isinstance(ref, FieldRef) or (isinstance(ref, LibraryRef) and ref.rest and ref.rest[-1] not in static):
-                shown = ".".join((*ref.children, ref.name)) if isinstance(ref, FieldRef) else ref.dotted
-                self.ctx.report(test, "BFY210", f"Python `{keyword}` on self.{shown}, a Variable: it holds "
-                                "a different value for each example, so one Python branch cannot be taken for the "
-                                "batch; use bm.where, bm.cond or bm.while_loop")
+            if isinstance(ref, FieldRef):
+                self.ctx.report(test, "BFY210", f"Python `{keyword}` on self.{'.'.join((*ref.children, ref.name))}, "
+                                "a Variable: it holds a different value for each example, so one Python branch "
+                                "cannot be taken for the batch; use bm.where, bm.cond or bm.while_loop")
+                return
+            if isinstance(ref, LibraryRef) and ref.rest:
+                shown = ref.dotted.removesuffix(f".{ref.rest[-1]}") if ref.rest[-1] in names.BUILTIN_READERS \
+                    else ref.dotted  # `self.N.spike.any()`: the attribute, not its method
+                self.ctx.report(test, "BFY210", f"Python `{keyword}` on self.{shown}, an attribute of a built-in "
+                                "that batchify takes for a Variable: a Variable holds a different value for each "
+                                "example, so one Python branch cannot be taken for the batch; use bm.where, bm.cond "
+                                "or bm.while_loop (if it is configuration, keep it on the model in __init__ and test "
+                                "that)")
                 return
             if type(node) is cst.Name and node.value in self.traced and id(node) not in sized and not any(
                     type(n) is cst.Attribute and n.value is node and n.attr.value in static for n in walk(test)):
@@ -1972,6 +2012,8 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
         body=func.body.with_changes(body=body),
         leading_lines=[],
     )
+    if any(type(n) is cst.FormattedString for n in walk(func)):
+        pure = pure.visit(FStringQuotes())
     return pure, ctx.diagnostics
 
 
