@@ -1003,6 +1003,25 @@ RULES: tuple[Rule, ...] = (
                     'return bfy.unwrap(state), None')),
     ),
     Rule(
+        'index read first',
+        f"{STMT}.indices_first",
+        "an augmented target's index that reads the model, with a call in the value",
+        '`self.V[bm.argmax(self.S)] += self.helper(x)`, `y[self.N.V.value > 0] += self.N(x)`',
+        ('the index in a name of its own in front of the call, `index = bm.argmax(state.S)`: Python evaluates '
+         'the target\'s index before the value, and the call moves in front of the statement'),
+        Case(before='self.V[bm.argmax(self.S)] += self.helper(x)[0]',
+             after=('index = bm.argmax(state.S)\n'
+                    'state, helper_out = self.helper_pure(params, state, x)\n'
+                    'state = state._replace(V=state.V.at[index].set(state.V[index] + helper_out[0]))\n'
+                    'return bfy.unwrap(state), None')),
+        Case(before=('i = 0\n'
+                     'self.V[i] += self.helper(x)[0]'),
+             after=('i = 0\n'
+                    'state, helper_out = self.helper_pure(params, state, x)\n'
+                    'state = state._replace(V=state.V.at[i].set(state.V[i] + helper_out[0]))\n'
+                    'return bfy.unwrap(state), None')),
+    ),
+    Rule(
         'masked write',
         f"{STMT}.indexed_write",
         'writes through a boolean mask',

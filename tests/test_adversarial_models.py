@@ -2922,6 +2922,10 @@ READ_BEFORE_A_BUILTIN_CALL = HEAD + textwrap.dedent('''
     ("return self.lif.V + self.lif(x)", True),
     ("return bm.maximum(self.lif.V, self.lif(x))", True),
     ("self.lif.V[:2] += self.lif(x)[:2]\nreturn self.lif.V.value", True),
+    # An augmented target's index is evaluated before the value (main read it after the call it moved in front).
+    ("self.v[bm.argmax(self.lif.V.value)] += self.lif(x).sum() + 1.0\nreturn self.v.value", True),
+    ("y = bm.zeros(4)\ny[bm.argmax(self.lif.V.value)] += self.lif(x).sum() + 1.0\nreturn y", True),
+    ("self.lif.V[bm.argmax(self.lif.V.value)] += self.lif(x).sum() + 1.0\nreturn self.lif.V.value", True),
 ])
 def test_a_builtins_value_read_before_a_call_in_one_statement_verifies(tmp_path, body: str, strict: bool) -> None:
     """Python reads first; batchify moves the call in front of the statement. 7a9920b gave exit 0 and a

@@ -1112,14 +1112,15 @@ class MethodRewriter:
         """``self.N.num``, ``self.N.V.shape``: a built-in's attribute that is the same for every example."""
         return bool(ref.rest[:1] and ref.rest[0] in names.BUILTIN_CONFIG or set(ref.rest) & self.STATIC)
 
-    def from_state(self, expr: cst.CSTNode) -> bool:
-        """Whether ``expr`` reads the state: a Variable's value, a stateful call, a traced local."""
+    def from_state(self, expr: cst.CSTNode, traced_locals: bool = True) -> bool:
+        """Whether ``expr`` reads the state: a Variable's value, a stateful call, a traced local (unless
+        not ``traced_locals``: then whether it reads the model itself)."""
         calls = ExprRewriter(self.ctx)
         presence = presence_tested(expr)
         for node in walk(expr):
             if id(node) in presence:
                 continue
-            if type(node) is cst.Name and node.value in self.traced:
+            if traced_locals and type(node) is cst.Name and node.value in self.traced:
                 return True
             if type(node) is cst.Call and (calls.stateful_target(node.func) is not None or {
                     q.name for q in self.ctx.ir.qualified.get(node.func, ())} & names.CONTROL_FLOW):
@@ -1704,11 +1705,40 @@ class MethodRewriter:
                         "would see the new value: assign the call's result to a variable first")
         return True
 
+    def indices_first(self, target: cst.BaseExpression) -> tuple[list[cst.SimpleStatementLine], cst.BaseExpression]:
+        """``y[bm.argmax(self.N.V.value)] += self.N(x)``: Python evaluates an augmented target's indices
+        before the value, so where the value's calls move in front of the statement, an index that reads
+        the model moves in front of them, into a name of its own (a mask stays a mask)."""
+        first: list[cst.SimpleStatementLine] = []
+
+        def visit(node: cst.BaseExpression) -> cst.BaseExpression:
+            if type(node) is cst.Attribute:
+                return node.with_changes(value=visit(node.value))
+            if type(node) is not cst.Subscript:
+                return node
+            base, elements = visit(node.value), []  # (the object is indexed before its own index is read)
+            for el in node.slice:
+                if type(el.slice) is cst.Index and self.from_state(el.slice.value, traced_locals=False):
+                    p, index, _ = self.expr(el.slice.value)
+                    held = self.ctx.ns.fresh("index")
+                    if is_mask(el.slice.value, self.ctx.masks):
+                        self.ctx.masks |= {held}
+                    first.extend([*p, assign([held], index)])
+                    el = el.with_changes(slice=el.slice.with_changes(value=name(held)))
+                elements.append(el)
+            return node.with_changes(value=base, slice=elements)
+
+        target = visit(target)
+        return first, target
+
     def aug_assign(self, small: cst.AugAssign) -> list[cst.BaseStatement]:
         """``self.V += e`` (every operator) -> ``state = state._replace(V=state.V + e)``."""
         if type(small.target) is cst.Name and self.from_state(small.value):
             self.traced.add(small.target.value)
         pre, value, rw = self.expr(small.value)
+        if pre:
+            first, target = self.indices_first(small.target)
+            pre, small = [*first, *pre], small.with_changes(target=target)
         in_library = self.library_target(small.target)
         if in_library is not None:
             current, target, ref = None, small.target, in_library[0]
