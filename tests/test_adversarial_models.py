@@ -2917,6 +2917,9 @@ READ_BEFORE_A_BUILTIN_CALL = HEAD + textwrap.dedent('''
     ("V = self.seq[-1].V\ns = self.seq(x)\nreturn s + V * 1.0", True),
     ("V = self.lif.V\ns = self.lif(x)\nreturn s + V * 1.0", True),
     ("th = self.lif.V_th\nfor i in range(2):\n    x = self.lif(x) * th + x\nreturn x", True),
+    # ... under an alias, or annotated (review helper-38 m3, m15: main read the value where it was bound)
+    ("V = self.lif.V\nW = V\ns = self.lif(x)\nreturn s + W * 1.0", True),
+    ("V: bm.Variable = self.lif.V\ns = self.lif(x)\nreturn s + V * 1.0", True),
     # The Variable object taken by an operation after the call: the value the call left (review: f906075 moved
     # these reads in front of the call, a silent wrong result); a slice updated in place, the rest stepped.
     ("return self.lif.V + self.lif(x)", True),
@@ -2938,6 +2941,21 @@ def test_a_builtins_value_read_before_a_call_in_one_statement_verifies(tmp_path,
                          "--batch", "3", "--no-speed", *(["--strict"] if strict else []))
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout
+
+
+@pytest.mark.parametrize("body", [
+    # (review helper-38 m16: main read the value V had where it was bound, a silent wrong result)
+    "if self.v.shape[0] > 2:\n    V = self.lif.V\nelse:\n    V = self.seq[0].V\ns = self.lif(x) + self.seq(x)\nreturn s + V",
+    "V = self.lif.V\nfor i in range(2):\n    x = self.lif(x) + V\n    V = self.seq[0].V\nreturn x",
+    "V = self.lif.V\ns = self.lif(x)\nV = V * 2.0\nreturn s + V",
+])
+def test_a_name_bound_to_a_builtins_variable_in_several_places_is_refused(body: str) -> None:
+    """Which binding reaches a read after the call is not something the rewrite follows: refused, with
+    the two spellings that mean one thing (the chain itself, or its .value where it is bound)."""
+    source = READ_BEFORE_A_BUILTIN_CALL.format(body=body.replace("\n", "\n        "))
+    shown = refused(source, "BFY213")
+    assert "a built-in's Variable object, and bound again elsewhere, and read after a call that may step" in shown
+    assert ".value where you mean the value it had" in shown
 
 
 def test_a_global_stream_held_on_self_tested_against_none_verifies(tmp_path) -> None:

@@ -1720,11 +1720,13 @@ class MethodRewriter:
             for el in node.slice:
                 if type(el.slice) is cst.Index and self.from_state(el.slice.value, traced_locals=False):
                     p, index, _ = self.expr(el.slice.value)
-                    held = self.ctx.ns.fresh("index")
+                    if type(index) is not cst.Name:  # (a call's output is in a name already)
+                        held = self.ctx.ns.fresh("index")
+                        p, index = [*p, assign([held], index)], name(held)
                     if is_mask(el.slice.value, self.ctx.masks):
-                        self.ctx.masks |= {held}
-                    first.extend([*p, assign([held], index)])
-                    el = el.with_changes(slice=el.slice.with_changes(value=name(held)))
+                        self.ctx.masks |= {index.value}
+                    first.extend(p)
+                    el = el.with_changes(slice=el.slice.with_changes(value=index))
                 elements.append(el)
             return node.with_changes(value=base, slice=elements)
 
@@ -1930,25 +1932,47 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
     """``V = self.lif.V`` (the built-in's Variable object, not its ``.value``): the original's name is the
     Variable itself, live, while the batched step reads one example's value where the name is bound. A
     read after a call that may step the built-in reads the chain again there (``ctx.live_names``; main
-    read the old value: verify FAIL, 8.7); a write through the name, or ``V.value``, is BFY213.
-    ``bindings``: ``local_bindings`` of the method."""
-    bound: dict[str, tuple[cst.Assign, str]] = {}
+    read the old value: verify FAIL, 8.7); a write through the name, or ``V.value``, is BFY213, and so is
+    a read after such a call of a name this cannot follow (bound in two places, ``V`` on one branch and
+    ``V = self.lif2.V`` on the other). ``bindings``: ``local_bindings`` of the method."""
     probe = ExprRewriter(ctx)
-    for node in walk(func.body):
-        if type(node) is cst.Assign and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name \
-                and type(node.value) is cst.Attribute and node.value.attr.value != "value":
-            path = self_path(node.value, ctx.self_name)
-            ref = ctx.resolve(path) if path else None
-            item = called_item(node.value)  # `self.seq[-1].V`: an attribute of a layer
-            if (isinstance(ref, LibraryRef) and ref.rest) or (item is not None and probe.item_of_builtin(item)):
-                bound.setdefault(node.targets[0].target.value, (node, ctx.ir.module.code_for_node(node.value)))
-    # Followed only where the name is bound once and read in the method's own code: a name rebound
-    # (`V = ...` again, a loop or comprehension target, `del V`, a parameter) or read in a lambda or
-    # nested function keeps the value read where it was bound, as before.
-    deleted = {n.value for d in walk(func.body) if type(d) is cst.Del for n in walk(d.target) if type(n) is cst.Name}
     inner = {id(n) for t in walk(func.body) if isinstance(t, _NESTED_SCOPES) for n in walk(t)}
-    bound = {k: v for k, v in bound.items() if len(bindings.get(k, ())) == 1 and k not in deleted}
-    if not bound:
+    # Each binding of a local in the method's own code, in order: (the statement, the chain it names
+    # where it binds a built-in's Variable object, else None); `W = V` names V's chain.
+    held: dict[str, list[tuple[cst.CSTNode, cst.BaseExpression | None]]] = {}
+    targets: set[int] = set()
+
+    def variable_object(value: cst.BaseExpression | None) -> cst.BaseExpression | None:
+        if type(value) is cst.Name and held.get(value.value):
+            return held[value.value][-1][1]
+        if type(value) is not cst.Attribute or value.attr.value == "value":
+            return None
+        path = self_path(value, ctx.self_name)
+        ref = ctx.resolve(path) if path else None
+        item = called_item(value)  # `self.seq[-1].V`: an attribute of a layer
+        return value if (isinstance(ref, LibraryRef) and ref.rest) or (
+            item is not None and probe.item_of_builtin(item)) else None
+
+    for node in walk(func.body):
+        if id(node) in inner:
+            continue
+        kind = type(node)
+        if kind in (cst.Assign, cst.AnnAssign):
+            names = [t.target for t in node.targets] if kind is cst.Assign else [node.target]
+            chain = variable_object(node.value)
+        elif kind in (cst.For, cst.CompFor, cst.AugAssign, cst.NamedExpr, cst.AsName):
+            names, chain = [node.target if kind is not cst.AsName else node.name], None
+        elif kind is cst.Del:
+            names, chain = [node.target], None
+        else:
+            continue
+        for target in names:
+            for n in walk(target) if type(target) in (cst.Tuple, cst.List, cst.Name, cst.StarredElement) else ():
+                if type(n) is cst.Name:
+                    targets.add(id(n))
+                    held.setdefault(n.value, []).append((node, chain if n is target else None))
+    objects = {k: v for k, v in held.items() if any(chain is not None for _, chain in v)}
+    if not objects:
         return
     positions = ctx.ir.positions
 
@@ -1956,38 +1980,63 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
         span = positions.get(node)
         return ((span.start.line, span.start.column), (span.end.line, span.end.column)) if span else None
 
+    def binds_at(binding: cst.CSTNode) -> tuple[int, int] | None:
+        """Where a binding takes effect: after its value (``V = V * 2`` reads the V bound before), at a loop's target."""
+        span = at(binding.target if type(binding) in (cst.For, cst.CompFor) else binding)
+        return span[1] if span else None
+
     changes = [span for n in walk(func.body) if (probe.changes_builtins(n) or _writes_builtin(ctx, n))
                and (span := at(n)) is not None]
     for n in walk(func.body):
         for child in n.children:
             probe.parents[id(child)] = n
     loops = [span for n in walk(func.body) if type(n) in (cst.For, cst.While) and (span := at(n)) is not None]
-    skip = {id(n.attr) for n in walk(func.body) if type(n) is cst.Attribute}
+    skip = {id(n.attr) for n in walk(func.body) if type(n) is cst.Attribute} | targets
     skip |= {id(n.keyword) for n in walk(func.body) if type(n) is cst.Arg and n.keyword is not None}
-    skip |= {id(binding.targets[0].target) for binding, _ in bound.values()}
     through = {id(n.target) for n in walk(func.body) if type(n) is cst.AugAssign}
     through |= {id(n.value) for n in walk(func.body) if type(n) is cst.Attribute and n.attr.value == "value"}
     for node in walk(func.body):
-        if type(node) is not cst.Name or node.value not in bound or id(node) in skip or id(node) in inner:
+        if type(node) is not cst.Name or node.value not in objects or id(node) in inner:
             continue
-        binding, shown = bound[node.value]
-        where, since = at(node), at(binding)
-        if where is None or since is None:
+        where = at(node)
+        if where is None:
             continue
-        # (read where an operation takes the Variable: `V + self.N(x)` adds the value the call left;
-        # handed on whole, `return V`, it is read after everything)
-        taken = probe.consumed_at(node)
-        read = at(taken)[1] if taken is not None and at(taken) is not None else (10 ** 9, 0)
-        after = any(since[1] <= start and end <= read for start, end in changes) or any(
-            loop[0] <= where[0] and where[1] <= loop[1] and not (loop[0] <= since[0] and since[1] <= loop[1])
-            and any(loop[0] <= start and end <= loop[1] for start, end in changes) for loop in loops)
+        # the bindings of it to a Variable object that a read may see: those before it (a loop's later
+        # one is the loops' rule below)
+        before = [(b, chain) for b, chain in objects[node.value]
+                  if chain is not None and (bound_at := binds_at(b)) is not None and bound_at <= where[0]]
+        if not before:
+            continue
+        binding, chain = before[-1]
+        shown = ctx.ir.module.code_for_node(chain)
         if id(node) in through:
             ctx.report(node, "BFY213", f"{node.value} is bound to {shown}, a built-in's Variable object, and "
                        f"written through or read as .value there: batchify writes and reads a built-in's "
                        f"Variables by their path; write {shown} itself")
             return
-        if after:
-            ctx.live_names[id(node)] = binding.value
+        if id(node) in skip:
+            continue
+        # (read where an operation takes the Variable: `V + self.N(x)` adds the value the call left;
+        # handed on whole, `return V`, it is read after everything)
+        taken = probe.consumed_at(node)
+        read = at(taken)[1] if taken is not None and at(taken) is not None else (10 ** 9, 0)
+
+        def stepped_since(binding: cst.CSTNode) -> bool:
+            since = at(binding)
+            return any(since[1] <= start and end <= read for start, end in changes) or any(
+                loop[0] <= where[0] and where[1] <= loop[1] and not (loop[0] <= since[0] and since[1] <= loop[1])
+                and any(loop[0] <= start and end <= loop[1] for start, end in changes) for loop in loops)
+
+        if len(bindings.get(node.value, ())) == 1 and len(held[node.value]) == 1:
+            if stepped_since(binding):
+                ctx.live_names[id(node)] = chain
+        elif any(stepped_since(b) for b, _ in before):
+            ctx.report(node, "BFY213", f"{node.value} is bound to {shown}, a built-in's Variable object, and bound "
+                       f"again elsewhere, and read after a call that may step the built-in: the original reads "
+                       f"the Variable as that call left it, and batchify cannot follow which binding reaches here; "
+                       f"read {shown} itself there, or bind {node.value} = {shown}.value where you mean the "
+                       "value it had")
+            return
 
 
 def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.FunctionDef, list[Diagnostic]]:
