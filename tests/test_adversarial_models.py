@@ -2920,11 +2920,16 @@ READ_BEFORE_A_BUILTIN_CALL = HEAD + textwrap.dedent('''
     # ... under an alias, or annotated (review helper-38 m3, m15: main read the value where it was bound)
     ("V = self.lif.V\nW = V\ns = self.lif(x)\nreturn s + W * 1.0", True),
     ("V: bm.Variable = self.lif.V\ns = self.lif(x)\nreturn s + V * 1.0", True),
+    ("V = self.lif.V\ns = self.lif(x)\nV = V * 2.0\nreturn s + V", True),  # the binding before is plain to see
     # The Variable object taken by an operation after the call: the value the call left (review: f906075 moved
     # these reads in front of the call, a silent wrong result); a slice updated in place, the rest stepped.
     ("return self.lif.V + self.lif(x)", True),
     ("return bm.maximum(self.lif.V, self.lif(x))", True),
     ("self.lif.V[:2] += self.lif(x)[:2]\nreturn self.lif.V.value", True),
+    # A method of the value read before the call (main read it after: a silent wrong result), and an array
+    # method of a built-in's Variable in a conditional expression (main: BFY204, as if it ran the built-in)
+    ("return self.lif.V.value.max() + self.lif(x)", True),
+    ("m = self.lif.V.mean() if self.v.shape[0] > 2 else 0.0\nreturn self.lif(x) + m", True),
     # An augmented target's index is evaluated before the value (main read it after the call it moved in front).
     ("self.v[bm.argmax(self.lif.V.value)] += self.lif(x).sum() + 1.0\nreturn self.v.value", True),
     ("y = bm.zeros(4)\ny[bm.argmax(self.lif.V.value)] += self.lif(x).sum() + 1.0\nreturn y", True),
@@ -2947,7 +2952,7 @@ def test_a_builtins_value_read_before_a_call_in_one_statement_verifies(tmp_path,
     # (review helper-38 m16: main read the value V had where it was bound, a silent wrong result)
     "if self.v.shape[0] > 2:\n    V = self.lif.V\nelse:\n    V = self.seq[0].V\ns = self.lif(x) + self.seq(x)\nreturn s + V",
     "V = self.lif.V\nfor i in range(2):\n    x = self.lif(x) + V\n    V = self.seq[0].V\nreturn x",
-    "V = self.lif.V\ns = self.lif(x)\nV = V * 2.0\nreturn s + V",
+    "V = self.lif.V\nif self.v.shape[0] > 2:\n    V = self.seq[0].V\ns = self.lif(x) + self.seq(x)\nreturn s + V",
 ])
 def test_a_name_bound_to_a_builtins_variable_in_several_places_is_refused(body: str) -> None:
     """Which binding reaches a read after the call is not something the rewrite follows: refused, with
@@ -2956,6 +2961,15 @@ def test_a_name_bound_to_a_builtins_variable_in_several_places_is_refused(body: 
     shown = refused(source, "BFY213")
     assert "a built-in's Variable object, and bound again elsewhere, and read after a call that may step" in shown
     assert ".value where you mean the value it had" in shown
+
+
+@pytest.mark.parametrize("body", [
+    "return (self.lif.V.value.max() if self.v.shape[0] > 2 else 0.0) + self.lif(x)",  # main: exit 0, read after
+    "return (self.lif.V.max() if self.v.shape[0] > 2 else 0.0) + self.lif(x)",  # main: BFY204
+])
+def test_a_method_of_a_builtins_value_before_its_call_in_a_conditional_is_refused(body: str) -> None:
+    source = READ_BEFORE_A_BUILTIN_CALL.format(body=body)
+    assert "reads a built-in's value before a call in the same statement changes it" in refused(source, "BFY215")
 
 
 def test_a_global_stream_held_on_self_tested_against_none_verifies(tmp_path) -> None:

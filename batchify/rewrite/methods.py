@@ -550,11 +550,12 @@ class ExprRewriter(Transformer):
             parent = self.parents.get(id(parent))
         return parent
 
-    def read_before_a_change(self, read: cst.CSTNode) -> bool:
-        """Whether Python reads ``read``'s value before a call of ``changing_calls`` runs (outside its
-        arguments). Where the read cannot move in front with the call (inside a lambda, comprehension,
-        conditional expression), BFY215, as for the class's own state."""
-        at = self.consumed_at(read) if self.changing_calls else None
+    def read_before_a_change(self, read: cst.CSTNode, at: cst.CSTNode | None = None) -> bool:
+        """Whether Python reads ``read``'s value (where ``consumed_at`` says, or at ``at``) before a call of
+        ``changing_calls`` runs (outside its arguments). Where the read cannot move in front with the call
+        (inside a lambda, comprehension, conditional expression), BFY215, as for the class's own state."""
+        if at is None:
+            at = self.consumed_at(read) if self.changing_calls else None
         where = self.ctx.ir.positions.get(at) if at is not None else None
         if where is None or not any((where.end.line, where.end.column) <= start for start, _ in self.changing_calls):
             return False
@@ -705,8 +706,23 @@ class ExprRewriter(Transformer):
             return updated_node
         if "value" in ref.rest:  # `self.N.spike.value.astype(t)`: a method of the example's value
             at = ref.rest.index("value")
-            value = self.ctx.library_read(LibraryRef(ref.children, ref.name, ref.rest[:at]))
+            read = LibraryRef(ref.children, ref.name, ref.rest[:at])
+            value = self.ctx.library_read(read)
+            dot_value = original_node.func
+            while type(dot_value) is cst.Attribute and dot_value.attr.value != "value":
+                dot_value = dot_value.value
+            if self.read_before_a_change(dot_value):  # `self.N.V.value.max() + self.N(x)`: as builtin_read
+                tmp = self.ctx.ns.fresh("_".join((read.name, *read.rest)))
+                self.pre.append(assign([tmp], value))
+                value = name(tmp)
             return updated_node.with_changes(func=attr(value, *ref.rest[at + 1:]))
+        if self.blocked and len(ref.rest) >= 2 and ref.rest[-1] in names.ARRAY_READERS:
+            # `self.N.V.mean()` where no call can move out (a conditional expression, a lambda): it
+            # changes nothing, so it is the same method of the example's value, read in place (BFY215
+            # where Python runs it before a call in the statement that the call's move would jump)
+            self.read_before_a_change(original_node, at=original_node)
+            value = self.ctx.library_read(LibraryRef(ref.children, ref.name, ref.rest[:-1]))
+            return updated_node.with_changes(func=attr(value, ref.rest[-1]))
         return self.library_call(original_node, original_node.func, list(updated_node.args), ref)
 
     def noisy_integrator_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
@@ -1990,7 +2006,21 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
     for n in walk(func.body):
         for child in n.children:
             probe.parents[id(child)] = n
-    loops = [span for n in walk(func.body) if type(n) in (cst.For, cst.While) and (span := at(n)) is not None]
+    loops_of = [n for n in walk(func.body) if type(n) in (cst.For, cst.While)]
+    loops = [span for n in loops_of if (span := at(n)) is not None]
+
+    def ancestors(node: cst.CSTNode) -> set[int]:
+        out = set()
+        while (node := probe.parents.get(id(node))) is not None:
+            out.add(id(node))
+        return out
+
+    def block_of(binding: cst.CSTNode) -> cst.CSTNode | None:
+        """The block a binding statement sits in (a loop's target: the loop)."""
+        if type(binding) in (cst.For, cst.CompFor):
+            return binding
+        return probe.parents.get(id(probe.parents.get(id(binding))))
+
     skip = {id(n.attr) for n in walk(func.body) if type(n) is cst.Attribute} | targets
     skip |= {id(n.keyword) for n in walk(func.body) if type(n) is cst.Arg and n.keyword is not None}
     through = {id(n.target) for n in walk(func.body) if type(n) is cst.AugAssign}
@@ -2001,13 +2031,21 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
         where = at(node)
         if where is None:
             continue
-        # the bindings of it to a Variable object that a read may see: those before it (a loop's later
-        # one is the loops' rule below)
-        before = [(b, chain) for b, chain in objects[node.value]
-                  if chain is not None and (bound_at := binds_at(b)) is not None and bound_at <= where[0]]
-        if not before:
+        # The binding that reaches the read, where the text says which: the last one before it, in a
+        # block around the read, and no binding after it in a loop around the read (the next pass).
+        prior = [(b, chain) for b, chain in held[node.value] if (bound_at := binds_at(b)) is not None
+                 and bound_at <= where[0]]
+        if not prior:
             continue
-        binding, chain = before[-1]
+        around = ancestors(node)
+        last, last_chain = prior[-1]
+        exact = id(block_of(last)) in around and not any(
+            type(loop) in (cst.For, cst.While) and id(loop) in around and (bound_at := binds_at(b)) is not None
+            and bound_at > where[0] and any(n is b for n in walk(loop)) for b, _ in held[node.value] for loop in loops_of)
+        candidates = [(last, last_chain)] if exact else [(b, chain) for b, chain in prior if chain is not None]
+        if not candidates or candidates[-1][1] is None:
+            continue
+        binding, chain = candidates[-1]
         shown = ctx.ir.module.code_for_node(chain)
         if id(node) in through:
             ctx.report(node, "BFY213", f"{node.value} is bound to {shown}, a built-in's Variable object, and "
@@ -2027,10 +2065,10 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
                 loop[0] <= where[0] and where[1] <= loop[1] and not (loop[0] <= since[0] and since[1] <= loop[1])
                 and any(loop[0] <= start and end <= loop[1] for start, end in changes) for loop in loops)
 
-        if len(bindings.get(node.value, ())) == 1 and len(held[node.value]) == 1:
+        if exact or len(held[node.value]) == 1 and len(bindings.get(node.value, ())) == 1:
             if stepped_since(binding):
                 ctx.live_names[id(node)] = chain
-        elif any(stepped_since(b) for b, _ in before):
+        elif any(stepped_since(b) for b, _ in candidates):
             ctx.report(node, "BFY213", f"{node.value} is bound to {shown}, a built-in's Variable object, and bound "
                        f"again elsewhere, and read after a call that may step the built-in: the original reads "
                        f"the Variable as that call left it, and batchify cannot follow which binding reaches here; "
