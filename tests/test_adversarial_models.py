@@ -2982,3 +2982,38 @@ def test_a_global_stream_held_on_self_tested_against_none_verifies(tmp_path) -> 
     assert "if self.rng is not None:" in source
     checked = verify_cli(tmp_path, "dropnone", source, "--init", "4", "--input-shape", "x=4:float32:3", "--strict")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+
+
+CHILD_BUILTIN_READ = HEAD + textwrap.dedent('''
+    class Layer(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.fc = bp.dnn.Linear(n, n, bp.init.Normal(0.0, 1.0))
+            self.lif = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
+
+        def update(self, x):
+            return self.lif(self.fc(x))
+
+
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n=4):
+            super().__init__()
+            self.l1 = Layer(n)
+
+        def update(self, x):
+            {body}
+''')
+
+
+@pytest.mark.parametrize("body", [
+    "return self.l1(x) + self.l1.lif.V.mean()",  # main: BFY104, while self.l1.lif.V.value was read
+    "return self.l1.lif.V.value.max() + self.l1(x)",  # main: BFY104
+])
+def test_an_array_method_of_a_childs_builtin_variable_is_read(tmp_path, body: str) -> None:
+    """A method that only reads, of a Variable of a child's built-in, is a monitor read like ``.value`` (the
+    child's library, its params and state), in Python's order with the child's call."""
+    source = CHILD_BUILTIN_READ.format(body=body)
+    checked = verify_cli(tmp_path, "childread", source, "--input-shape", "x=4:float32:20", "--steps", "20",
+                         "--batch", "3", "--strict")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout

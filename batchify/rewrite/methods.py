@@ -702,7 +702,10 @@ class ExprRewriter(Transformer):
             return self.library_call(original_node, updated_node.func, list(updated_node.args), ref)
         if not isinstance(ref, LibraryRef):
             return None
-        if not self.library_ok(ref, original_node):
+        # A method of a Variable's value, or one that only reads of the Variable, is a read: of a child's
+        # built-in too (`self.l1.lif.V.mean()`, a monitor read as `self.l1.lif.V.value` is)
+        array_read = len(ref.rest) >= 2 and ref.rest[-1] in names.ARRAY_READERS and (self.blocked or ref.children)
+        if not ("value" in ref.rest or array_read) and not self.library_ok(ref, original_node):
             return updated_node
         if "value" in ref.rest:  # `self.N.spike.value.astype(t)`: a method of the example's value
             at = ref.rest.index("value")
@@ -716,12 +719,16 @@ class ExprRewriter(Transformer):
                 self.pre.append(assign([tmp], value))
                 value = name(tmp)
             return updated_node.with_changes(func=attr(value, *ref.rest[at + 1:]))
-        if self.blocked and len(ref.rest) >= 2 and ref.rest[-1] in names.ARRAY_READERS:
-            # `self.N.V.mean()` where no call can move out (a conditional expression, a lambda): it
-            # changes nothing, so it is the same method of the example's value, read in place (BFY215
-            # where Python runs it before a call in the statement that the call's move would jump)
-            self.read_before_a_change(original_node, at=original_node)
+        if array_read:
+            # `self.N.V.mean()` where no call can move out (a conditional expression, a lambda), or of a
+            # child's built-in: it changes nothing, so it is the same method of the example's value, read
+            # there (in front of a call in the statement that Python runs after it; in a conditional
+            # expression, BFY215)
             value = self.ctx.library_read(LibraryRef(ref.children, ref.name, ref.rest[:-1]))
+            if self.read_before_a_change(original_node, at=original_node):
+                tmp = self.ctx.ns.fresh("_".join((ref.name, *ref.rest[:-1])))
+                self.pre.append(assign([tmp], value))
+                value = name(tmp)
             return updated_node.with_changes(func=attr(value, ref.rest[-1]))
         return self.library_call(original_node, original_node.func, list(updated_node.args), ref)
 
