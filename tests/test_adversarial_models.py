@@ -2930,6 +2930,12 @@ READ_BEFORE_A_BUILTIN_CALL = HEAD + textwrap.dedent('''
     # method of a built-in's Variable in a conditional expression (main: BFY204, as if it ran the built-in)
     ("return self.lif.V.value.max() + self.lif(x)", True),
     ("m = self.lif.V.mean() if self.v.shape[0] > 2 else 0.0\nreturn self.lif(x) + m", True),
+    # (adversarial review helper-39 of the fixes above: each exited 0 and verify FAILed, 0.95-5.0)
+    ("return self.lif.V.value.clip(0.0, self.lif(x).max() + 0.5) + self.lif.V.value", True),  # read before args
+    ("y = bm.zeros(4)\ny[bm.argmax(self.lif(x))] += self.lif(x * 3.0).sum() + 1.0\nreturn y + x", True),
+    ("V = self.lif.V\ns = self.lif(x)\ny = bm.zeros(4)\ny[bm.argmax(V)] += self.lif(x).sum()\nreturn y + s", True),
+    ("V = self.lif.V\nV: bm.Variable\ns = self.lif(x)\nreturn s + V * 1.0", True),  # a bare annotation binds nothing
+    ("n = len(self.lif.V)\nif n > 2:\n    return self.lif(x)\nreturn x", True),  # (78a9f8b: BFY210)
     # An augmented target's index is evaluated before the value (main read it after the call it moved in front).
     ("self.v[bm.argmax(self.lif.V.value)] += self.lif(x).sum() + 1.0\nreturn self.v.value", True),
     ("y = bm.zeros(4)\ny[bm.argmax(self.lif.V.value)] += self.lif(x).sum() + 1.0\nreturn y", True),
@@ -2953,6 +2959,9 @@ def test_a_builtins_value_read_before_a_call_in_one_statement_verifies(tmp_path,
     "if self.v.shape[0] > 2:\n    V = self.lif.V\nelse:\n    V = self.seq[0].V\ns = self.lif(x) + self.seq(x)\nreturn s + V",
     "V = self.lif.V\nfor i in range(2):\n    x = self.lif(x) + V\n    V = self.seq[0].V\nreturn x",
     "V = self.lif.V\nif self.v.shape[0] > 2:\n    V = self.seq[0].V\ns = self.lif(x) + self.seq(x)\nreturn s + V",
+    # a one-line suite's binding does not reach its else (helper-39: exit 0, verify FAIL 1.0)
+    "V = self.lif.V\nif x.shape[0] > 10: V = self.seq[0].V\nelse:\n    s = self.lif(x)\n    return s + V * 1.0\nreturn x",
+    "V = self.lif.V\nfor i in range(x.shape[0] - 4): V = self.seq[0].V\nelse:\n    s = self.lif(x)\n    return s + V * 1.0",
 ])
 def test_a_name_bound_to_a_builtins_variable_in_several_places_is_refused(body: str) -> None:
     """Which binding reaches a read after the call is not something the rewrite follows: refused, with
@@ -2970,6 +2979,17 @@ def test_a_name_bound_to_a_builtins_variable_in_several_places_is_refused(body: 
 def test_a_method_of_a_builtins_value_before_its_call_in_a_conditional_is_refused(body: str) -> None:
     source = READ_BEFORE_A_BUILTIN_CALL.format(body=body)
     assert "reads a built-in's value before a call in the same statement changes it" in refused(source, "BFY215")
+
+
+@pytest.mark.parametrize("body", [
+    "f = lambda: self.lif.V.mean()\ny = f() + self.lif(x)\nreturn y",
+    "g = (self.lif.V.mean() * k for k in range(1, 3))\ny = sum(g) + self.lif(x)\nreturn y",
+])
+def test_an_array_method_of_a_builtins_variable_in_code_that_runs_later_is_refused(body: str) -> None:
+    """A lambda or a generator runs when it is called or consumed, reading whatever state the method holds
+    then; 9ff3680 read it in place (helper-39: exit 0, verify FAIL 0.58 and 1.75). BFY204 as before it."""
+    source = READ_BEFORE_A_BUILTIN_CALL.format(body=body.replace("\n", "\n        "))
+    assert "this call runs the built-in self.lif" in refused(source, "BFY204")
 
 
 def test_a_global_stream_held_on_self_tested_against_none_verifies(tmp_path) -> None:
@@ -3008,6 +3028,7 @@ CHILD_BUILTIN_READ = HEAD + textwrap.dedent('''
 @pytest.mark.parametrize("body", [
     "return self.l1(x) + self.l1.lif.V.mean()",  # main: BFY104, while self.l1.lif.V.value was read
     "return self.l1.lif.V.value.max() + self.l1(x)",  # main: BFY104
+    "return self.l1.lif.V.value.clip(0.0, self.l1(x).max() + 0.5) * 1.0",  # (b2ed905 read it after the call)
 ])
 def test_an_array_method_of_a_childs_builtin_variable_is_read(tmp_path, body: str) -> None:
     """A method that only reads, of a Variable of a child's built-in, is a monitor read like ``.value`` (the

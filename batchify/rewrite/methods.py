@@ -307,6 +307,7 @@ class ExprRewriter(Transformer):
         self.changing_calls: list[tuple[tuple[int, int], tuple[int, int]]] = []
         self.call_funcs: set[int] = set()  # the ``func`` of every call (`self.N.V.mean` is called, not read)
         self.parents: dict[int, cst.CSTNode] = {}  # (of the expression's nodes: ``consumed_at``)
+        self.pre_at: dict[int, int] = {}  # a call -> the length of ``pre`` when it was entered
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if type(node) in self.NO_HOIST:
@@ -339,6 +340,7 @@ class ExprRewriter(Transformer):
 
     def visit_Call(self, node: cst.Call) -> bool:
         self.call_funcs.add(id(node.func))
+        self.pre_at[id(node)] = len(self.pre)  # (what its arguments move in front comes after this)
         if global_stream_draw(node.func, self.ctx.self_name, self.ctx.ir.all_global_streams(self.ctx.cls)):
             self.stream_kept.add(id(node.func.value))
         item = called_item(node.func)
@@ -550,6 +552,14 @@ class ExprRewriter(Transformer):
             parent = self.parents.get(id(parent))
         return parent
 
+    def deferred_code(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` sits in code that runs later than its statement (a lambda, a generator), where
+        the state it would read is whatever the method holds then."""
+        while (node := self.parents.get(id(node))) is not None:
+            if type(node) in (cst.Lambda, cst.GeneratorExp, cst.FunctionDef):
+                return True
+        return False
+
     def read_before_a_change(self, read: cst.CSTNode, at: cst.CSTNode | None = None) -> bool:
         """Whether Python reads ``read``'s value (where ``consumed_at`` says, or at ``at``) before a call of
         ``changing_calls`` runs (outside its arguments). Where the read cannot move in front with the call
@@ -704,7 +714,8 @@ class ExprRewriter(Transformer):
             return None
         # A method of a Variable's value, or one that only reads of the Variable, is a read: of a child's
         # built-in too (`self.l1.lif.V.mean()`, a monitor read as `self.l1.lif.V.value` is)
-        array_read = len(ref.rest) >= 2 and ref.rest[-1] in names.ARRAY_READERS and (self.blocked or ref.children)
+        array_read = len(ref.rest) >= 2 and ref.rest[-1] in names.ARRAY_READERS and (
+            self.blocked or ref.children) and not self.deferred_code(original_node)
         if not ("value" in ref.rest or array_read) and not self.library_ok(ref, original_node):
             return updated_node
         if "value" in ref.rest:  # `self.N.spike.value.astype(t)`: a method of the example's value
@@ -716,7 +727,8 @@ class ExprRewriter(Transformer):
                 dot_value = dot_value.value
             if self.read_before_a_change(dot_value):  # `self.N.V.value.max() + self.N(x)`: as builtin_read
                 tmp = self.ctx.ns.fresh("_".join((read.name, *read.rest)))
-                self.pre.append(assign([tmp], value))
+                # (in front of what its arguments moved there: `.value` is read before them)
+                self.pre.insert(self.pre_at.get(id(original_node), len(self.pre)), assign([tmp], value))
                 value = name(tmp)
             return updated_node.with_changes(func=attr(value, *ref.rest[at + 1:]))
         if array_read:
@@ -1139,7 +1151,8 @@ class MethodRewriter:
         """Whether ``expr`` reads the state: a Variable's value, a stateful call, a traced local (unless
         not ``traced_locals``: then whether it reads the model itself)."""
         calls = ExprRewriter(self.ctx)
-        presence = presence_tested(expr)
+        presence = presence_tested(expr) | {id(n) for c in walk(expr) if type(c) is cst.Call and type(c.func) is cst.Name
+                                            and c.func.value in ("len", "isinstance") for a in c.args for n in walk(a)}
         for node in walk(expr):
             if id(node) in presence:
                 continue
@@ -1733,6 +1746,7 @@ class MethodRewriter:
         before the value, so where the value's calls move in front of the statement, an index that reads
         the model moves in front of them, into a name of its own (a mask stays a mask)."""
         first: list[cst.SimpleStatementLine] = []
+        probe = ExprRewriter(self.ctx)
 
         def visit(node: cst.BaseExpression) -> cst.BaseExpression:
             if type(node) is cst.Attribute:
@@ -1741,7 +1755,9 @@ class MethodRewriter:
                 return node
             base, elements = visit(node.value), []  # (the object is indexed before its own index is read)
             for el in node.slice:
-                if type(el.slice) is cst.Index and self.from_state(el.slice.value, traced_locals=False):
+                index_nodes = walk(el.slice.value) if type(el.slice) is cst.Index else []
+                if index_nodes and (self.from_state(el.slice.value, traced_locals=False) or any(
+                        id(n) in self.ctx.live_names or probe.changes_builtins(n) for n in index_nodes)):
                     p, index, _ = self.expr(el.slice.value)
                     if type(index) is not cst.Name:  # (a call's output is in a name already)
                         held = self.ctx.ns.fresh("index")
@@ -1980,6 +1996,9 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
         if id(node) in inner:
             continue
         kind = type(node)
+        if kind is cst.AnnAssign and node.value is None:
+            targets.add(id(node.target))  # (`V: T` alone binds nothing, and reads nothing)
+            continue
         if kind in (cst.Assign, cst.AnnAssign):
             names = [t.target for t in node.targets] if kind is cst.Assign else [node.target]
             chain = variable_object(node.value)
@@ -2026,7 +2045,8 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
         """The block a binding statement sits in (a loop's target: the loop)."""
         if type(binding) in (cst.For, cst.CompFor):
             return binding
-        return probe.parents.get(id(probe.parents.get(id(binding))))
+        line = probe.parents.get(id(binding))  # a statement line, or a one-line suite (`if c: V = ...`)
+        return line if type(line) is cst.SimpleStatementSuite else probe.parents.get(id(line))
 
     skip = {id(n.attr) for n in walk(func.body) if type(n) is cst.Attribute} | targets
     skip |= {id(n.keyword) for n in walk(func.body) if type(n) is cst.Arg and n.keyword is not None}
