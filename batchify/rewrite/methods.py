@@ -1992,6 +1992,22 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
         return value if (isinstance(ref, LibraryRef) and ref.rest) or (
             item is not None and probe.item_of_builtin(item)) else None
 
+    unfollowable: set[int] = set()
+    for n in walk(func.body):
+        for child in n.children:
+            probe.parents[id(child)] = n
+
+    def unfollowed(value: cst.BaseExpression, whole: bool = False) -> cst.BaseExpression | None:
+        """A Variable object in a binding this does not follow (unpacked, chosen, iterated; ``whole``: the
+        value of a walrus): a read of the name after a step is refused rather than read stale. An object
+        an operation takes (``self.N.V.value``, ``self.N.V * 2``) binds its result, not itself."""
+        found = variable_object(value) if whole else next(
+            (n for n in walk(value) if type(n) in (cst.Attribute, cst.Name) and variable_object(n) is not None
+             and probe.consumed_at(n) is None), None)
+        if found is not None:
+            unfollowable.add(id(found))
+        return found
+
     for node in walk(func.body):
         if id(node) in inner:
             continue
@@ -2002,7 +2018,13 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
         if kind in (cst.Assign, cst.AnnAssign):
             names = [t.target for t in node.targets] if kind is cst.Assign else [node.target]
             chain = variable_object(node.value)
-        elif kind in (cst.For, cst.CompFor, cst.AugAssign, cst.NamedExpr, cst.AsName):
+            if chain is None and (type(node.value) in (cst.IfExp, cst.BooleanOperation) or any(
+                    type(t) is not cst.Name for t in names)):
+                chain = unfollowed(node.value)  # `V = self.N.V if c else self.M.V`, `V, W = self.N.V, ...`
+        elif kind in (cst.For, cst.CompFor, cst.NamedExpr):
+            names = [node.target]
+            chain = unfollowed(node.value, whole=True) if kind is cst.NamedExpr else unfollowed(node.iter)
+        elif kind in (cst.AugAssign, cst.AsName):
             names, chain = [node.target if kind is not cst.AsName else node.name], None
         elif kind is cst.Del:
             names, chain = [node.target], None
@@ -2012,7 +2034,8 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
             for n in walk(target) if type(target) in (cst.Tuple, cst.List, cst.Name, cst.StarredElement) else ():
                 if type(n) is cst.Name:
                     targets.add(id(n))
-                    held.setdefault(n.value, []).append((node, chain if n is target else None))
+                    whole = n is target or id(chain) in unfollowable
+                    held.setdefault(n.value, []).append((node, chain if whole else None))
     objects = {k: v for k, v in held.items() if any(chain is not None for _, chain in v)}
     if not objects:
         return
@@ -2029,9 +2052,6 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
 
     changes = [span for n in walk(func.body) if (probe.changes_builtins(n) or _writes_builtin(ctx, n))
                and (span := at(n)) is not None]
-    for n in walk(func.body):
-        for child in n.children:
-            probe.parents[id(child)] = n
     loops_of = [n for n in walk(func.body) if type(n) in (cst.For, cst.While)]
     loops = [span for n in loops_of if (span := at(n)) is not None]
 
@@ -2052,8 +2072,13 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
     skip |= {id(n.keyword) for n in walk(func.body) if type(n) is cst.Arg and n.keyword is not None}
     through = {id(n.target) for n in walk(func.body) if type(n) is cst.AugAssign}
     through |= {id(n.value) for n in walk(func.body) if type(n) is cst.Attribute and n.attr.value == "value"}
+    # (a name a nested scope binds itself, `[V for V in xs]`, `lambda V: V`, is not the method's)
+    nested_bound = {n.value for t in walk(func.body) if id(t) in inner for target in (
+        [t.target] if type(t) in (cst.CompFor, cst.For, cst.NamedExpr, cst.AugAssign, cst.AnnAssign) else
+        [a.target for a in t.targets] if type(t) is cst.Assign else [t.name] if type(t) is cst.Param else [])
+        for n in walk(target) if type(n) is cst.Name}
     for node in walk(func.body):
-        if type(node) is not cst.Name or node.value not in objects or id(node) in inner:
+        if type(node) is not cst.Name or node.value not in objects or (id(node) in inner and node.value in nested_bound):
             continue
         where = at(node)
         if where is None:
@@ -2087,12 +2112,28 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
         read = at(taken)[1] if taken is not None and at(taken) is not None else (10 ** 9, 0)
 
         def stepped_since(binding: cst.CSTNode) -> bool:
-            since = at(binding)
+            since = at(binding.target if type(binding) in (cst.For, cst.CompFor) else binding)
             return any(since[1] <= start and end <= read for start, end in changes) or any(
                 loop[0] <= where[0] and where[1] <= loop[1] and not (loop[0] <= since[0] and since[1] <= loop[1])
                 and any(loop[0] <= start and end <= loop[1] for start, end in changes) for loop in loops)
 
-        if exact or len(held[node.value]) == 1 and len(bindings.get(node.value, ())) == 1:
+        if id(node) in inner:
+            # read in a lambda, comprehension or nested function: when it runs is not something the text
+            # shows here, so any step after the binding may come before it
+            if any(since[1] <= start for b, _ in candidates if (since := at(b)) for start, _ in changes):
+                ctx.report(node, "BFY213", f"{node.value} is bound to {shown}, a built-in's Variable object, and "
+                           f"read inside a lambda, comprehension or nested function after the method may step the "
+                           f"built-in: the original reads the Variable as the step left it; read {shown} itself "
+                           f"there, or bind {node.value} = {shown}.value where you mean the value it had")
+                return
+        elif id(chain) in unfollowable:
+            if any(stepped_since(b) for b, _ in candidates):
+                ctx.report(node, "BFY213", f"{node.value} is bound to {shown}, a built-in's Variable object, by "
+                           f"unpacking, a choice, a loop or :=, and read after a call that may step the built-in: "
+                           f"the original reads the Variable as that call left it; read {shown} itself there, or "
+                           f"bind {node.value} = {shown}.value where you mean the value it had")
+                return
+        elif exact or len(held[node.value]) == 1 and len(bindings.get(node.value, ())) == 1:
             if stepped_since(binding):
                 ctx.live_names[id(node)] = chain
         elif any(stepped_since(b) for b, _ in candidates):
