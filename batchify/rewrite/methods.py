@@ -327,9 +327,7 @@ class ExprRewriter(Transformer):
             return updated_node
         read = chain.visit(ExprRewriter(self.ctx, hoist=False))
         if self.read_before_a_change(original_node):  # (before another such call in this statement)
-            tmp = self.ctx.ns.fresh(original_node.value)
-            self.pre.append(assign([tmp], read))
-            return name(tmp)
+            return self.read_first(original_node.value, read)
         return read
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
@@ -401,9 +399,7 @@ class ExprRewriter(Transformer):
         # (a child's built-in is read through the child's library, as ``builtin_read`` reads one)
         read = self.ctx.library_read(ref)
         if self.read_before_a_change(original_node):  # (in front of the call, as ``builtin_read`` takes one)
-            tmp = self.ctx.ns.fresh(ref.name)
-            self.pre.append(assign([tmp], read))
-            read = name(tmp)
+            read = self.read_first(ref.name, read)
         self.item_reads.add(id(read))
         return updated_node.with_changes(value=read)
 
@@ -475,9 +471,7 @@ class ExprRewriter(Transformer):
             if id(original_node) not in self.call_funcs and self.read_before_a_change(original_node):
                 # `self.N.V * 2 + self.N(x)`: Python reads V before the call, which moves in front of the
                 # statement; so does the read, into a name of its own, in Python's order.
-                tmp = self.ctx.ns.fresh("_".join((ref.name, *ref.rest)))
-                self.pre.append(assign([tmp], read))
-                return name(tmp)
+                return self.read_first("_".join((ref.name, *ref.rest)), read)
             return read
         if original_node.attr.value == "value":
             node = updated_node.value
@@ -551,6 +545,13 @@ class ExprRewriter(Transformer):
         while parent is not None and not isinstance(parent, self.CONSUMERS):
             parent = self.parents.get(id(parent))
         return parent
+
+    def read_first(self, hint: str, read: cst.BaseExpression, at: int | None = None) -> cst.Name:
+        """``read`` in a name of its own, in front of the calls the statement moves out (at ``pre[at]``:
+        in front of those a call's arguments moved there too)."""
+        held = self.ctx.ns.fresh(hint)
+        self.pre.insert(len(self.pre) if at is None else at, assign([held], read))
+        return name(held)
 
     def deferred_code(self, node: cst.CSTNode) -> bool:
         """Whether ``node`` sits in code that runs later than its statement (a lambda, a generator), where
@@ -726,10 +727,8 @@ class ExprRewriter(Transformer):
             while type(dot_value) is cst.Attribute and dot_value.attr.value != "value":
                 dot_value = dot_value.value
             if self.read_before_a_change(dot_value):  # `self.N.V.value.max() + self.N(x)`: as builtin_read
-                tmp = self.ctx.ns.fresh("_".join((read.name, *read.rest)))
                 # (in front of what its arguments moved there: `.value` is read before them)
-                self.pre.insert(self.pre_at.get(id(original_node), len(self.pre)), assign([tmp], value))
-                value = name(tmp)
+                value = self.read_first("_".join((read.name, *read.rest)), value, self.pre_at.get(id(original_node)))
             return updated_node.with_changes(func=attr(value, *ref.rest[at + 1:]))
         if array_read:
             # `self.N.V.mean()` where no call can move out (a conditional expression, a lambda), or of a
@@ -738,9 +737,7 @@ class ExprRewriter(Transformer):
             # expression, BFY215)
             value = self.ctx.library_read(LibraryRef(ref.children, ref.name, ref.rest[:-1]))
             if self.read_before_a_change(original_node, at=original_node):
-                tmp = self.ctx.ns.fresh("_".join((ref.name, *ref.rest[:-1])))
-                self.pre.append(assign([tmp], value))
-                value = name(tmp)
+                value = self.read_first("_".join((ref.name, *ref.rest[:-1])), value)
             return updated_node.with_changes(func=attr(value, ref.rest[-1]))
         return self.library_call(original_node, original_node.func, list(updated_node.args), ref)
 
@@ -1134,6 +1131,13 @@ def presence_tested(expr: cst.CSTNode) -> set[int]:
         type(t.operator) in (cst.Is, cst.IsNot) and is_none(t.comparator) for t in c.comparisons) for n in walk(c.left)}
 
 
+def sized_args(expr: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The arguments of ``len(...)`` and ``isinstance(...)`` in ``expr``: what they tell of a Variable (its
+    length, its type) is the same for every example."""
+    return [a.value for n in walk(expr) if type(n) is cst.Call and type(n.func) is cst.Name
+            and n.func.value in ("len", "isinstance") for a in n.args]
+
+
 class MethodRewriter:
     STATIC = frozenset({"shape", "ndim", "dtype", "size", "batch_axis"})  # the same for every example
 
@@ -1151,8 +1155,7 @@ class MethodRewriter:
         """Whether ``expr`` reads the state: a Variable's value, a stateful call, a traced local (unless
         not ``traced_locals``: then whether it reads the model itself)."""
         calls = ExprRewriter(self.ctx)
-        presence = presence_tested(expr) | {id(n) for c in walk(expr) if type(c) is cst.Call and type(c.func) is cst.Name
-                                            and c.func.value in ("len", "isinstance") for a in c.args for n in walk(a)}
+        presence = presence_tested(expr) | {id(n) for a in sized_args(expr) for n in walk(a)}
         for node in walk(expr):
             if id(node) in presence:
                 continue
@@ -1364,8 +1367,7 @@ class MethodRewriter:
     def check_static(self, test: cst.BaseExpression, keyword: str) -> None:
         """A Python ``if``/``while`` may test configuration, not state: under vmap state is traced."""
         static = self.STATIC
-        sized = {id(a.value) for n in walk(test) if type(n) is cst.Call and type(n.func) is cst.Name
-                 and n.func.value in ("len", "isinstance") for a in n.args} | presence_tested(test)
+        sized = {id(a) for a in sized_args(test)} | presence_tested(test)
         for node in walk(test):
             path = self_path(node, self.ctx.self_name) if type(node) is cst.Attribute else None
             ref = self.ctx.resolve(path) if path and id(node) not in sized else None
