@@ -163,6 +163,25 @@ def assigned(node: cst.CSTNode) -> list[cst.BaseExpression]:
     return out
 
 
+_CODE = cst.Module([])
+
+
+def field_text(field: cst.FormattedStringExpression) -> str:
+    """The text a self-documenting field ``{expr=}`` prints in front of its value: all of it up to its
+    conversion or format spec, whitespace included."""
+    return "".join(_CODE.code_for_node(n) for n in (
+        field.whitespace_before_expression, field.expression, field.equal, field.whitespace_after_expression))
+
+
+def _literal(text: str, fstring: cst.FormattedString) -> str:
+    """``text`` as the literal part of ``fstring`` that prints what Python prints for it: braces
+    doubled, the string's own quote escaped (an expression may hold it on Python 3.12), backslashes as
+    they are (CPython decodes the escapes of a field's text as it does a literal's)."""
+    text = text.replace("{", "{{").replace("}", "}}")
+    quote = fstring.start[len(fstring.prefix)]
+    return text if "r" in fstring.prefix.lower() else text.replace(quote, "\\" + quote)
+
+
 class Transformer(cst.CSTTransformer):
     """LibCST's transformer at less cost per node, for the rewrites here, none of which changes
     formatting or is written per field: a formatting node's children are not visited (it is kept as
@@ -189,6 +208,26 @@ class Transformer(cst.CSTTransformer):
     def on_leave(self, original_node, updated_node):
         leave = self._for(type(original_node))[1]
         return updated_node if leave is None else leave(self, original_node, updated_node)
+
+    def leave_FormattedString(self, original_node: cst.FormattedString,
+                              updated_node: cst.FormattedString) -> cst.FormattedString:
+        """A self-documenting field (``f"{self.V.shape=}"``) prints its expression's text: where a
+        rewrite changed the expression, the text the user wrote becomes literal text in front of the
+        rewritten field, with the conversion ``=`` implies (``!r`` unless a format spec is given)."""
+        parts: list[cst.BaseFormattedStringContent] = []
+        changed = False
+        for before, after in zip(original_node.parts, updated_node.parts, strict=True):
+            if (type(before) is not cst.FormattedStringExpression or before.equal is None
+                    or after.expression.deep_equals(before.expression)):
+                parts.append(after)
+                continue
+            changed = True
+            parts.append(cst.FormattedStringText(_literal(field_text(before), updated_node)))
+            parts.append(after.with_changes(
+                equal=None, whitespace_before_expression=cst.SimpleWhitespace(""),
+                whitespace_after_expression=cst.SimpleWhitespace(""),
+                conversion=after.conversion or (None if after.format_spec is not None else "r")))
+        return updated_node.with_changes(parts=parts) if changed else updated_node
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         pass

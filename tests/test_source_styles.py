@@ -188,3 +188,47 @@ def test_an_if_on_a_local_read_from_a_builtin(tmp_path: Path, value: str, refuse
     else:
         imported(tmp_path, source, "models")
         imported(tmp_path, source.replace("if v > 0:", f"if {value} > 0:"), "direct")
+
+
+SELF_DOCUMENTING = HEAD + textwrap.dedent('''
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.N = bp.dyn.Lif(n, V_rest=0., V_th=1., V_reset=0., tau=5.)
+            self.out = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            if x.shape != self.N.V.shape:
+                raise ValueError(f"{x.shape=} {self.N.V.shape=}, { self.out.shape = }, {self.out.shape=!s}"
+                                 f" {self.out.shape[0]=:>4} {{{self.N.V.shape[0]=}}}")
+            self.out.value = self.N(x) + 0.1 * self.out
+            return self.out.value
+''')
+
+
+def test_a_self_documenting_f_string_field_keeps_the_text_the_user_wrote(tmp_path: Path) -> None:
+    """main wrote f"{self.library.read(params, state, 'N.V.shape')=}": `=` prints the expression's
+    own text, so the batched model's message named batchify's rewrite, not the user's field."""
+    module = imported(tmp_path, SELF_DOCUMENTING, "selfdoc")
+    net = module.NetBatched(3, batch_size=2)
+    bp.share.save(t=0.0, dt=bm.get_dt(), i=0)
+    with pytest.raises(ValueError) as batched_error:
+        net.update(bm.ones((2, 4)))
+    namespace: dict = {}
+    exec(compile(SELF_DOCUMENTING, "selfdoc_original.py", "exec"), namespace)
+    with pytest.raises(ValueError) as original_error:
+        namespace["Net"](3).update(bm.ones(4))
+    assert str(batched_error.value) == str(original_error.value)
+    assert "self.N.V.shape=(3,)" in str(original_error.value)
+    assert "{x.shape=}" in (tmp_path / "selfdoc_batched.py").read_text()  # a field left as it was stays as written
+
+
+def test_a_self_documenting_field_across_lines_is_refused() -> None:
+    """Its text holds the block's indentation, which the literal written in front of the rewritten field
+    cannot know: BFY222, rather than a message that differs by whitespace."""
+    source = SELF_DOCUMENTING.replace("{ self.out.shape = }", "{ self.out.shape\n        = }").replace(
+        'raise ValueError(f"', 'raise ValueError(f"""').replace('shape=!s}"', 'shape=!s}"""')
+    compile(source, "selfdoc.py", "exec")
+    with pytest.raises(BatchifyError) as caught:
+        transform(source.encode(), "selfdoc.py", command="batchify")
+    assert [(d.code, d.line) for d in caught.value.diagnostics] == [("BFY222", 12)]

@@ -28,7 +28,7 @@ import libcst as cst
 
 from batchify import names
 from batchify.analyse import deterministic_initializer, global_stream_draw, is_none, is_super_call, self_name_of
-from batchify.cstwalk import Transformer, self_path, walk
+from batchify.cstwalk import Transformer, field_text, self_path, walk
 from batchify.diagnostics import Diagnostic
 from batchify.ir import Method, ModelClass, ModuleIR
 from batchify.names import pure_name
@@ -1845,6 +1845,17 @@ def _paren(expr: cst.BaseExpression, op: type) -> cst.BaseExpression:
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
+def check_self_documenting_fields(ctx: Context, func: cst.FunctionDef) -> None:
+    """``f"{self.V.shape=}"`` prints the field's text: where the rewrite changes the expression, that
+    text becomes a literal in front of it (``Transformer.leave_FormattedString``). Across lines it
+    holds the block's indentation, which the literal cannot know (BFY222)."""
+    for n in walk(func.body):
+        if type(n) is cst.FormattedStringExpression and n.equal is not None and "\n" in field_text(n):
+            ctx.report(n, "BFY222", "a self-documenting f-string field ({...=}) spans lines: batchify writes its "
+                       "text out as a literal in front of the rewritten expression, and cannot know the "
+                       "indentation it holds; write the field on one line")
+
+
 def check_stale_closures(ctx: Context, func: cst.FunctionDef) -> None:
     """A function of the method that reads state (``def drive(x): return self.h @ self.u``), called
     inside a loop body: the body carries the state as its own parameter, while ``drive`` reads the
@@ -2185,6 +2196,7 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     check_stale_closures(ctx, func)
     check_children_as_values(ctx, func)
     check_builtin_locals(ctx, func, bindings)
+    check_self_documenting_fields(ctx, func)
     body = MethodRewriter(ctx).block(func.body.body)
     if not body or not isinstance(body[-1], cst.SimpleStatementLine) or not isinstance(body[-1].body[-1], (cst.Return, cst.Raise)):
         body.append(return_state(ctx))
