@@ -2940,6 +2940,10 @@ READ_BEFORE_A_BUILTIN_CALL = HEAD + textwrap.dedent('''
     ("self.v[bm.argmax(self.lif.V.value)] += self.lif(x).sum() + 1.0\nreturn self.v.value", True),
     ("y = bm.zeros(4)\ny[bm.argmax(self.lif.V.value)] += self.lif(x).sum() + 1.0\nreturn y", True),
     ("self.lif.V[bm.argmax(self.lif.V.value)] += self.lif(x).sum() + 1.0\nreturn self.lif.V.value", True),
+    # A method of a Sequential layer's value (main: a call of the layer, after the Sequential's call it moved in
+    # front, which read the layer's Variable outside the library: verify BFY302)
+    ("return self.seq[0].V.value.clip(0.0, self.seq(x).max() + 0.5) * 1.0", False),  # (WEAK: as above)
+    ("return self.seq[-1].V.value.max() + self.seq(x)", False),
 ])
 def test_a_builtins_value_read_before_a_call_in_one_statement_verifies(tmp_path, body: str, strict: bool) -> None:
     """Python reads first; batchify moves the call in front of the statement. 7a9920b gave exit 0 and a

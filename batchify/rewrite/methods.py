@@ -68,10 +68,14 @@ def shared_dict_expression(node: cst.BaseExpression) -> bool:
 
 
 def called_item(func: cst.BaseExpression) -> cst.Subscript | None:
-    """The item a call runs, ``self.seq[0]`` of ``self.seq[0](x)`` or ``self.seq[0].update(x)``."""
+    """The item a call runs, ``self.seq[0]`` of ``self.seq[0](x)`` or ``self.seq[0].update(x)``; None
+    for a method of a Variable's value read from it (``self.seq[0].V.value.clip(...)``), which is a
+    read of the item's Variable there, not a call of the item."""
+    value_read = False
     while type(func) is cst.Attribute:
         func = func.value
-    return func if type(func) is cst.Subscript else None
+        value_read = value_read or (type(func) is cst.Attribute and func.attr.value == "value")
+    return func if type(func) is cst.Subscript and not value_read else None
 
 
 def name(value: str) -> cst.Name:
