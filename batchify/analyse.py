@@ -489,6 +489,7 @@ class _ClassScan:
         self.libraries: list[str] = []
         self.noisy_integrators: list[str] = []
         self.global_streams: list[str] = []  # `self.rng = bm.random.default_rng()`: BrainPy's global stream
+        self.global_samplers: list[str] = []  # `self.sample = bm.random.normal`: one of its samplers
         self.library_fields: list[str] = []  # own state Variables handed to a built-in
         # Models of this file run as library code: classes of children handed to a built-in.
         self.library_models: list[str] = []
@@ -997,10 +998,11 @@ class _ClassScan:
                 if not is_none(branch):
                     self.classify(name, branch, target, direct)
             return
-        if self.a.qualified_names(value) & {names.GLOBAL_STREAM, names.GLOBAL_STREAM_MODULE} or (
-                type(value) is cst.Call and self.a.qualified_names(value.func) & names.GLOBAL_STREAM_GETTERS
-                and (not value.args or (len(value.args) == 1 and is_none(value.args[0].value)))):
+        if self.global_stream(value):
             self.global_streams.append(name)
+            return
+        if self.global_sampler(value):
+            self.global_samplers.append(name)
             return
         if type(value) is not cst.Call:
             self.check_container(name, value)
@@ -1044,6 +1046,7 @@ class _ClassScan:
             self.library_models.append(value.func.value)
             self.given_calls.append((value.func.value, value, self.given_models(value)))
         elif type(value.func) is cst.Name and value.func.value in self.models:
+            self.refuse_handed_stream(value)
             other = next((c.class_name for c in self.children if c.name == name and c.class_name != value.func.value),
                          None)
             if other is not None:  # the batched class's State holds one class's state per attribute
@@ -1160,6 +1163,38 @@ class _ClassScan:
             elif type(arg.value) is cst.Call and type(arg.value.func) is cst.Name and arg.value.func.value in self.models:
                 given.append(f"{arg.value.func.value}(...)")  # built for it alone: BFY104 (add_library)
         return given
+
+    def global_stream(self, value: cst.BaseExpression) -> bool:
+        """``bm.random.default_rng()``, ``bm.random.DEFAULT``, ``bm.random``: BrainPy's global stream."""
+        return bool(self.a.qualified_names(value) & {names.GLOBAL_STREAM, names.GLOBAL_STREAM_MODULE} or (
+            type(value) is cst.Call and self.a.qualified_names(value.func) & names.GLOBAL_STREAM_GETTERS
+            and (not value.args or (len(value.args) == 1 and is_none(value.args[0].value)))))
+
+    def global_sampler(self, value: cst.BaseExpression) -> bool:
+        """``bm.random.normal`` itself, not called: a sampler of the global stream."""
+        return type(value) in (cst.Attribute, cst.Name) and any(
+            names.random_sampler(q) for q in self.a.qualified_names(value))
+
+    def refuse_handed_stream(self, call: cst.Call) -> None:
+        """``Noisy(n, self.rng)``: BrainPy's global random stream (or a sampler of it) handed to a model of
+        this file that keeps it and draws from it in its steps. The child's draw is from an object it was
+        given, which batchify cannot see is the global stream, so every example would draw the same
+        numbers (at run time it was refused with advice that did not apply): BFY206."""
+        me = self_name_of(self.init) if self.init is not None else None
+        params, reached = self.reached_parameters(call.func.value)
+        for i, arg in enumerate(call.args):
+            parameter = arg.keyword.value if arg.keyword else (params[i] if not arg.star and i < len(params) else None)
+            if parameter is not None and parameter not in reached:
+                continue
+            path = self_path(arg.value, me) if me and type(arg.value) is cst.Attribute else None
+            held = bool(path) and len(path) == 1 and path[0] in (*self.global_streams, *self.global_samplers)
+            if held or self.global_stream(arg.value) or self.global_sampler(arg.value):
+                shown = self.a.module.code_for_node(arg.value)
+                self.a.report(arg.value, "BFY206", f"{shown}, BrainPy's global random stream (or a sampler of it), is "
+                              f"handed to {call.func.value}, which draws from it in its steps: batchify gives each "
+                              "example its own key only in a draw from a stream the drawing class holds itself; "
+                              f"create it in {call.func.value}.__init__ (self.rng = bm.random.default_rng()), or draw "
+                              "with bm.random.normal(...) there")
 
     def reached_parameters(self, name: str) -> tuple[list[str], set[str]]:
         """Class ``name``'s constructor parameters (after self), and those it stores on self
@@ -1366,16 +1401,20 @@ def shared_dict_parameter(func: cst.FunctionDef) -> str | None:
     return first if all(id(n) in as_dict for n in uses) and (by_key or not uses) else None
 
 
-def global_stream_draw(func: cst.BaseExpression, self_name: str, streams: set[str]) -> bool:
-    """``self.rng.normal`` where ``self.rng`` is BrainPy's global stream (``bm.random.default_rng()``)."""
+def global_stream_draw(func: cst.BaseExpression, self_name: str, streams: set[str],
+                       samplers: set[str] = frozenset()) -> bool:
+    """``self.rng.normal`` where ``self.rng`` is BrainPy's global stream (``bm.random.default_rng()``),
+    or ``self.sample`` holding one of its samplers (``bm.random.normal``)."""
     path = self_path(func, self_name)
-    return bool(path) and len(path) == 2 and path[0] in streams and path[1] in names.RANDOM_SAMPLERS
+    return bool(path) and ((len(path) == 2 and path[0] in streams and path[1] in names.RANDOM_SAMPLERS)
+                           or (len(path) == 1 and path[0] in samplers))
 
 
 def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: dict[str, set[str]],
                 methods: set[str], kind: str, libraries: set[str] = frozenset(),
                 noisy: set[str] = frozenset(), properties: set[tuple[str, ...]] = frozenset(),
-                known: Known | None = None, streams: set[str] = frozenset()) -> Method:
+                known: Known | None = None, streams: set[str] = frozenset(),
+                samplers: set[str] = frozenset()) -> Method:
     """What a method touches; using a library attribute at all counts as reading it. A child's
     attribute is a read of its state when it reaches a Variable or a built-in of the child (``known``),
     not when it is one of the child's settings (``self.rec.a``, a float of its constructor)."""
@@ -1407,7 +1446,7 @@ def scan_method(a: Analysis, func: cst.FunctionDef, fields: set[str], children: 
                     bool(qn & names.STATE_FACTORIES) and func.name.value != "__init__"
                     and not deterministic_initializer(node, a.qualified_names)) or (
                     me is not None and self_path(node.func, me) in [[n] for n in noisy]) or (
-                    me is not None and global_stream_draw(node.func, me, streams))
+                    me is not None and global_stream_draw(node.func, me, streams, samplers))
             if type(node) is cst.Attribute:
                 path = self_path(node, me)
                 if path and len(path) == 1 and tuple(path) in properties:
@@ -1569,6 +1608,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                          libraries=tuple(scan.libraries), reset_fields=tuple(scan.reset_fields),
                          init_resets=resets_at_init(scan.init, scan.init_resets, base),
                          noisy_integrators=tuple(scan.noisy_integrators), global_streams=tuple(scan.global_streams),
+                         global_samplers=tuple(scan.global_samplers),
                          library_fields=tuple(scan.library_fields), losses=driver_losses.get(name, {}),
                          local_variables=frozenset(scan.local_variables),
                          bound_functions=dict(scan.bound_functions),
@@ -1589,7 +1629,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         below = {base: (chain[i + 1] if chain[i + 1] != name else None) for i, base in enumerate(chain[:-1])}
         libraries = set(ir.all_libraries(cls))
         noisy = {n for c in ir.chain(cls) for n in c.noisy_integrators}
-        streams = ir.all_global_streams(cls)
+        streams, samplers = ir.all_global_streams(cls), ir.all_global_samplers(cls)
         # `self.w_eff` of a `@property` runs it, as a call would (a masked weight: `self.w * self.mask`);
         # so does a child's (`self.cell.rate`). Paths: ("w_eff",), ("cell", "rate").
         properties = {(n,) for n, m in inherited.items() if m.kind == "property"} | {
@@ -1620,7 +1660,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                 func = explicit_base_calls(func, me, below, a.inherit)
                 func = Normaliser(me, known, helpers, a.report, a.inherit).normalise(func)
             method = scan_method(a, func, fields, children, method_names, kind, libraries, noisy, properties, known,
-                                 streams)
+                                 streams, samplers)
             if me is not None and bound_reads:  # `self.f(x)`, f a lambda reading self.w: a read of w
                 used = {p[0] for n in walk(func.body) if type(n) is cst.Attribute for p in [self_path(n, me)] if p}
                 method = method._replace(reads=method.reads | {r for b in used & set(bound_reads)

@@ -63,6 +63,8 @@ class ModelClass:
     noisy_integrators: tuple[str, ...] = ()
     # Own attributes holding BrainPy's global random stream (``self.rng = bm.random.default_rng()``).
     global_streams: tuple[str, ...] = ()
+    # ... or one of its samplers (``self.sample = bm.random.normal``), drawn from by calling it.
+    global_samplers: tuple[str, ...] = ()
     # A property's setter and deleter (``@tau.setter``), by property name: copied after it as written.
     accessors: dict[str, list[cst.FunctionDef]] = field(default_factory=dict)
     # Methods only construction runs (``self._init_weights(n)`` in __init__): they create fields too,
@@ -185,6 +187,10 @@ class ModuleIR:
     def all_global_streams(self, cls: ModelClass) -> frozenset[str]:
         """Attributes of ``cls`` or a base holding BrainPy's global random stream (``bm.random.default_rng()``)."""
         return frozenset(n for c in self.chain(cls) for n in c.global_streams)
+
+    def all_global_samplers(self, cls: ModelClass) -> frozenset[str]:
+        """Attributes of ``cls`` or a base holding a sampler of that stream (``bm.random.normal``)."""
+        return frozenset(n for c in self.chain(cls) for n in c.global_samplers)
 
     def group_of_builtins(self, cls: ModelClass) -> bool:
         """A group of BrainPy built-ins without an update of its own: BrainPy's group update runs them

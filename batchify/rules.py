@@ -510,6 +510,27 @@ RULES: tuple[Rule, ...] = (
              where='update_pure'),
     ),
     Rule(
+        'built-in handed to a function',
+        f"{EXPR}.builtin_argument_call",
+        'a built-in given to a function',
+        '`rate_of(self.N)`, `drive(self.seq[0], x)`: a function of the file (or imported) given a built-in whole',
+        ("`state, rate_of_out = self.library.call(params, state, rate_of, self.N)`: the function runs as a "
+         "call of the built-in does, with one example's values bound into its Variables, which it may read or "
+         "step; a built-in of a child model is BFY104; `len()`, `isinstance()` and Python's other built-in "
+         "functions are left as written"),
+        Case(before='return rate_of(self.N, x)',
+             after=('state, rate_of_out = self.library.call(params, state, rate_of, self.N, x)\n'
+                    'return bfy.unwrap(state), rate_of_out'),
+             init='self.N = bp.dyn.Lif(3)',
+             extra=('\n'
+                    '\n'
+                    'def rate_of(neurons, x):\n'
+                    '    return neurons.spike.value * x\n')),
+        Case(before='return isinstance(self.N, bp.dyn.Lif) * x',
+             after='return bfy.unwrap(state), isinstance(self.N, bp.dyn.Lif) * x',
+             init='self.N = bp.dyn.Lif(3)'),
+    ),
+    Rule(
         'built-in pipe',
         f"{EXPR}.builtin_pipe",
         '`>>` into a built-in',
@@ -740,9 +761,11 @@ RULES: tuple[Rule, ...] = (
         'random draws',
         ('`bm.random.normal(0.0, 1.0, n)`; `self.rng.normal(...)` where `self.rng = bm.random.default_rng()` '
          "(BrainPy's global stream, as are `bm.random.DEFAULT` and the module `bm.random` held on an attribute; "
-         "seeded, `default_rng(42)` is held like `bm.random.RandomState(42)`)"),
+         "seeded, `default_rng(42)` is held like `bm.random.RandomState(42)`); `self.sample(...)` where "
+         "`self.sample = bm.random.normal`, a sampler held on an attribute"),
         ('`state, key = bfy.next_key(state)` then `bm.random.normal(0.0, 1.0, n, key=key)`: each '
-         "example its own stream, advanced as BrainPy's global key would be"),
+         "example its own stream, advanced as BrainPy's global key would be; the global stream handed to a "
+         "model of the file that draws from it (`Noisy(n, self.rng)`) is BFY206: create it in that class"),
         Case(before='return self.V + bm.random.normal(0.0, 1.0, 3)',
              after=('state, key = bfy.next_key(state)\n'
                     'return bfy.unwrap(state), state.V + bm.random.normal(0.0, 1.0, 3, key=key)')),

@@ -3062,3 +3062,63 @@ def test_an_array_method_of_a_childs_builtin_variable_is_read(tmp_path, body: st
                          "--batch", "3", "--strict")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout
+
+
+HANDED_BUILTIN = HEAD + textwrap.dedent('''
+    def drive(neurons, x):
+        return neurons(x) * 1.0
+
+
+    def rate_of(neurons):
+        return neurons.spike.value * 1.0
+
+
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n=4):
+            super().__init__()
+            self.lif = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
+            self.seq = bp.Sequential(bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0),
+                                     bp.dnn.Linear(n, n, W_initializer=bp.init.Normal(1.)), bp.dyn.Lif(n, V_th=0.3))
+            self.r = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            self.r.value = self.lif.V.value + drive(self.lif, x) + rate_of(self.seq[0])
+            y = self.seq(x)
+            return self.r.value + rate_of(self.seq[0]) + y
+''')
+
+
+def test_a_builtin_handed_to_a_function_of_the_file_verifies(tmp_path) -> None:
+    """main left `rate_of(self.lif)` as written: the function read (and `drive` stepped) the built-in's
+    single-example Variables outside the library, and verify refused to run the batched model (BFY302 'read
+    library.batched-lif.V ... as it is, a Variable that is not part of the batch's state'), with advice about a
+    model handed to the constructor. It now runs through the library, in Python's order with the read before it."""
+    checked = verify_cli(tmp_path, "handed", HANDED_BUILTIN, "--input-shape", "x=4:float32:20", "--steps", "20",
+                         "--batch", "3", "--strict", "--no-speed")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout
+    generated = (tmp_path / "handed_batched.py").read_text()
+    assert "self.library.call(params, state, drive, self.lif, x)" in generated
+
+
+HELD_SAMPLER = HEAD + textwrap.dedent('''
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n=4):
+            super().__init__()
+            self.sample = bm.random.normal
+            self.v = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            self.v.value = 0.9 * self.v + x + 0.1 * self.sample(size=self.v.shape)
+            return self.v.value
+''')
+
+
+def test_a_sampler_of_the_global_stream_held_on_self_verifies(tmp_path) -> None:
+    """main left `self.sample(...)` as written: the batched model drew from BrainPy's global key and refused
+    at run time (BFY302 'drew random numbers from BrainPy's global stream (bm.random) in code batchify did not
+    rewrite (a module-level helper, ...)'). It is a draw like bm.random.normal(...): each example its own key."""
+    checked = verify_cli(tmp_path, "sampler", HELD_SAMPLER, "--input-shape", "x=4:float32:2", "--steps", "20",
+                         "--batch", "3", "--strict", "--no-speed")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout

@@ -368,6 +368,10 @@ def test_an_item_of_a_builtin_is_read_and_called_as_one_example_sees_it(body: st
     ("for i, layer in enumerate(self.seq):\n    x = layer(x)\nreturn x", "BFY213"),
     ("fc, lif = self.seq[0], self.seq[1]\nreturn lif(fc(x))", "BFY213"),
     ("last: bp.dyn.Lif = self.seq[-1]\nreturn last.V", "BFY213"),
+    # ... inside an expression (main: exit 0, and the batched model refused at run time: 'wrote lif.V, lif.spike,
+    # a Variable of a Lif ... which is not part of the batch's state ... handed to the constructor')
+    ("return (lif := self.seq['lif'])(x)", "BFY213"),
+    ("return x + sum([layer.V.value.sum() for layer in self.seq if hasattr(layer, 'V')])", "BFY213"),
 ])
 def test_an_item_of_a_builtin_written_or_sliced_is_refused(body: str, code: str) -> None:
     """Adversarial review: main rewrote the write into an attribute set on one example's view (verify: BFY303
@@ -518,3 +522,44 @@ def test_self_init_variable_with_unpacked_arguments_is_refused() -> None:
     with pytest.raises(BatchifyError, match=r"BFY205 self.init_variable\(...\) with unpacked arguments"):
         transform(source(Case(before="return self.H.value", after="", extra=extra)).encode(), "m.py",
                   command="batchify m.py")
+
+
+@pytest.mark.parametrize("body,init,expected", [
+    # A sampler held on an attribute (main: exit 0, and the batched model refused at run time: 'drew random
+    # numbers from BrainPy's global stream (bm.random) in code batchify did not rewrite (a module-level helper,
+    # ...)', every example the same numbers)
+    ("return self.V + self.sample(size=3)", "self.sample = bm.random.normal",
+     "state, key = bfy.next_key(state)\nreturn bfy.unwrap(state), state.V + self.sample(size=3, key=key)"),
+    ("f = self.sample\nreturn self.V + f(size=3)", "self.sample = bm.random.normal", "BFY206 self.sample"),
+    ("return self.V + self.sample(size=3)", "self.sample = bm.random.RandomState(1).normal",
+     "return bfy.unwrap(state), state.V + self.sample(size=3)"),  # (a stream of its own: not the global one)
+])
+def test_a_sampler_of_the_global_stream_held_on_self(body: str, init: str, expected: str) -> None:
+    got = rewritten(Case(before=body, after="", init=init))
+    assert got.startswith(expected), got
+
+
+NOISY_CHILD = """
+class Noisy(bp.DynamicalSystem):
+    def __init__(self, n, rng, scale=0.1):
+        super().__init__()
+        self.rng = rng
+        self.v = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.v.value = 0.9 * self.v + x + 0.1 * self.rng.normal(size=self.v.shape)
+        return self.v.value
+"""
+
+
+@pytest.mark.parametrize("init,refused", [
+    ("self.rng = bm.random.default_rng()\nself.noisy = Noisy(3, self.rng)", True),
+    ("self.noisy = Noisy(3, rng=bm.random.default_rng())", True),
+    ("self.noisy = Noisy(3, bm.random)", True),
+    ("self.noisy = Noisy(3, bm.random.default_rng(7))", False),  # a seeded stream: its own
+])
+def test_the_global_stream_handed_to_a_model_that_draws_from_it_is_refused(init: str, refused: bool) -> None:
+    """main: exit 0, and the batched model refused at run time, advising against a module-level helper; the
+    child's draw is from an object it was given, which the rewrite of its class cannot see is the global stream."""
+    got = rewritten(Case(before="return self.noisy(x)", after="", init=init, extra="\n\n" + NOISY_CHILD))
+    assert got.startswith("BFY206") == refused, got

@@ -343,8 +343,9 @@ class ExprRewriter(Transformer):
     def visit_Call(self, node: cst.Call) -> bool:
         self.call_funcs.add(id(node.func))
         self.pre_at[id(node)] = len(self.pre)  # (what its arguments move in front comes after this)
-        if global_stream_draw(node.func, self.ctx.self_name, self.ctx.ir.all_global_streams(self.ctx.cls)):
-            self.stream_kept.add(id(node.func.value))
+        if global_stream_draw(node.func, self.ctx.self_name, self.ctx.ir.all_global_streams(self.ctx.cls),
+                              self.ctx.ir.all_global_samplers(self.ctx.cls)):
+            self.stream_kept.add(id(node.func.value if self_path(node.func, self.ctx.self_name)[1:] else node.func))
         item = called_item(node.func)
         if item is not None:
             self.called_items.add(id(item))
@@ -518,6 +519,8 @@ class ExprRewriter(Transformer):
         item = called_item(node.func)
         if item is not None and self.item_of_builtin(item) is not None:
             return not reader
+        if self.handed_builtin(node) is not None:
+            return True
         target = self.stateful_target(node.func)
         if target is None:
             return False
@@ -616,7 +619,8 @@ class ExprRewriter(Transformer):
 
     # The call rules, tried in order; the first that gives a node wins (batchify.rules).
     CALL_RULES = ("refuse_unbatchable_random", "control_flow_call", "loop_body_call", "state_factory",
-                  "variable_recreated", "random_draw", "builtin_call", "noisy_integrator_call", "stateful_call")
+                  "variable_recreated", "random_draw", "builtin_call", "builtin_argument_call", "noisy_integrator_call",
+                  "stateful_call")
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         qualified = {q.name for q in self.ctx.ir.qualified.get(original_node.func, ())}
@@ -651,9 +655,18 @@ class ExprRewriter(Transformer):
         if not path or len(path) > 2 or id(node) in self.stream_kept:
             return
         owner = self.ctx.ir.child_map(self.ctx.cls).get(path[0]) if len(path) == 2 else self.ctx.cls
-        if owner is None or path[-1] not in self.ctx.ir.all_global_streams(owner):
+        if owner is None:
             return
         shown, method = "self." + ".".join(path), self.ctx.method.name
+        if path[-1] in self.ctx.ir.all_global_samplers(owner):
+            self.ctx.report(node, "BFY206", f"{shown} holds a sampler of BrainPy's global random stream, used in "
+                            f"{method}() other than by a call in place{' on a child' if len(path) == 2 else ''}: each "
+                            f"example gets its own key only in a call written self.{path[-1]}(...) in a method of "
+                            "the class that holds it, and through anything else every example would draw the same "
+                            "numbers; call it in place")
+            return
+        if path[-1] not in self.ctx.ir.all_global_streams(owner):
+            return
         if len(path) == 2:
             why = (f"{shown} is the child's hold of BrainPy's global random stream, drawn from in {method}() of "
                    f"its parent: each example gets its own key only in a draw written self.{path[1]}.normal(...) "
@@ -700,7 +713,8 @@ class ExprRewriter(Transformer):
         """``bm.random.normal(...)`` without ``key=``: a key from this example's stream; so for a draw from
         the global stream held on self (``self.rng.normal(...)``, ``self.rng = bm.random.default_rng()``)."""
         if (any(names.random_sampler(q) for q in qualified) or global_stream_draw(
-                original_node.func, self.ctx.self_name, self.ctx.ir.all_global_streams(self.ctx.cls))) and not any(
+                original_node.func, self.ctx.self_name, self.ctx.ir.all_global_streams(self.ctx.cls),
+                self.ctx.ir.all_global_samplers(self.ctx.cls))) and not any(
                 a.keyword is not None and a.keyword.value == "key" for a in original_node.args):
             return self.keyed_draw(original_node, updated_node)
         return None
@@ -744,6 +758,35 @@ class ExprRewriter(Transformer):
                 value = self.read_first("_".join((ref.name, *ref.rest[:-1])), value)
             return updated_node.with_changes(func=attr(value, ref.rest[-1]))
         return self.library_call(original_node, original_node.func, list(updated_node.args), ref)
+
+    def handed_builtin(self, node: cst.Call) -> LibraryRef | None:
+        """The built-in handed whole to a function that is not the model's (``rate_of(self.lif)``,
+        ``readout(self.seq[-1], x)``): the function reads, and may step, its Variables."""
+        if self_path(node.func, self.ctx.self_name) or any(
+                q.name.startswith("builtins.") for q in self.ctx.ir.qualified.get(node.func, ())):
+            return None  # (a method of the model, or len(), isinstance(), ...: neither runs the built-in)
+        for arg in node.args:
+            value = arg.value.value if type(arg.value) is cst.Subscript else arg.value
+            path = self_path(value, self.ctx.self_name)
+            ref = self.ctx.resolve(path) if path else None
+            if isinstance(ref, LibraryRef) and not ref.rest:
+                return ref
+        return None
+
+    def builtin_argument_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
+        """``rate_of(self.lif)``, a function of the file or another module given a built-in:
+        ``state, rate_of_out = self.library.call(params, state, rate_of, self.lif)``, run with one
+        example's values bound into the built-in's Variables, as a call of the built-in is."""
+        ref = self.handed_builtin(original_node)
+        if ref is None or not self.library_ok(ref, original_node):
+            return None
+        func = updated_node.func
+        hint = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else ref.name
+        ctx = self.ctx
+        return self.carried_call(
+            original_node, attr(name(ctx.self_name), "library", "call"),
+            [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), cst.Arg(func), *updated_node.args], f"{hint}_out",
+            f"this call hands it the built-in self.{ref.name}")
 
     def noisy_integrator_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
         """``self.integral(V, t)`` of a ``bp.sdeint`` integrator: its noise from this example's stream."""
@@ -1255,43 +1298,10 @@ class MethodRewriter:
             orelse = orelse.with_changes(body=self.suite(orelse.body))
         return [*pre, stmt.with_changes(test=test, body=self.suite(stmt.body), orelse=orelse)]
 
-    def builtin_object(self, expr: cst.BaseExpression, how: str) -> bool:
-        """``last = self.seq[-1]``, ``for layer in self.seq``: a built-in (or a layer of one) held under
-        a name batchify cannot follow. Its Variables hold one example, the batch's live apart, so the
-        name would read and step the wrong ones: BFY213 (at run time it was refused with advice that
-        did not apply). Reached through ``self`` where it is used, it is each example's."""
-        if type(expr) in (cst.Tuple, cst.List):  # `fc, lif = self.seq[0], self.seq[1]`
-            return any([self.builtin_object(e.value, how) for e in expr.elements])  # (a list: each reported)
-        if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value in ("enumerate", "reversed",
-                                                                                         "zip", "list", "tuple"):
-            return any([self.builtin_object(a.value, how) for a in expr.args])  # `enumerate(self.seq)`
-        node = expr
-        if type(node) is cst.Call and type(node.func) is cst.Attribute and not node.args and \
-                node.func.attr.value in ("values", "items"):
-            node = node.func.value  # `self.seq.children.values()`
-        while type(node) is cst.Subscript:
-            node = node.value
-        path = self_path(node, self.ctx.self_name)
-        ref = self.ctx.resolve(path) if path else None
-        if not isinstance(ref, LibraryRef) or ref.rest not in ((), ("children",)):
-            return False
-        shown, whole = self.ctx.ir.module.code_for_node(expr), f"self.{'.'.join((*ref.children, ref.name))}"
-        if node is expr and not ref.rest:
-            what, way = f"the built-in {whole}", f"write {whole} where you read or call it ({whole}.V, {whole}(x))"
-        else:
-            what = f"{shown}, of the built-in {whole},"
-            way = (f"write the layer's whole path where you read or call it ({whole}[-1].V, {whole}[0](x)), "
-                   f"or call {whole}(x), which runs its layers in order")
-        if self.ctx.method.name in ("reset_state", "reset"):
-            way = f"reset it whole, {whole}.reset_state(batch_size), which resets each layer"
-        self.ctx.report(expr, "BFY213", f"{what} {how}: batchify follows a built-in only through self, where "
-                        f"each example's Variables are bound, not under another name; {way}")
-        return True
-
     def for_(self, stmt: cst.For) -> list[cst.BaseStatement]:
         """A Python ``for``: unrolled when traced, as in the original; its body threads the state."""
         self.check_no_write(stmt.target, "a for-loop target")
-        if self.builtin_object(stmt.iter, "is iterated here"):
+        if builtin_object(self.ctx, stmt.iter, "is iterated here"):
             return []
         pre, iter_, _ = self.expr(stmt.iter)
         body = self.suite(stmt.body)
@@ -1461,7 +1471,7 @@ class MethodRewriter:
 
     def annotated_assign(self, small: cst.AnnAssign) -> list[cst.BaseStatement]:
         """``self.V: jax.Array = e``: a write like the plain assignment."""
-        if small.value is not None and self.builtin_object(small.value, "is bound to a name here"):
+        if small.value is not None and builtin_object(self.ctx, small.value, "is bound to a name here"):
             return []
         if small.value is not None and self.field_target(small.target) is not None:
             return self.assign(cst.Assign([cst.AssignTarget(small.target)], small.value))
@@ -1638,7 +1648,7 @@ class MethodRewriter:
         """``self.V.value = e`` / ``self.V = e`` -> ``state = state._replace(V=e)``; reads only otherwise."""
         ctx = self.ctx
         self.track([t.target for t in small.targets if not self.writes_field(t.target)], small.value)
-        if self.builtin_object(small.value, "is bound to a name here"):
+        if builtin_object(self.ctx, small.value, "is bound to a name here"):
             return []
         pre, value, rw = self.expr(small.value)
         targets = [t.target for t in small.targets]
@@ -1847,6 +1857,55 @@ def _paren(expr: cst.BaseExpression, op: type) -> cst.BaseExpression:
     if strength > PRECEDENCE[op] or (strength == 7 and op is not cst.Power):
         return expr
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def builtin_object(ctx: Context, expr: cst.BaseExpression, how: str) -> bool:
+    """``last = self.seq[-1]``, ``for layer in self.seq``: a built-in (or a layer of one) held under
+    a name batchify cannot follow. Its Variables hold one example, the batch's live apart, so the
+    name would read and step the wrong ones: BFY213 (at run time it was refused with advice that
+    did not apply). Reached through ``self`` where it is used, it is each example's."""
+    if type(expr) in (cst.Tuple, cst.List):  # `fc, lif = self.seq[0], self.seq[1]`
+        return any([builtin_object(ctx, e.value, how) for e in expr.elements])  # (a list: each reported)
+    if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value in ("enumerate", "reversed",
+                                                                                     "zip", "list", "tuple"):
+        return any([builtin_object(ctx, a.value, how) for a in expr.args])  # `enumerate(self.seq)`
+    node = expr
+    if type(node) is cst.Call and type(node.func) is cst.Attribute and not node.args and \
+            node.func.attr.value in ("values", "items"):
+        node = node.func.value  # `self.seq.children.values()`
+    while type(node) is cst.Subscript:
+        node = node.value
+    path = self_path(node, ctx.self_name)
+    ref = ctx.resolve(path) if path else None
+    if not isinstance(ref, LibraryRef) or ref.rest not in ((), ("children",)):
+        return False
+    shown, whole = ctx.ir.module.code_for_node(expr), f"self.{'.'.join((*ref.children, ref.name))}"
+    if node is expr and not ref.rest and how != "is iterated here":
+        what, way = f"the built-in {whole}", f"write {whole} where you read or call it ({whole}.V, {whole}(x))"
+    elif node is expr and not ref.rest:
+        what = f"the built-in {whole}"
+        way = (f"write each layer's whole path where you read or call it ({whole}[-1].V, {whole}[0](x)), "
+               f"or call {whole}(x), which runs its layers in order")
+    else:
+        what = f"{shown}, of the built-in {whole},"
+        way = (f"write the layer's whole path where you read or call it ({whole}[-1].V, {whole}[0](x)), "
+               f"or call {whole}(x), which runs its layers in order")
+    if ctx.method.name in ("reset_state", "reset"):
+        way = f"reset it whole, {whole}.reset_state(batch_size), which resets each layer"
+    ctx.report(expr, "BFY213", f"{what} {how}: batchify follows a built-in only through self, where "
+                f"each example's Variables are bound, not under another name; {way}")
+    return True
+
+
+def check_builtin_bindings(ctx: Context, func: cst.FunctionDef) -> None:
+    """A built-in bound by ``:=`` or iterated in a comprehension (``(lif := self.lif)(x)``,
+    ``[l.V for l in self.seq]``): the statement forms (``=``, ``for``) are refused where the rewrite
+    meets them; these sit inside expressions, so they are looked for here (BFY213)."""
+    for n in walk(func.body):
+        if type(n) is cst.NamedExpr:
+            builtin_object(ctx, n.value, "is bound to a name here")
+        elif type(n) is cst.CompFor:
+            builtin_object(ctx, n.iter, "is iterated here")
 
 
 def check_self_documenting_fields(ctx: Context, func: cst.FunctionDef) -> None:
@@ -2201,6 +2260,7 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     check_children_as_values(ctx, func)
     check_builtin_locals(ctx, func, bindings)
     check_self_documenting_fields(ctx, func)
+    check_builtin_bindings(ctx, func)
     body = MethodRewriter(ctx).block(func.body.body)
     if not body or not isinstance(body[-1], cst.SimpleStatementLine) or not isinstance(body[-1].body[-1], (cst.Return, cst.Raise)):
         body.append(return_state(ctx))
