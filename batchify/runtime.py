@@ -766,6 +766,8 @@ class Library(bp.BrainPyObject):
                 raise RuntimeError(self._reset_writes_weights(learned))
             if stray or learned:  # weights learned online, or Variables of other models: not one example's
                 raise RuntimeError(f"{function} wrote Variables that are not one example's state: {stray + learned}")
+            if handed(function):
+                refuse_escaping(function, out)
             return state._replace(library=new, rng_key=rng_key, **fields), unwrap(out)
         finally:
             self._calls -= 1
@@ -796,6 +798,31 @@ class Library(bp.BrainPyObject):
                 f"{'this weight' if one else 'these weights'} with the batch) and batch it again "
                 f"({self._owner_name}Batched.from_model(model, batch_size)), or build the built-in so that its "
                 f"reset writes no weight (train_state=False)")
+
+
+def handed(function) -> bool:
+    """``rate_of`` of ``self.library.call(params, state, rate_of, self.lif)``: a function the model hands
+    a built-in to, not a built-in or a method of one (or of its Variable, or of the library itself)."""
+    owner = getattr(function, "__self__", None)
+    return not isinstance(function, bp.BrainPyObject) and not isinstance(owner, (bp.BrainPyObject, bm.Variable, Library))
+
+
+def refuse_escaping(function, out):
+    """A handed function runs with one example's values bound into the built-in's Variables, which get
+    the batch's back when it returns: what it returns must be values. The built-in itself, a Variable of
+    it, an object or a function keeping them (``return n.V``, ``Probe(n)``, ``lambda: n.spike.value``)
+    would be read later, after those values are gone, and read the wrong ones."""
+    leaves = jax.tree.leaves(out, is_leaf=lambda x: isinstance(x, (bm.Array, bp.BrainPyObject)))
+    kept = next((leaf for leaf in leaves if isinstance(leaf, (bm.Variable, bp.BrainPyObject)) or not isinstance(
+        leaf, (jax.Array, np.ndarray, np.generic, bm.Array, int, float, complex, bool, str, bytes))), None)
+    if kept is not None:
+        what = "a Variable" if isinstance(kept, bm.Variable) else f"a {type(kept).__name__}"
+        raise RuntimeError(
+            f"{getattr(function, '__qualname__', function)}() was handed a built-in and returned {what}: it ran on "
+            "one example's values bound into the built-in's Variables, and what it returns is read after they "
+            "are gone, so it must be values (arrays, numbers), not the built-in, its Variables, or an object or "
+            "function that keeps them; return the values the model reads (n.V.value), or read them through "
+            "self where the model uses them")
 
 
 def held(owner, name):

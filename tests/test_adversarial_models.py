@@ -3122,3 +3122,54 @@ def test_a_sampler_of_the_global_stream_held_on_self_verifies(tmp_path) -> None:
                          "--batch", "3", "--strict", "--no-speed")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout
+
+
+HANDED_AND_KEPT = HEAD + textwrap.dedent('''
+    def get_V(n):
+        return n.V
+
+
+    def ident(n):
+        return n
+
+
+    def make(n):
+        return lambda: n.spike.value * 1.0
+
+
+    class Probe:
+        def __init__(self, n):
+            self.n = n
+
+        def rate(self):
+            return self.n.spike.value * 1.0
+
+
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n=4):
+            super().__init__()
+            self.lif = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
+            self.v = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            {body}
+            return self.v.value
+''')
+
+
+@pytest.mark.parametrize("body, kept", [
+    ("V = get_V(self.lif)\nself.lif(x)\nself.v.value = V * 1.0", "get_V() was handed a built-in and returned a Variable"),
+    ("self.lif(x)\np = Probe(self.lif)\nself.v.value = p.rate() + self.lif.V.value", "returned a Probe"),
+    ("m = ident(self.lif)\nself.lif(x)\nself.v.value = m.V.value + m.spike * 1.0", "returned a Lif"),
+    ("g = make(self.lif)\nself.lif(x)\nself.v.value = g() + self.lif.V.value", "returned a function"),
+])
+def test_what_a_handed_function_returns_must_be_values(tmp_path, body: str, kept: str) -> None:
+    """helper-40: 8027d22 ran each through the library and exit 0, then verify FAILed (max abs error 1.0):
+    the built-in, its Variable, or an object or function keeping it came back out of the call and was read
+    after the example's values were put back. The batched model now refuses to run, naming the function."""
+    source = HANDED_AND_KEPT.format(body=body.replace("\n", "\n        "))
+    checked = verify_cli(tmp_path, "kept", source, "--input-shape", "x=4:float32:50", "--steps", "20", "--batch", "3",
+                         "--strict", "--no-speed")
+    assert checked.returncode == 2, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "BFY302" in checked.stderr and kept in checked.stderr, checked.stderr[-2000:]
+    assert "FAIL" not in checked.stdout
