@@ -1171,9 +1171,25 @@ class _ClassScan:
             and (not value.args or (len(value.args) == 1 and is_none(value.args[0].value)))))
 
     def global_sampler(self, value: cst.BaseExpression) -> bool:
-        """``bm.random.normal`` itself, not called: a sampler of the global stream."""
+        """``bm.random.normal`` (or ``bm.random.DEFAULT.normal``) itself, not called: a sampler of the global
+        stream."""
+        held = f"{names.GLOBAL_STREAM}."
         return type(value) in (cst.Attribute, cst.Name) and any(
-            names.random_sampler(q) for q in self.a.qualified_names(value))
+            names.random_sampler(q) or (q.startswith(held) and q[len(held):] in names.RANDOM_SAMPLERS)
+            for q in self.a.qualified_names(value))
+
+    def local_values(self, value: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """What ``__init__``, or else the module, assigns to the name ``value`` (``rng = bm.random.default_rng()``)."""
+        if type(value) is not cst.Name:
+            return []
+        top = [small for line in self.a.module.body if type(line) is cst.SimpleStatementLine for small in line.body]
+        scopes = [list(walk(self.init.body))] if self.init is not None else []
+        for nodes in (*scopes, top):
+            found = [n.value for n in nodes if type(n) is cst.Assign and len(n.targets) == 1
+                     and type(n.targets[0].target) is cst.Name and n.targets[0].target.value == value.value]
+            if found:
+                return found
+        return []
 
     def refuse_handed_stream(self, call: cst.Call) -> None:
         """``Noisy(n, self.rng)``: BrainPy's global random stream (or a sampler of it) handed to a model of
@@ -1188,7 +1204,8 @@ class _ClassScan:
                 continue
             path = self_path(arg.value, me) if me and type(arg.value) is cst.Attribute else None
             held = bool(path) and len(path) == 1 and path[0] in (*self.global_streams, *self.global_samplers)
-            if held or self.global_stream(arg.value) or self.global_sampler(arg.value):
+            values = [arg.value, *self.local_values(arg.value)]  # (`rng = bm.random.default_rng()` first)
+            if held or any(self.global_stream(v) or self.global_sampler(v) for v in values):
                 shown = self.a.module.code_for_node(arg.value)
                 self.a.report(arg.value, "BFY206", f"{shown}, BrainPy's global random stream (or a sampler of it), is "
                               f"handed to {call.func.value}, which draws from it in its steps: batchify gives each "

@@ -5,8 +5,10 @@ templates in ``templates/``: they hold layout, never decisions. One Environment,
 from __future__ import annotations
 
 import functools
+import io
 import os
 import sys
+import tokenize
 
 import jinja2
 
@@ -20,14 +22,35 @@ LINE_LENGTH = 100
 
 def indent_lines(text: str, width: int = 4, first: bool = False, blank: bool = False) -> str:
     """Jinja's ``indent`` filter, splitting at ``\n`` only: ``str.splitlines`` also splits at a form
-    feed, U+2028 and other separators that may stand inside the user's strings and comments."""
+    feed, U+2028 and other separators that may stand inside the user's strings and comments. A line
+    that goes on a string from the line before (``s = \"\"\"`` then ``abc``) is part of its value: as
+    it is."""
     pad = " " * width if isinstance(width, int) else str(width)
     lines = (text + "\n").split("\n")[:-1]
-    if blank:
-        out = ("\n" + pad).join(lines)
-    else:
-        out = lines[0] + "".join("\n" + (pad + line if line else line) for line in lines[1:])
+    inside = string_lines(text)
+    out = lines[0] + "".join("\n" + (pad + line if (line or blank) and i not in inside else line)
+                             for i, line in enumerate(lines[1:], 1))
     return pad + out if first else out
+
+
+def string_lines(code: str) -> set[int]:
+    """The lines of ``code`` (0-based) that a string begun on an earlier line goes on over: a triple-quoted
+    string's, an f-string's, or one continued with a backslash."""
+    inside: set[int] = set()
+    starts: list[int] = []  # (f-strings come as pieces on Python 3.12: from FSTRING_START to FSTRING_END)
+    fstring_start = getattr(tokenize, "FSTRING_START", None)
+    fstring_end = getattr(tokenize, "FSTRING_END", None)
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            if token.type == fstring_start:
+                starts.append(token.start[0])
+            elif token.type == fstring_end and starts:
+                inside.update(range(starts.pop(), token.end[0]))
+            elif token.type == tokenize.STRING:
+                inside.update(range(token.start[0], token.end[0]))
+    except (tokenize.TokenError, SyntaxError):
+        return inside  # (not Python: no strings known, every line indented as before)
+    return inside
 
 
 @functools.cache

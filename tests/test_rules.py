@@ -372,6 +372,15 @@ def test_an_item_of_a_builtin_is_read_and_called_as_one_example_sees_it(body: st
     # a Variable of a Lif ... which is not part of the batch's state ... handed to the constructor')
     ("return (lif := self.seq['lif'])(x)", "BFY213"),
     ("return x + sum([layer.V.value.sum() for layer in self.seq if hasattr(layer, 'V')])", "BFY213"),
+    # (helper-40: each exit 0 on 8027d22, and the batched model refused at run time with advice that did not apply)
+    ("lif = self.seq['lif'] if x.shape[0] > 2 else None\nreturn lif(x)", "BFY213"),
+    ("first = next(iter(self.seq))\nreturn first(x)", "BFY213"),
+    ("def run(x, layer=self.seq[0]):\n    return layer(x)\nreturn run(x)", "BFY213"),
+    ("run = lambda x, layer=self.seq[0]: layer(x)\nreturn run(x)", "BFY213"),
+    ("match self.seq:\n    case layers:\n        return layers(x)", "BFY213"),
+    ("step = self.seq[0].update\nreturn step(x)", "BFY213"),
+    ("return self.scale(self.seq) * 1.0", "BFY213"),  # handed to a method (helper-40: run-time refusal)
+    ("return getattr(self.seq, 'lif').V", "BFY213"),  # (helper-40: run-time refusal)
 ])
 def test_an_item_of_a_builtin_written_or_sliced_is_refused(body: str, code: str) -> None:
     """Adversarial review: main rewrote the write into an attribute set on one example's view (verify: BFY303
@@ -531,6 +540,8 @@ def test_self_init_variable_with_unpacked_arguments_is_refused() -> None:
     ("return self.V + self.sample(size=3)", "self.sample = bm.random.normal",
      "state, key = bfy.next_key(state)\nreturn bfy.unwrap(state), state.V + self.sample(size=3, key=key)"),
     ("f = self.sample\nreturn self.V + f(size=3)", "self.sample = bm.random.normal", "BFY206 self.sample"),
+    ("return self.V + self.sample(size=3)", "self.sample = bm.random.DEFAULT.normal",  # (helper-40: run time)
+     "state, key = bfy.next_key(state)\nreturn bfy.unwrap(state), state.V + self.sample(size=3, key=key)"),
     ("return self.V + self.sample(size=3)", "self.sample = bm.random.RandomState(1).normal",
      "return bfy.unwrap(state), state.V + self.sample(size=3)"),  # (a stream of its own: not the global one)
 ])
@@ -557,9 +568,21 @@ class Noisy(bp.DynamicalSystem):
     ("self.noisy = Noisy(3, rng=bm.random.default_rng())", True),
     ("self.noisy = Noisy(3, bm.random)", True),
     ("self.noisy = Noisy(3, bm.random.default_rng(7))", False),  # a seeded stream: its own
+    # (helper-40: a local, and a module-level name, exit 0 on 8027d22 and a run-time refusal)
+    ("rng = bm.random.default_rng()\nself.noisy = Noisy(3, rng)", True),
+    ("self.noisy = Noisy(3, RNG)", True),
 ])
 def test_the_global_stream_handed_to_a_model_that_draws_from_it_is_refused(init: str, refused: bool) -> None:
     """main: exit 0, and the batched model refused at run time, advising against a module-level helper; the
     child's draw is from an object it was given, which the rewrite of its class cannot see is the global stream."""
-    got = rewritten(Case(before="return self.noisy(x)", after="", init=init, extra="\n\n" + NOISY_CHILD))
+    got = rewritten(Case(before="return self.noisy(x)", after="", init=init,
+                         extra="\n\nRNG = bm.random.default_rng()\n\n" + NOISY_CHILD))
     assert got.startswith("BFY206") == refused, got
+
+
+def test_a_builtin_handed_to_a_function_held_on_self_runs_through_the_library() -> None:
+    """``self.fn = rate_of`` in __init__, ``self.fn(self.N, x)`` in a step: a function like ``rate_of(self.N, x)``,
+    not a method of the model (a method given a built-in is BFY213)."""
+    got = rewritten(Case(before="return self.fn(self.N, x)", after="", init="self.N = bp.dyn.Lif(3)\nself.fn = rate_of",
+                         extra="\n\ndef rate_of(neurons, x):\n    return neurons.spike.value * x\n"))
+    assert got.startswith("state, fn_out = self.library.call(params, state, self.fn, self.N, x)\n"), got

@@ -223,12 +223,75 @@ def test_a_self_documenting_f_string_field_keeps_the_text_the_user_wrote(tmp_pat
     assert "{x.shape=}" in (tmp_path / "selfdoc_batched.py").read_text()  # a field left as it was stays as written
 
 
-def test_a_self_documenting_field_across_lines_is_refused() -> None:
-    """Its text holds the block's indentation, which the literal written in front of the rewritten field
-    cannot know: BFY222, rather than a message that differs by whitespace."""
-    source = SELF_DOCUMENTING.replace("{ self.out.shape = }", "{ self.out.shape\n        = }").replace(
+@pytest.mark.parametrize("field", [
+    "{ self.out.shape\n        = }",  # across lines: the block's indentation
+    r"{self.out.shape[0] + len('\N{DIGIT ONE}')=}",  # (helper-40: main wrote `{{DIGIT ONE}}`, BFY900)
+    r"""{self.out.shape[0] + len('\"')=}""",  # (helper-40: main escaped the escape, BFY900)
+    "{self.out.shape[0] != 3=}",  # (Python 3.12.1 prints 'self.out.shape[0]True', helper-40)
+])
+def test_a_self_documenting_field_python_prints_otherwise_is_refused(field: str) -> None:
+    """The literal written in front of the rewritten field cannot hold these texts as Python prints them:
+    BFY222, rather than a message that differs (or a module that does not compile)."""
+    source = SELF_DOCUMENTING.replace("{ self.out.shape = }", field).replace(
         'raise ValueError(f"', 'raise ValueError(f"""').replace('shape=!s}"', 'shape=!s}"""')
     compile(source, "selfdoc.py", "exec")
     with pytest.raises(BatchifyError) as caught:
         transform(source.encode(), "selfdoc.py", command="batchify")
     assert [(d.code, d.line) for d in caught.value.diagnostics] == [("BFY222", 12)]
+
+
+MULTILINE_STRINGS = HEAD + textwrap.dedent('''
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n):
+            super().__init__()
+            self.N = bp.dyn.Lif(n, V_rest=0., V_th=1., V_reset=0., tau=5.)
+            self.out = bm.Variable(bm.zeros(n))
+            self.k = len("""
+    ab
+    """)
+
+        def update(self, x):
+            s = """
+    abc
+      def
+    """
+            t = f"""{x.shape}
+    {self.out.shape}
+    """
+            u = "a\\
+    b"
+            self.out.value = self.N(x) + len(s) + len(t) + len(u) + self.k
+            return self.out.value
+''')
+
+
+def test_a_string_over_several_lines_keeps_its_value(tmp_path: Path) -> None:
+    """helper-40: main indented every line of a rewritten method, the lines inside a triple-quoted string too,
+    so `len(s)` grew by 4 a line (exit 0, verify FAIL, 160 max abs error), and a constructor's string made the
+    batched model's `k` differ from the original's."""
+    import ast
+
+    module = imported(tmp_path, MULTILINE_STRINGS, "multiline")
+    text = (tmp_path / "multiline_batched.py").read_text()
+    strings = {n.value for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert {"\nab\n", "\nabc\n  def\n", "ab"} <= strings, strings
+    assert "\n{state.out.shape}\n" in text  # (the f-string's second line, as written)
+    assert module.NetBatched(3, batch_size=2).k == 4
+
+
+def test_a_refusal_in_an_augmented_write_to_a_layer_points_at_its_line() -> None:
+    """helper-40: main said 1:1 for `self.seq[-1].V.value += ...` after a moved call (the rewrite reported on
+    the target it had rebuilt, which has no position in the source)."""
+    source = HEAD + textwrap.dedent('''
+        class Net(bp.DynamicalSystem):
+            def __init__(self, n=4):
+                super().__init__()
+                self.seq = bp.Sequential(bp.dyn.Lif(n), bp.dnn.Linear(n, n), bp.dyn.Lif(n))
+
+            def update(self, x):
+                self.seq[-1].V.value += self.seq(x).max()
+                return x
+    ''')
+    with pytest.raises(BatchifyError) as caught:
+        transform(source.encode(), "layer.py", command="batchify")
+    assert [(d.code, d.line, d.column) for d in caught.value.diagnostics] == [("BFY205", 10, 9)]

@@ -182,9 +182,11 @@ class Context:
     # `V` of `V = self.N.V`, read after a call that may step the built-in: the chain it names, read again
     # there (``check_builtin_locals``), as the original's name sees the Variable live
     live_names: dict[int, cst.BaseExpression] = field(default_factory=dict)
+    # The source statement being rewritten: where a diagnostic on a node the rewrite built points
+    statement: cst.CSTNode | None = None
 
     def report(self, node: cst.CSTNode, code: str, message: str) -> None:
-        pos = self.ir.positions.get(node)
+        pos = self.ir.positions.get(node) or self.ir.positions.get(self.statement)
         line_no, col = (pos.start.line, pos.start.column + 1) if pos else (1, 1)
         end = (pos.end.line, pos.end.column + 1) if pos else (None, None)
         self.diagnostics.append(Diagnostic(self.ir.path, line_no, col, code, message, *end))
@@ -761,10 +763,21 @@ class ExprRewriter(Transformer):
 
     def handed_builtin(self, node: cst.Call) -> LibraryRef | None:
         """The built-in handed whole to a function that is not the model's (``rate_of(self.lif)``,
-        ``readout(self.seq[-1], x)``): the function reads, and may step, its Variables."""
-        if self_path(node.func, self.ctx.self_name) or any(
-                q.name.startswith("builtins.") for q in self.ctx.ir.qualified.get(node.func, ())):
-            return None  # (a method of the model, or len(), isinstance(), ...: neither runs the built-in)
+        ``readout(self.seq[-1], x)``, ``self.fn(self.lif)`` of ``self.fn = rate_of``): the function reads,
+        and may step, its Variables."""
+        qualified = {q.name for q in self.ctx.ir.qualified.get(node.func, ())}
+        if qualified & {"builtins.getattr", "builtins.setattr", "builtins.vars"}:
+            value = node.args[0].value if node.args else None
+            path = self_path(value, self.ctx.self_name) if value is not None else None
+            ref = self.ctx.resolve(path) if path else None
+            if isinstance(ref, LibraryRef) and not ref.rest:
+                whole = ".".join((*ref.children, ref.name))
+                self.ctx.report(node, "BFY213", f"{self.ctx.ir.module.code_for_node(node.func)}() reaches the "
+                                f"built-in self.{whole} by a name batchify cannot follow (its Variables are bound "
+                                f"by their attribute path); write the attribute, self.{whole}.V")
+            return None
+        if any(q.startswith("builtins.") for q in qualified):
+            return None  # (len(), isinstance(), ...: they do not run the built-in)
         for arg in node.args:
             value = arg.value.value if type(arg.value) is cst.Subscript else arg.value
             path = self_path(value, self.ctx.self_name)
@@ -773,11 +786,28 @@ class ExprRewriter(Transformer):
                 return ref
         return None
 
+    def model_method(self, func: cst.BaseExpression) -> bool:
+        """``self.drive``, ``self.child.step``, ``super().update``: a method of the model or of a child."""
+        if is_super_call(func):
+            return True
+        path = self_path(func, self.ctx.self_name)
+        if not path:
+            return False
+        return (len(path) == 1 and path[0] in self.ctx.ir.all_methods(self.ctx.cls)) or isinstance(
+            self.ctx.resolve(path), tuple)
+
     def builtin_argument_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
         """``rate_of(self.lif)``, a function of the file or another module given a built-in:
         ``state, rate_of_out = self.library.call(params, state, rate_of, self.lif)``, run with one
         example's values bound into the built-in's Variables, as a call of the built-in is."""
         ref = self.handed_builtin(original_node)
+        if ref is not None and self.model_method(original_node.func):
+            shown = self.ctx.ir.module.code_for_node(original_node.func)
+            self.ctx.report(original_node, "BFY213", f"the built-in self.{'.'.join((*ref.children, ref.name))} is "
+                            f"handed to {shown}(), a method of the model: batchify follows a built-in only through "
+                            "self, where each example's Variables are bound, not under a parameter's name; read "
+                            f"or call self.{'.'.join((*ref.children, ref.name))} inside the method instead")
+            return updated_node
         if ref is None or not self.library_ok(ref, original_node):
             return None
         func = updated_node.func
@@ -1274,6 +1304,7 @@ class MethodRewriter:
         if type(stmt) is cst.SimpleStatementLine:
             out: list[cst.BaseStatement] = []
             for small in stmt.body:
+                self.ctx.statement = small
                 out.extend(self.small(small, stmt))
             if out:
                 out[0] = out[0].with_changes(leading_lines=stmt.leading_lines)
@@ -1282,6 +1313,7 @@ class MethodRewriter:
             return out
         rule = self.STATEMENT_RULES.get(type(stmt))
         if rule is not None:
+            self.ctx.statement = stmt
             return getattr(self, rule)(stmt)
         if type(stmt) is cst.FunctionDef and stmt.name.value in self.ctx.closures:
             return [self.pure_closure(stmt)]
@@ -1859,16 +1891,36 @@ def _paren(expr: cst.BaseExpression, op: type) -> cst.BaseExpression:
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
+# A model's own methods, which a name bound to them would run on the built-in's one-example Variables.
+MODEL_METHODS = frozenset({"update", "reset_state", "reset", "step_run", "clear_input", "__call__"})
+
+
 def builtin_object(ctx: Context, expr: cst.BaseExpression, how: str) -> bool:
     """``last = self.seq[-1]``, ``for layer in self.seq``: a built-in (or a layer of one) held under
     a name batchify cannot follow. Its Variables hold one example, the batch's live apart, so the
     name would read and step the wrong ones: BFY213 (at run time it was refused with advice that
     did not apply). Reached through ``self`` where it is used, it is each example's."""
     if type(expr) in (cst.Tuple, cst.List):  # `fc, lif = self.seq[0], self.seq[1]`
+        how = "is in what is iterated here" if how == "is iterated here" else how  # (each an item: a binding)
         return any([builtin_object(ctx, e.value, how) for e in expr.elements])  # (a list: each reported)
-    if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value in ("enumerate", "reversed",
-                                                                                     "zip", "list", "tuple"):
+    if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value in (
+            "enumerate", "reversed", "zip", "list", "tuple", "iter", "next", "sorted"):
         return any([builtin_object(ctx, a.value, how) for a in expr.args])  # `enumerate(self.seq)`
+    if type(expr) is cst.IfExp:  # `lif = self.lif if c else None`
+        return any([builtin_object(ctx, branch, how) for branch in (expr.body, expr.orelse)])
+    if type(expr) is cst.Attribute and expr.attr.value in MODEL_METHODS:  # `step = self.lif.update`
+        owner = expr.value
+        while type(owner) is cst.Subscript:
+            owner = owner.value
+        path = self_path(owner, ctx.self_name)
+        ref = ctx.resolve(path) if path else None
+        if isinstance(ref, LibraryRef) and ref.rest in ((), ("children",)):
+            shown = ctx.ir.module.code_for_node(expr)
+            ctx.report(expr, "BFY213", f"{shown}, a method of a built-in, {how}: batchify follows a built-in only "
+                       f"through self, where each example's Variables are bound, not under another name; call it "
+                       f"where you use it ({shown}(x))")
+            return True
+        return False
     node = expr
     if type(node) is cst.Call and type(node.func) is cst.Attribute and not node.args and \
             node.func.attr.value in ("values", "items"):
@@ -1898,25 +1950,47 @@ def builtin_object(ctx: Context, expr: cst.BaseExpression, how: str) -> bool:
 
 
 def check_builtin_bindings(ctx: Context, func: cst.FunctionDef) -> None:
-    """A built-in bound by ``:=`` or iterated in a comprehension (``(lif := self.lif)(x)``,
-    ``[l.V for l in self.seq]``): the statement forms (``=``, ``for``) are refused where the rewrite
-    meets them; these sit inside expressions, so they are looked for here (BFY213)."""
+    """A built-in bound by ``:=``, iterated in a comprehension, matched, or a default argument
+    (``(lif := self.lif)(x)``, ``[l.V for l in self.seq]``, ``match self.lif:``, ``def run(l=self.lif)``):
+    the statement forms (``=``, ``for``) are refused where the rewrite meets them; these sit inside
+    expressions or other statements, so they are looked for here (BFY213)."""
     for n in walk(func.body):
         if type(n) is cst.NamedExpr:
             builtin_object(ctx, n.value, "is bound to a name here")
         elif type(n) is cst.CompFor:
             builtin_object(ctx, n.iter, "is iterated here")
+        elif type(n) is cst.Match:  # `match self.lif: case l: ...`
+            builtin_object(ctx, n.subject, "is matched here")
+        elif type(n) in (cst.FunctionDef, cst.Lambda):  # `def run(x, l=self.lif)`
+            parameters = n.params
+            for p in (*parameters.posonly_params, *parameters.params, *parameters.kwonly_params):
+                if p.default is not None:
+                    builtin_object(ctx, p.default, "is bound to a name here (a default argument)")
 
 
 def check_self_documenting_fields(ctx: Context, func: cst.FunctionDef) -> None:
     """``f"{self.V.shape=}"`` prints the field's text: where the rewrite changes the expression, that
-    text becomes a literal in front of it (``Transformer.leave_FormattedString``). Across lines it
-    holds the block's indentation, which the literal cannot know (BFY222)."""
-    for n in walk(func.body):
-        if type(n) is cst.FormattedStringExpression and n.equal is not None and "\n" in field_text(n):
-            ctx.report(n, "BFY222", "a self-documenting f-string field ({...=}) spans lines: batchify writes its "
-                       "text out as a literal in front of the rewritten expression, and cannot know the "
-                       "indentation it holds; write the field on one line")
+    text becomes a literal in front of it (``Transformer.leave_FormattedString``). A text that literal
+    cannot hold as Python prints it is BFY222: across lines (it holds the block's indentation), with a
+    backslash (CPython decodes its escapes, ``\\N{...}`` included), the raw string's own quote, or ``!=``
+    (which Python 3.12.1 takes for a conversion)."""
+    for fstring in walk(func.body):
+        if type(fstring) is not cst.FormattedString:
+            continue
+        quote = fstring.start[len(fstring.prefix)]
+        raw = "r" in fstring.prefix.lower()
+        for n in fstring.parts:
+            if type(n) is not cst.FormattedStringExpression or n.equal is None:
+                continue
+            text = field_text(n)
+            why = ("spans lines" if "\n" in text else "holds a backslash" if "\\" in text else
+                   "holds the raw string's own quote" if raw and quote in text else
+                   "holds != (Python 3.12.1 reads a conversion there)" if "!=" in text else None)
+            if why is not None:
+                ctx.report(n, "BFY222", f"a self-documenting f-string field ({{...=}}) {why}: batchify writes its "
+                           "text out as a literal in front of the rewritten expression, and cannot write this "
+                           "one as Python prints it; write the field on one line, without backslashes, "
+                           "or put the expression in a variable first")
 
 
 def check_stale_closures(ctx: Context, func: cst.FunctionDef) -> None:
