@@ -295,3 +295,21 @@ def test_a_refusal_in_an_augmented_write_to_a_layer_points_at_its_line() -> None
     with pytest.raises(BatchifyError) as caught:
         transform(source.encode(), "layer.py", command="batchify")
     assert [(d.code, d.line, d.column) for d in caught.value.diagnostics] == [("BFY205", 10, 9)]
+
+
+def test_a_layer_read_whole_runs_in_the_batched_model(tmp_path: Path) -> None:
+    """fc0ec6e refused `self.library.read(params, state, "seq")` at run time as if the library's own view of
+    one example were what a function handed a built-in returned (the fast tier ran no such read)."""
+    source = HEAD + textwrap.dedent('''
+        class Net(bp.DynamicalSystem):
+            def __init__(self, n=4):
+                super().__init__()
+                self.seq = bp.Sequential(bp.dyn.Lif(n), bp.dnn.Linear(n, n), bp.dyn.Lif(n))
+
+            def update(self, x):
+                return self.seq[0].V.value.clip(0.0, self.seq(x).max())
+    ''')
+    module = imported(tmp_path, source, "layerread")
+    assert 'seq = self.library.read(params, state, "seq")' in (tmp_path / "layerread_batched.py").read_text()
+    bp.share.save(t=0.0, dt=bm.get_dt(), i=0)
+    assert module.NetBatched(batch_size=2).update(bm.ones((2, 4))).shape == (2, 4)
