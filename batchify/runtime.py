@@ -813,9 +813,13 @@ def refuse_escaping(function, out):
     the batch's back when it returns: what it returns must be values. The built-in itself, a Variable of
     it, an object or a function keeping them (``return n.V``, ``Probe(n)``, ``lambda: n.spike.value``)
     would be read later, after those values are gone, and read the wrong ones."""
-    leaves = jax.tree.leaves(out, is_leaf=lambda x: isinstance(x, (bm.Array, bp.BrainPyObject)))
-    kept = next((leaf for leaf in leaves if isinstance(leaf, (bm.Variable, bp.BrainPyObject)) or not isinstance(
-        leaf, (jax.Array, np.ndarray, np.generic, bm.Array, int, float, complex, bool, str, bytes))), None)
+    # (a callable is a leaf here: a pytree function such as jax.tree_util.Partial keeps its closure out of
+    # its leaves; an object array holds objects)
+    leaves = jax.tree.leaves(out, is_leaf=lambda x: isinstance(x, (bm.Array, bp.BrainPyObject)) or callable(x))
+    kept = next((leaf for leaf in leaves if isinstance(leaf, (bm.Variable, bp.BrainPyObject)) or callable(leaf)
+                 or (isinstance(leaf, np.ndarray) and leaf.dtype == object) or not isinstance(
+                     leaf, (jax.Array, np.ndarray, np.generic, np.dtype, bm.Array, int, float, complex, bool, str,
+                            bytes))), None)
     if kept is not None:
         what = "a Variable" if isinstance(kept, bm.Variable) else f"a {type(kept).__name__}"
         raise RuntimeError(

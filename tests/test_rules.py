@@ -381,6 +381,11 @@ def test_an_item_of_a_builtin_is_read_and_called_as_one_example_sees_it(body: st
     ("step = self.seq[0].update\nreturn step(x)", "BFY213"),
     ("return self.scale(self.seq) * 1.0", "BFY213"),  # handed to a method (helper-40: run-time refusal)
     ("return getattr(self.seq, 'lif').V", "BFY213"),  # (helper-40: run-time refusal)
+    # (helper-41: a method of a layer's Variable bound to a name, verify FAIL 0.5; getattr of a Variable and a
+    # built-in chosen by `or`, BFY303 at run time)
+    ("get = self.seq[0].V.mean\nx = self.seq(x)\nreturn x + get()", "BFY213"),
+    ("return getattr(self.seq[0].V, 'value') + x", "BFY213"),
+    ("layer = self.seq['lif'] or None\nreturn layer(x)", "BFY213"),
 ])
 def test_an_item_of_a_builtin_written_or_sliced_is_refused(body: str, code: str) -> None:
     """Adversarial review: main rewrote the write into an attribute set on one example's view (verify: BFY303

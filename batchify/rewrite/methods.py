@@ -770,11 +770,14 @@ class ExprRewriter(Transformer):
             value = node.args[0].value if node.args else None
             path = self_path(value, self.ctx.self_name) if value is not None else None
             ref = self.ctx.resolve(path) if path else None
-            if isinstance(ref, LibraryRef) and not ref.rest:
-                whole = ".".join((*ref.children, ref.name))
+            # (of the built-in, or of a Variable of it or of a layer: `getattr(self.N.V, "value")`)
+            if isinstance(ref, LibraryRef) or (value is not None and builtin_part(self.ctx, value)):
+                whole = self.ctx.ir.module.code_for_node(value)
+                named = node.args[1].value if len(node.args) > 1 else None
+                attribute = named.evaluated_value if type(named) is cst.SimpleString else "NAME"
                 self.ctx.report(node, "BFY213", f"{self.ctx.ir.module.code_for_node(node.func)}() reaches the "
-                                f"built-in self.{whole} by a name batchify cannot follow (its Variables are bound "
-                                f"by their attribute path); write the attribute, self.{whole}.V")
+                                f"built-in's {whole} by a name batchify cannot follow (its Variables are bound by "
+                                f"their attribute path); write the attribute itself ({whole}.{attribute})")
             return None
         if any(q.startswith("builtins.") for q in qualified):
             return None  # (len(), isinstance(), ...: they do not run the built-in)
@@ -1891,6 +1894,26 @@ def _paren(expr: cst.BaseExpression, op: type) -> cst.BaseExpression:
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
+def builtin_part(ctx: Context, expr: cst.BaseExpression) -> bool:
+    """``self.N.V``, ``self.seq[0].V``: an attribute of a built-in, or of an item of one."""
+    if type(expr) is not cst.Attribute:
+        return False
+    path = self_path(expr, ctx.self_name)
+    if path:  # `self.N.V`
+        ref = ctx.resolve(path)
+        return isinstance(ref, LibraryRef) and bool(ref.rest)
+    owner = expr
+    while type(owner) is cst.Attribute:
+        owner = owner.value
+    if type(owner) is not cst.Subscript:
+        return False
+    while type(owner) is cst.Subscript:  # `self.seq[0].V`
+        owner = owner.value
+    path = self_path(owner, ctx.self_name)
+    ref = ctx.resolve(path) if path else None
+    return isinstance(ref, LibraryRef) and ref.rest in ((), ("children",))
+
+
 # A model's own methods, which a name bound to them would run on the built-in's one-example Variables.
 MODEL_METHODS = frozenset({"update", "reset_state", "reset", "step_run", "clear_input", "__call__"})
 
@@ -1908,6 +1931,15 @@ def builtin_object(ctx: Context, expr: cst.BaseExpression, how: str) -> bool:
         return any([builtin_object(ctx, a.value, how) for a in expr.args])  # `enumerate(self.seq)`
     if type(expr) is cst.IfExp:  # `lif = self.lif if c else None`
         return any([builtin_object(ctx, branch, how) for branch in (expr.body, expr.orelse)])
+    if type(expr) is cst.BooleanOperation:  # `lif = self.lif or None`
+        return any([builtin_object(ctx, side, how) for side in (expr.left, expr.right)])
+    if type(expr) is cst.Attribute and expr.attr.value in names.ARRAY_READERS:  # `get = self.lif.V.mean`
+        if builtin_part(ctx, expr.value):
+            shown = ctx.ir.module.code_for_node(expr)
+            ctx.report(expr, "BFY213", f"{shown}, a method of a built-in's Variable, {how}: it would be called "
+                       "after the example's values it is bound to are gone; call it where you use it "
+                       f"({shown}())")
+            return True
     if type(expr) is cst.Attribute and expr.attr.value in MODEL_METHODS:  # `step = self.lif.update`
         owner = expr.value
         while type(owner) is cst.Subscript:
