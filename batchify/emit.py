@@ -49,7 +49,7 @@ def string_lines(code: str) -> set[int]:
             elif token.type == tokenize.STRING:
                 inside.update(range(token.start[0], token.end[0]))
     except (tokenize.TokenError, SyntaxError):
-        return inside  # (not Python: no strings known, every line indented as before)
+        return inside  # (not Python, or cut short: the strings before that point)
     return inside
 
 

@@ -804,8 +804,9 @@ def handed(function) -> bool:
     """``rate_of`` of ``self.library.call(params, state, rate_of, self.lif)``: a function the model hands
     a built-in to, not a built-in or a method of one (or of its Variable, or of the library itself)."""
     owner = getattr(function, "__self__", None)
-    return not isinstance(function, bp.BrainPyObject) and not isinstance(owner, (bp.BrainPyObject, bm.Variable, Library)) \
-        and getattr(function, "__module__", None) != __name__  # (``Library.read``'s own view of one example)
+    return (not isinstance(function, bp.BrainPyObject)
+            and not isinstance(owner, (bp.BrainPyObject, bm.Variable, Library))
+            and getattr(function, "__module__", None) != __name__)  # (``Library.read``'s own view of one example)
 
 
 def refuse_escaping(function, out):

@@ -190,20 +190,11 @@ def test_an_if_on_a_local_read_from_a_builtin(tmp_path: Path, value: str, refuse
         imported(tmp_path, source.replace("if v > 0:", f"if {value} > 0:"), "direct")
 
 
-SELF_DOCUMENTING = HEAD + textwrap.dedent('''
-    class Net(bp.DynamicalSystem):
-        def __init__(self, n):
-            super().__init__()
-            self.N = bp.dyn.Lif(n, V_rest=0., V_th=1., V_reset=0., tau=5.)
-            self.out = bm.Variable(bm.zeros(n))
-
-        def update(self, x):
-            if x.shape != self.N.V.shape:
-                raise ValueError(f"{x.shape=} {self.N.V.shape=}, { self.out.shape = }, {self.out.shape=!s}"
-                                 f" {self.out.shape[0]=:>4} {{{self.N.V.shape[0]=}}}")
-            self.out.value = self.N(x) + 0.1 * self.out
-            return self.out.value
-''')
+SELF_DOCUMENTING = BUILTIN_SHAPE_CHECK.replace(
+    'raise ValueError(f"input of shape {x.shape}, the neurons have {self.N.V.shape}")',
+    'raise ValueError(f"{x.shape=} {self.N.V.shape=}, { self.out.shape = }, {self.out.shape=!s}"\n'
+    '                             f" {self.out.shape[0]=:>4} {{{self.N.V.shape[0]=}}}")')
+assert SELF_DOCUMENTING != BUILTIN_SHAPE_CHECK
 
 
 def test_a_self_documenting_f_string_field_keeps_the_text_the_user_wrote(tmp_path: Path) -> None:

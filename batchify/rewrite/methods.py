@@ -765,22 +765,8 @@ class ExprRewriter(Transformer):
         """The built-in handed whole to a function that is not the model's (``rate_of(self.lif)``,
         ``readout(self.seq[-1], x)``, ``self.fn(self.lif)`` of ``self.fn = rate_of``): the function reads,
         and may step, its Variables."""
-        qualified = {q.name for q in self.ctx.ir.qualified.get(node.func, ())}
-        if qualified & {"builtins.getattr", "builtins.setattr", "builtins.vars"}:
-            value = node.args[0].value if node.args else None
-            path = self_path(value, self.ctx.self_name) if value is not None else None
-            ref = self.ctx.resolve(path) if path else None
-            # (of the built-in, or of a Variable of it or of a layer: `getattr(self.N.V, "value")`)
-            if isinstance(ref, LibraryRef) or (value is not None and builtin_part(self.ctx, value)):
-                whole = self.ctx.ir.module.code_for_node(value)
-                named = node.args[1].value if len(node.args) > 1 else None
-                attribute = named.evaluated_value if type(named) is cst.SimpleString else "NAME"
-                self.ctx.report(node, "BFY213", f"{self.ctx.ir.module.code_for_node(node.func)}() reaches the "
-                                f"built-in's {whole} by a name batchify cannot follow (its Variables are bound by "
-                                f"their attribute path); write the attribute itself ({whole}.{attribute})")
-            return None
-        if any(q.startswith("builtins.") for q in qualified):
-            return None  # (len(), isinstance(), ...: they do not run the built-in)
+        if any(q.name.startswith("builtins.") for q in self.ctx.ir.qualified.get(node.func, ())):
+            return None  # (len(), isinstance(), ...: they do not run the built-in; getattr() is refused)
         for arg in node.args:
             value = arg.value.value if type(arg.value) is cst.Subscript else arg.value
             path = self_path(value, self.ctx.self_name)
@@ -788,6 +774,23 @@ class ExprRewriter(Transformer):
             if isinstance(ref, LibraryRef) and not ref.rest:
                 return ref
         return None
+
+    def refuse_attribute_by_name(self, node: cst.Call, qualified: set[str]) -> bool:
+        """``getattr(self.N, "V")``, ``getattr(self.N.V, "value")``: a built-in's attribute reached by a name
+        the rewrite cannot follow (it binds a built-in's Variables by their attribute path): BFY213."""
+        if not qualified & {"builtins.getattr", "builtins.setattr", "builtins.vars"} or not node.args:
+            return False
+        value = node.args[0].value
+        path = self_path(value, self.ctx.self_name)
+        if not (isinstance(self.ctx.resolve(path) if path else None, LibraryRef) or builtin_part(self.ctx, value)):
+            return False
+        whole = self.ctx.ir.module.code_for_node(value)
+        named = node.args[1].value if len(node.args) > 1 else None
+        attribute = named.evaluated_value if type(named) is cst.SimpleString else "NAME"
+        self.ctx.report(node, "BFY213", f"{self.ctx.ir.module.code_for_node(node.func)}() reaches the built-in's "
+                        f"{whole} by a name batchify cannot follow (its Variables are bound by their attribute "
+                        f"path); write the attribute itself ({whole}.{attribute})")
+        return True
 
     def model_method(self, func: cst.BaseExpression) -> bool:
         """``self.drive``, ``self.child.step``, ``super().update``: a method of the model or of a child."""
@@ -803,6 +806,8 @@ class ExprRewriter(Transformer):
         """``rate_of(self.lif)``, a function of the file or another module given a built-in:
         ``state, rate_of_out = self.library.call(params, state, rate_of, self.lif)``, run with one
         example's values bound into the built-in's Variables, as a call of the built-in is."""
+        if self.refuse_attribute_by_name(original_node, qualified):
+            return updated_node
         ref = self.handed_builtin(original_node)
         if ref is not None and self.model_method(original_node.func):
             shown = self.ctx.ir.module.code_for_node(original_node.func)
@@ -1894,6 +1899,15 @@ def _paren(expr: cst.BaseExpression, op: type) -> cst.BaseExpression:
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
+def builtin_whole(ctx: Context, expr: cst.BaseExpression) -> LibraryRef | None:
+    """The built-in ``expr`` is, or holds a layer of: ``self.N``, ``self.seq[0]``, ``self.seq.children``."""
+    while type(expr) is cst.Subscript:
+        expr = expr.value
+    path = self_path(expr, ctx.self_name)
+    ref = ctx.resolve(path) if path else None
+    return ref if isinstance(ref, LibraryRef) and ref.rest in ((), ("children",)) else None
+
+
 def builtin_part(ctx: Context, expr: cst.BaseExpression) -> bool:
     """``self.N.V``, ``self.seq[0].V``: an attribute of a built-in, or of an item of one."""
     if type(expr) is not cst.Attribute:
@@ -1905,13 +1919,7 @@ def builtin_part(ctx: Context, expr: cst.BaseExpression) -> bool:
     owner = expr
     while type(owner) is cst.Attribute:
         owner = owner.value
-    if type(owner) is not cst.Subscript:
-        return False
-    while type(owner) is cst.Subscript:  # `self.seq[0].V`
-        owner = owner.value
-    path = self_path(owner, ctx.self_name)
-    ref = ctx.resolve(path) if path else None
-    return isinstance(ref, LibraryRef) and ref.rest in ((), ("children",))
+    return type(owner) is cst.Subscript and builtin_whole(ctx, owner) is not None  # `self.seq[0].V`
 
 
 # A model's own methods, which a name bound to them would run on the built-in's one-example Variables.
@@ -1941,12 +1949,7 @@ def builtin_object(ctx: Context, expr: cst.BaseExpression, how: str) -> bool:
                        f"({shown}())")
             return True
     if type(expr) is cst.Attribute and expr.attr.value in MODEL_METHODS:  # `step = self.lif.update`
-        owner = expr.value
-        while type(owner) is cst.Subscript:
-            owner = owner.value
-        path = self_path(owner, ctx.self_name)
-        ref = ctx.resolve(path) if path else None
-        if isinstance(ref, LibraryRef) and ref.rest in ((), ("children",)):
+        if builtin_whole(ctx, expr.value) is not None:
             shown = ctx.ir.module.code_for_node(expr)
             ctx.report(expr, "BFY213", f"{shown}, a method of a built-in, {how}: batchify follows a built-in only "
                        f"through self, where each example's Variables are bound, not under another name; call it "
@@ -1957,23 +1960,17 @@ def builtin_object(ctx: Context, expr: cst.BaseExpression, how: str) -> bool:
     if type(node) is cst.Call and type(node.func) is cst.Attribute and not node.args and \
             node.func.attr.value in ("values", "items"):
         node = node.func.value  # `self.seq.children.values()`
-    while type(node) is cst.Subscript:
-        node = node.value
-    path = self_path(node, ctx.self_name)
-    ref = ctx.resolve(path) if path else None
-    if not isinstance(ref, LibraryRef) or ref.rest not in ((), ("children",)):
+    ref = builtin_whole(ctx, node)
+    if ref is None:
         return False
     shown, whole = ctx.ir.module.code_for_node(expr), f"self.{'.'.join((*ref.children, ref.name))}"
-    if node is expr and not ref.rest and how != "is iterated here":
-        what, way = f"the built-in {whole}", f"write {whole} where you read or call it ({whole}.V, {whole}(x))"
-    elif node is expr and not ref.rest:
-        what = f"the built-in {whole}"
-        way = (f"write each layer's whole path where you read or call it ({whole}[-1].V, {whole}[0](x)), "
-               f"or call {whole}(x), which runs its layers in order")
+    itself = node is expr and type(expr) is not cst.Subscript and not ref.rest  # (not a layer of it)
+    what = f"the built-in {whole}" if itself else f"{shown}, of the built-in {whole},"
+    if itself and how != "is iterated here":
+        way = f"write {whole} where you read or call it ({whole}.V, {whole}(x))"
     else:
-        what = f"{shown}, of the built-in {whole},"
-        way = (f"write the layer's whole path where you read or call it ({whole}[-1].V, {whole}[0](x)), "
-               f"or call {whole}(x), which runs its layers in order")
+        way = (f"write {'each' if itself else 'the'} layer's whole path where you read or call it ({whole}[-1].V, "
+               f"{whole}[0](x)), or call {whole}(x), which runs its layers in order")
     if ctx.method.name in ("reset_state", "reset"):
         way = f"reset it whole, {whole}.reset_state(batch_size), which resets each layer"
     ctx.report(expr, "BFY213", f"{what} {how}: batchify follows a built-in only through self, where "
