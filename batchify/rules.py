@@ -516,8 +516,10 @@ RULES: tuple[Rule, ...] = (
         '`rate_of(self.N)`, `drive(self.seq[0], x)`: a function of the file (or imported) given a built-in whole',
         ("`state, rate_of_out = self.library.call(params, state, rate_of, self.N)`: the function runs as a "
          "call of the built-in does, with one example's values bound into its Variables, which it may read or "
-         "step; a built-in of a child model is BFY104; `len()`, `isinstance()` and Python's other built-in "
-         "functions are left as written"),
+         "step; what it returns must be values (arrays, numbers, containers or dataclasses of them): the built-in "
+         "or its Variables returned, or kept aside (a global, an object) and read after the call, are refused "
+         "when the step runs; a built-in of a child model is BFY104; `len()`, `isinstance()` and Python's other "
+         "built-in functions are left as written (`type()`: the rule below)"),
         Case(before='return rate_of(self.N, x)',
              after=('state, rate_of_out = self.library.call(params, state, rate_of, self.N, x)\n'
                     'return bfy.unwrap(state), rate_of_out'),
@@ -528,6 +530,21 @@ RULES: tuple[Rule, ...] = (
                     '    return neurons.spike.value * x\n')),
         Case(before='return isinstance(self.N, bp.dyn.Lif) * x',
              after='return bfy.unwrap(state), isinstance(self.N, bp.dyn.Lif) * x',
+             init='self.N = bp.dyn.Lif(3)'),
+    ),
+    Rule(
+        'type of a built-in',
+        f"{EXPR}.builtin_type",
+        '`type()` of a built-in',
+        '`type(self.N)`, `type(self.seq[0]).__name__`',
+        ("`self.N.__class__`: the batched model reaches a built-in through the batch's view of it, whose "
+         "`__class__` is the built-in's (what `isinstance` sees) and whose `type()` is not; each built-in has one "
+         "view, equal to and hashed as the built-in (`self.N is self.N`, a dict keyed by it)"),
+        Case(before='return len(type(self.N).__name__) * x',
+             after='return bfy.unwrap(state), len(self.N.__class__.__name__) * x',
+             init='self.N = bp.dyn.Lif(3)'),
+        Case(before='return len(type(self).__name__) * self.V',
+             after='return bfy.unwrap(state), len(type(self).__name__) * state.V',
              init='self.N = bp.dyn.Lif(3)'),
     ),
     Rule(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import contextvars
+import dataclasses
 import functools
 import inspect
 import json
@@ -588,6 +589,7 @@ class Library(bp.BrainPyObject):
         self.batch_size = batch_size
         self._keys = {id(v): k for k, v in self.variables.items()}
         self._calls = 0  # library calls running now: inside one, a built-in is one example's again
+        self._views = {}  # the batch's view of each built-in (or node of one), by id: a dict, not nodes
         if batch_size is not None:
             self.refuse_second_names(owner)
 
@@ -669,7 +671,11 @@ class Library(bp.BrainPyObject):
             key = self._keys.get(id(value))
             return value if key is None else self.batched[key]
         if isinstance(value, bp.BrainPyObject) and any(id(v) in self._keys for v in value.vars().values()):
-            return BatchView(value, self)
+            # (one view per built-in: `self.N is self.N`, as in the original)
+            view = self._views.get(id(value))
+            if view is None or unviewed(view) is not value:  # (a copied model's views are the copy's own)
+                view = self._views[id(value)] = BatchView(value, self)
+            return view
         return value
 
     def reset(self, params, state):
@@ -770,8 +776,8 @@ class Library(bp.BrainPyObject):
                 refuse_escaping(function, out)
             return state._replace(library=new, rng_key=rng_key, **fields), unwrap(out)
         finally:
+            trace.recovery_original_values()  # (inside the call still: restoring reads each Variable)
             self._calls -= 1
-            trace.recovery_original_values()
 
 
     def examples_method(self, function):
@@ -814,10 +820,9 @@ def refuse_escaping(function, out):
     the batch's back when it returns: what it returns must be values. The built-in itself, a Variable of
     it, an object or a function keeping them (``return n.V``, ``Probe(n)``, ``lambda: n.spike.value``)
     would be read later, after those values are gone, and read the wrong ones."""
-    # (a callable is a leaf here: a pytree function such as jax.tree_util.Partial keeps its closure out of
-    # its leaves; an object array holds objects)
-    leaves = jax.tree.leaves(out, is_leaf=lambda x: isinstance(x, (bm.Array, bp.BrainPyObject)) or callable(x))
-    kept = next((leaf for leaf in leaves if isinstance(leaf, (bm.Variable, bp.BrainPyObject)) or callable(leaf)
+    # (an object array holds objects)
+    kept = next((leaf for leaf in returned_leaves(out)
+                 if isinstance(leaf, (bm.Variable, bp.BrainPyObject)) or callable(leaf)
                  or (isinstance(leaf, np.ndarray) and leaf.dtype == object) or not isinstance(
                      leaf, (jax.Array, np.ndarray, np.generic, np.dtype, bm.Array, int, float, complex, bool, str,
                             bytes))), None)
@@ -829,6 +834,22 @@ def refuse_escaping(function, out):
             "are gone, so it must be values (arrays, numbers), not the built-in, its Variables, or an object or "
             "function that keeps them; return the values the model reads (n.V.value), or read them through "
             "self where the model uses them")
+
+
+def returned_leaves(out, seen=None):
+    """The leaves of what a handed function returns, a plain dataclass's attributes among them (a
+    ``Rates(mean, peak)`` of arrays is values; one holding the built-in keeps it)."""
+    # (a callable is a leaf here: a pytree function such as jax.tree_util.Partial keeps its closure out of
+    # its leaves; an object array holds objects)
+    seen = set() if seen is None else seen
+    for leaf in jax.tree.leaves(out, is_leaf=lambda x: isinstance(x, (bm.Array, bp.BrainPyObject)) or callable(x)):
+        if not (dataclasses.is_dataclass(leaf) and not isinstance(leaf, type)):
+            yield leaf
+        elif id(leaf) not in seen:  # (each once: dataclasses may refer to each other)
+            seen.add(id(leaf))
+            attributes = vars(leaf) if hasattr(leaf, "__dict__") else {
+                f.name: getattr(leaf, f.name) for f in dataclasses.fields(leaf)}
+            yield from returned_leaves(list(attributes.values()), seen)
 
 
 def held(owner, name):
@@ -945,6 +966,13 @@ class BatchView:
 
     def __getitem__(self, index):
         return self._library.view(self._module[index])
+
+    # (the built-in's identity: a dict keyed by it, `==`; `is` holds as each built-in has one view)
+    def __eq__(self, other):
+        return self._module == unviewed(other)
+
+    def __hash__(self):
+        return hash(self._module)
 
     def __iter__(self):
         return (self._library.view(item) for item in self._module)
@@ -1362,6 +1390,8 @@ class Batched:
             batched_model.rng_key = key_variable(seed, batch_size)
         if spec.has_library:
             batched_model.library = Library(model, spec.builtins, batch_size, fields=spec.builtin_fields)
+            # (the model's children are one example's: its batched children hold them, a second name included)
+            batched_model.library.refuse_second_names(batched_model)
             hold_resets(batched_model, batched_model.library.modules.values())
         created = spec.created_by_reset[0] if spec.late else None
         if spec.late and not hasattr(model, attribute_name(created) if isinstance(model, Batched) else created):
@@ -1663,9 +1693,31 @@ def batch_state_only(model, what):
     too, instead of computing something the model never meant.
     """
     built = {id(v) for v in model.vars().values()}
+    # A built-in's one-example Variable (or weight) read while no library call has bound an example
+    # into it: kept by a function handed the built-in (in a global, an object, a closure) and read
+    # after the call. The trace cannot see it as a read: the call's binding counts as a write here.
+    examples = {id(v): (library, k) for library in model.nodes().values()
+                if isinstance(library, Library) and library.batch_size is not None
+                for k, v in (*library.variables.items(), *library.weights.items())}
+    kept = {}
+
+    def check_read(state):
+        found = examples.get(id(state))
+        if found is not None and not found[0]._calls:
+            kept.setdefault(id(state), found[1])
+
     trace = brainstate.StateTraceStack()
+    trace.check_read = check_read  # (brainstate calls it for every read this trace records)
     with trace:
         yield
+    if kept:
+        trace.recovery_original_values()
+        raise UnbatchedStateError(
+            f"{type(model).__name__}.{what} read {', '.join(f'self.{k}' for k in kept.values())} outside the "
+            f"library call that binds one example into it: a Variable of a built-in, kept by code it was handed "
+            f"to (a function storing it in a global, an object or a closure) and read after that call, when it "
+            f"holds no example's values. Return the values you need from the function (n.V.value), or read the "
+            f"built-in's Variable through self", type(model).__name__, list(kept.values()))
 
     def paths_of(states):  # each state's attribute path under the model, None for one elsewhere
         paths = {id(v): path for path, v in model.vars(method="relative").items()}

@@ -3124,7 +3124,21 @@ def test_a_sampler_of_the_global_stream_held_on_self_verifies(tmp_path) -> None:
     assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout
 
 
-HANDED_AND_KEPT = HEAD + "import jax\nimport numpy as np\n\n\n" + textwrap.dedent('''
+HANDED_AND_KEPT = HEAD + "import dataclasses\n\nimport jax\nimport numpy as np\n\n\n" + textwrap.dedent('''
+    @dataclasses.dataclass
+    class Rates:
+        mean: jax.Array
+        peak: object = None
+
+
+    def rates_of(n):
+        return Rates(n.V.value.mean(), n.V.value.max())
+
+
+    def rates_kept(n):
+        return Rates(n.V.value.mean(), n)
+
+
     def get_V(n):
         return n.V
 
@@ -3181,6 +3195,9 @@ HANDED_AND_KEPT = HEAD + "import jax\nimport numpy as np\n\n\n" + textwrap.deden
     ("g = reader(self.lif)\nself.lif(x)\nself.v.value = g() + x", "returned a Partial"),
     ("box = boxed(self.lif)\nself.lif(x)\nself.v.value = box[0].V.value + x", "returned a ndarray"),
     ("dtype, shape = kind(self.lif)\nself.v.value = self.lif(x) + bm.zeros(shape, dtype)", None),  # values: it runs
+    # (helper-41 r5: a dataclass of arrays was refused on f517a26, 'rates_of() ... returned a Rates')
+    ("r = rates_of(self.lif)\nself.v.value = self.lif(x) + r.mean + r.peak", None),
+    ("r = rates_kept(self.lif)\nself.lif(x)\nself.v.value = r.peak.V.value + r.mean", "returned a Lif"),
 ])
 def test_what_a_handed_function_returns_must_be_values(tmp_path, body: str, kept: str | None) -> None:
     """helper-40: 8027d22 ran each through the library and exit 0, then verify FAILed (max abs error 1.0):
@@ -3195,3 +3212,93 @@ def test_what_a_handed_function_returns_must_be_values(tmp_path, body: str, kept
     assert checked.returncode == 2, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "BFY302" in checked.stderr and kept in checked.stderr, checked.stderr[-2000:]
     assert "FAIL" not in checked.stdout
+
+
+KEPT_ASIDE = HEAD + textwrap.dedent('''
+    SEEN = []
+
+
+    def rate_of(n):
+        SEEN.append(n.V)
+        return n.V.value.mean()
+
+
+    def stash(n, box):
+        box["V"] = n.V
+        return n.V.value.mean()
+
+
+    def weight_of(layer):
+        SEEN.append(layer.W)
+        return layer.W.value.sum()
+
+
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n=4):
+            super().__init__()
+            self.lif = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
+            self.fc = bp.dnn.Linear(n, n, mode=bm.training_mode)
+            self.v = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            {body}
+            return self.v.value
+''')
+
+
+@pytest.mark.parametrize("body, read", [
+    ("r = rate_of(self.lif)\nself.lif(x)\nself.v.value = SEEN[-1].value + r", "self.lif.V"),
+    ("box = {}\nr = stash(self.lif, box)\nself.lif(x)\nself.v.value = box['V'].value + r", "self.lif.V"),
+    ("s = weight_of(self.fc)\nself.v.value = self.lif(self.fc(x)) + x @ SEEN[-1].value + s", "self.fc.W"),
+])
+def test_a_builtin_variable_a_handed_function_keeps_aside_is_refused_when_read(tmp_path, body: str, read: str) -> None:
+    """helper-41 r7: f517a26 ran each function through the library and exit 0, then verify FAILed (the Variable:
+    forward max abs error 0.95; the weight: gradient fc.W max abs error 222): the function kept the built-in's Variable in a global (or a
+    dict it was handed) and the step read it after the call, when it holds no example's values. The outer
+    trace saw the call's binding as a write, so the read went unflagged. The batched model now refuses to
+    run, naming the Variable."""
+    source = KEPT_ASIDE.format(body=body.replace("\n", "\n        "))
+    checked = verify_cli(tmp_path, "aside", source, "--input-shape", "x=4:float32:50", "--steps", "20", "--batch",
+                         "3", "--strict", "--no-speed")
+    assert checked.returncode == 2, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "BFY302" in checked.stderr and f"read {read} outside the library call" in checked.stderr, \
+        checked.stderr[-2000:]
+    assert "FAIL" not in checked.stdout
+
+
+BUILTIN_IDENTITY = HEAD + textwrap.dedent('''
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n=4):
+            super().__init__()
+            self.lif = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
+            self.seq = bp.Sequential(bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0))
+            self.gain = {{self.lif: 2.0, self.seq[0]: 0.5}}
+            self.v = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            {body}
+            return self.v.value
+''')
+
+
+@pytest.mark.parametrize("body, main", [
+    ("k = len(type(self.lif).__name__) + len(type(self.seq[0]).__qualname__)\n"
+     "self.v.value = 1.0 * self.lif(x) * k + self.seq(x)", "verify FAIL, max abs error 12 (BatchView's name)"),
+    ("same = type(self.lif) is bp.dyn.Lif\nself.v.value = 1.0 * self.lif(x) + (1.0 if same else 0.0)",
+     "verify FAIL, max abs error 1"),
+    ("self.v.value = 1.0 * self.lif(x * self.gain[self.lif]) + self.seq(x * self.gain[self.seq[0]])",
+     "BFY303 KeyError: the batch's view was not the dict's key"),
+    ("self.v.value = 1.0 * self.lif(x) * (2.0 if self.lif is self.lif else 1.0)", "verify FAIL, max abs error 1 (a new view each read)"),
+    ("self.v.value = 1.0 * self.lif(x) * (2.0 if self.seq[0] == self.seq[-1] else 1.0) + self.seq(x)",
+     "verify FAIL, max abs error 1 (a new view each read)"),
+])
+def test_a_builtins_class_and_identity_are_its_own_in_the_batched_model(tmp_path, body: str, main: str) -> None:
+    """On f517a26 (each exit 0): the batched model reaches a built-in through the batch's view of it, and
+    type() gave the view's class, a dict keyed by the built-in missed, and each read was a new view. type() of
+    a built-in is now its __class__ (the built-in's), and each built-in has one view, hashed and compared as
+    the built-in."""
+    checked = verify_cli(tmp_path, "ident", BUILTIN_IDENTITY.format(body=body.replace("\n", "\n        ")),
+                         "--input-shape", "x=4:float32:50", "--steps", "20", "--batch", "3", "--strict",
+                         "--no-speed")
+    assert checked.returncode == 0, main + "\n" + checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout

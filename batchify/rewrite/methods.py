@@ -621,7 +621,8 @@ class ExprRewriter(Transformer):
 
     # The call rules, tried in order; the first that gives a node wins (batchify.rules).
     CALL_RULES = ("refuse_unbatchable_random", "control_flow_call", "loop_body_call", "state_factory",
-                  "variable_recreated", "random_draw", "builtin_call", "builtin_argument_call", "noisy_integrator_call",
+                  "variable_recreated", "random_draw", "builtin_call", "builtin_type", "builtin_argument_call",
+                  "noisy_integrator_call",
                   "stateful_call")
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -774,6 +775,18 @@ class ExprRewriter(Transformer):
             if isinstance(ref, LibraryRef) and not ref.rest:
                 return ref
         return None
+
+    def builtin_type(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
+        """``type(self.N)``, ``type(self.seq[0])``: the built-in's class. The batched model reaches a built-in
+        through the batch's view of it (``BatchView``), which ``type()`` would give; the view's
+        ``__class__`` is the built-in's own, as ``isinstance`` sees it."""
+        args = original_node.args
+        if "builtins.type" not in qualified or len(args) != 1 or args[0].keyword or args[0].star:
+            return None
+        ref = builtin_whole(self.ctx, args[0].value)
+        if ref is None or ref.rest:
+            return None
+        return cst.Attribute(value=updated_node.args[0].value, attr=cst.Name("__class__"))
 
     def refuse_attribute_by_name(self, node: cst.Call, qualified: set[str]) -> bool:
         """``getattr(self.N, "V")``, ``getattr(self.N.V, "value")``: a built-in's attribute reached by a name
