@@ -1712,12 +1712,15 @@ def batch_state_only(model, what):
         yield
     if kept:
         trace.recovery_original_values()
+        first = next(iter(kept.values())).split(".")[0]
         raise UnbatchedStateError(
             f"{type(model).__name__}.{what} read {', '.join(f'self.{k}' for k in kept.values())} outside the "
-            f"library call that binds one example into it: a Variable of a built-in, kept by code it was handed "
-            f"to (a function storing it in a global, an object or a closure) and read after that call, when it "
-            f"holds no example's values. Return the values you need from the function (n.V.value), or read the "
-            f"built-in's Variable through self", type(model).__name__, list(kept.values()))
+            f"library call that binds one example into a built-in's Variables, so it holds no example's values: "
+            f"the built-in (or its Variable) was kept aside by a function it was handed to (in a global, an "
+            f"object or a closure) and read after the call, or reached other than as self.{first} "
+            f"(vars(self)[...], self.__dict__, operator.attrgetter, a lambda returning it), which batchify does "
+            f"not rewrite. Read and call it as self.{first}, and return values (n.V.value) from a function "
+            f"handed it", type(model).__name__, list(kept.values()))
 
     def paths_of(states):  # each state's attribute path under the model, None for one elsewhere
         paths = {id(v): path for path, v in model.vars(method="relative").items()}

@@ -3250,6 +3250,10 @@ KEPT_ASIDE = HEAD + textwrap.dedent('''
     ("r = rate_of(self.lif)\nself.lif(x)\nself.v.value = SEEN[-1].value + r", "self.lif.V"),
     ("box = {}\nr = stash(self.lif, box)\nself.lif(x)\nself.v.value = box['V'].value + r", "self.lif.V"),
     ("s = weight_of(self.fc)\nself.v.value = self.lif(self.fc(x)) + x @ SEEN[-1].value + s", "self.fc.W"),
+    # (refused at run time on f517a26 too, with advice that did not apply: 'wrote lif.V, lif.spike, a Variable
+    # of a Lif ..., a model batchify cannot see being built: imported from another file, handed to ...')
+    ("m = vars(self)['lif']\nself.v.value = 1.0 * m(x)", "self.lif.V, self.lif.spike"),
+    ("m = (lambda: self.lif)()\nself.v.value = 1.0 * m(x)", "self.lif.V, self.lif.spike"),
 ])
 def test_a_builtin_variable_a_handed_function_keeps_aside_is_refused_when_read(tmp_path, body: str, read: str) -> None:
     """helper-41 r7: f517a26 ran each function through the library and exit 0, then verify FAILed (the Variable:

@@ -402,7 +402,7 @@ def test_a_builtin_variable_read_outside_its_library_call_fails_naming_it(tmp_pa
     net = module.NetBatched(batch_size=2)
     x = bm.ones((2, 4)) * 2.0
     with pytest.raises(RuntimeError, match=r"NetBatched\.update read self\.lif\.V outside the library call that "
-                                           r"binds one example into it"):
+                                           r"binds one example into a built-in.s Variables"):
         if driver == "eager":
             net.update(x)
         else:
