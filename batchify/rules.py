@@ -536,10 +536,10 @@ RULES: tuple[Rule, ...] = (
         'type of a built-in',
         f"{EXPR}.builtin_type",
         '`type()` of a built-in',
-        '`type(self.N)`, `type(self.seq[0]).__name__`',
-        ("`self.N.__class__`: the batched model reaches a built-in through the batch's view of it, whose "
-         "`__class__` is the built-in's (what `isinstance` sees) and whose `type()` is not; each built-in has one "
-         "view, equal to and hashed as the built-in (`self.N is self.N`, a dict keyed by it)"),
+        '`type(self.N)`, `type(self.seq[0]).__name__`, `type(self.proj.refs["syn"])`',
+        ("`self.N.__class__`: the batched model reaches a built-in (or an object inside one) through a view of "
+         "it, whose `__class__` is the object's (what `isinstance` sees) and whose `type()` is not; each built-in "
+         "has one view, equal to and hashed as the built-in (`self.N is self.N`, a dict keyed by it)"),
         Case(before='return len(type(self.N).__name__) * x',
              after='return bfy.unwrap(state), len(self.N.__class__.__name__) * x',
              init='self.N = bp.dyn.Lif(3)'),

@@ -598,11 +598,12 @@ class Library(bp.BrainPyObject):
         under a second name on a model of the file. Its steps would read that name from the object,
         one example's Variable (or a weight outside the gradient), never the batch's value."""
         paths = {id(v): k for k, v in (*self.variables.items(), *self.weights.items())}
-        todo = [("self", owner)]
+        todo, seen = [("self", owner)], {id(owner)}
         while todo:
             where, model = todo.pop()
             for attr_name, value in vars(model).items():
-                if isinstance(value, Batched):
+                if isinstance(value, Batched) and id(value) not in seen:  # (a child may hold its parent)
+                    seen.add(id(value))
                     todo.append((f"{where}.{attr_name}", value))
                 elif isinstance(value, bm.Variable) and id(value) in paths:
                     path = paths[id(value)]
@@ -837,19 +838,21 @@ def refuse_escaping(function, out):
 
 
 def returned_leaves(out, seen=None):
-    """The leaves of what a handed function returns, a plain dataclass's attributes among them (a
+    """The leaves of what a handed function returns, a dataclass's attributes among them (a
     ``Rates(mean, peak)`` of arrays is values; one holding the built-in keeps it)."""
     # (a callable is a leaf here: a pytree function such as jax.tree_util.Partial keeps its closure out of
     # its leaves; an object array holds objects)
     seen = set() if seen is None else seen
-    for leaf in jax.tree.leaves(out, is_leaf=lambda x: isinstance(x, (bm.Array, bp.BrainPyObject)) or callable(x)):
+    # (a dataclass is taken apart here, a pytree one too: its meta fields are no leaves of jax's)
+    for leaf in jax.tree.leaves(out, is_leaf=lambda x: isinstance(x, (bm.Array, bp.BrainPyObject)) or callable(x)
+                                or dataclasses.is_dataclass(x)):
         if not (dataclasses.is_dataclass(leaf) and not isinstance(leaf, type)):
             yield leaf
         elif id(leaf) not in seen:  # (each once: dataclasses may refer to each other)
             seen.add(id(leaf))
-            attributes = vars(leaf) if hasattr(leaf, "__dict__") else {
-                f.name: getattr(leaf, f.name) for f in dataclasses.fields(leaf)}
-            yield from returned_leaves(list(attributes.values()), seen)
+            # (its fields, slots ones too, and any other attribute it holds)
+            attributes = [getattr(leaf, f.name, None) for f in dataclasses.fields(leaf)]
+            yield from returned_leaves([*attributes, *getattr(leaf, "__dict__", {}).values()], seen)
 
 
 def held(owner, name):

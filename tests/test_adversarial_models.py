@@ -3139,6 +3139,33 @@ HANDED_AND_KEPT = HEAD + "import dataclasses\n\nimport jax\nimport numpy as np\n
         return Rates(n.V.value.mean(), n)
 
 
+    class Base:
+        pass
+
+
+    @dataclasses.dataclass(slots=True)
+    class Slotted(Base):
+        mean: object
+        n: object
+
+
+    @dataclasses.dataclass
+    class Meta:
+        mean: object
+        n: object
+
+
+    jax.tree_util.register_dataclass(Meta, data_fields=["mean"], meta_fields=["n"])
+
+
+    def slotted(n):
+        return Slotted(n.V.value.mean(), n)
+
+
+    def meta(n):
+        return Meta(n.V.value.mean(), n)
+
+
     def get_V(n):
         return n.V
 
@@ -3198,6 +3225,10 @@ HANDED_AND_KEPT = HEAD + "import dataclasses\n\nimport jax\nimport numpy as np\n
     # (helper-41 r5: a dataclass of arrays was refused on f517a26, 'rates_of() ... returned a Rates')
     ("r = rates_of(self.lif)\nself.v.value = self.lif(x) + r.mean + r.peak", None),
     ("r = rates_kept(self.lif)\nself.lif(x)\nself.v.value = r.peak.V.value + r.mean", "returned a Lif"),
+    # (helper-42: a slots dataclass with a plain base, and a pytree dataclass holding the built-in in a meta field,
+    # slipped past 50cb852's check; a later read was refused with another message)
+    ("r = slotted(self.lif)\nself.lif(x)\nself.v.value = r.n.V.value + r.mean", "returned a Lif"),
+    ("r = meta(self.lif)\nself.lif(x)\nself.v.value = r.n.V.value + r.mean", "returned a Lif"),
 ])
 def test_what_a_handed_function_returns_must_be_values(tmp_path, body: str, kept: str | None) -> None:
     """helper-40: 8027d22 ran each through the library and exit 0, then verify FAILed (max abs error 1.0):
@@ -3305,4 +3336,37 @@ def test_a_builtins_class_and_identity_are_its_own_in_the_batched_model(tmp_path
                          "--input-shape", "x=4:float32:50", "--steps", "20", "--batch", "3", "--strict",
                          "--no-speed")
     assert checked.returncode == 0, main + "\n" + checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout
+
+
+INSIDE_A_BUILTIN = HEAD + textwrap.dedent('''
+    class Net(bp.DynSysGroup):
+        def __init__(self, n=4):
+            super().__init__()
+            self.lif = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
+            self.v = bm.Variable(bm.zeros(n))
+            self.pre = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
+            self.proj = bp.dyn.HalfProjAlignPostMg(comm=bp.dnn.Linear(n, n, bp.init.Uniform(0.0, 1.0)),
+                                                   syn=bp.dyn.Expon.desc(n, tau=5.0), out=bp.dyn.CUBA.desc(),
+                                                   post=self.lif)
+
+        def update(self, x):
+            self.proj(self.pre(x))
+            k = {k}
+            self.v.value = self.lif(x) * k
+            return self.v.value
+''')
+
+
+@pytest.mark.parametrize("k", [
+    '1.0 + float(type(self.proj.refs["syn"]) is bp.dyn.Expon)',
+    '1.0 + len(type(self.proj).__name__) + len(type(self.proj.post).__name__)',
+])
+def test_the_class_of_an_object_inside_a_builtin_is_its_own(tmp_path, k: str) -> None:
+    """helper-42, on ecd054d (and f517a26): type() of an object reached inside a built-in was the class of
+    one example's view of it (ExampleView): exit 0, then verify FAIL (max abs error 1, and 8). It is now the
+    view's __class__, the object's own."""
+    checked = verify_cli(tmp_path, "inside", INSIDE_A_BUILTIN.format(k=k), "--input-shape", "x=4:float32:50",
+                         "--steps", "20", "--batch", "3", "--strict", "--no-speed")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout

@@ -452,6 +452,55 @@ def test_from_model_refuses_a_builtin_variable_under_a_second_name_on_a_child(tm
         module.NetBatched.from_model(original.Net(), 2)
 
 
+CHILD_HOLDING_ITS_PARENT = textwrap.dedent('''
+    import brainpy as bp
+    import brainpy.math as bm
+
+
+    class Inner(bp.DynamicalSystem):
+        def __init__(self, owner, n=4):
+            super().__init__()
+            self.owner = owner
+            self.lif = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
+            self.acc = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            self.acc.value = 0.5 * self.acc.value + self.lif(x * self.owner.gain)
+            return self.acc.value
+
+
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n=4):
+            super().__init__()
+            self.gain = 2.0
+            self.lif = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
+            self.inner = Inner(self, n)
+            self.v = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            self.v.value = self.inner(x) + self.lif(x)
+            return self.v.value
+''')
+
+
+def test_a_child_holding_its_parent_is_batched(tmp_path) -> None:
+    """helper-42: the search for a built-in's Variable under a second name walked the batched children with
+    no record of those it had seen; a child holding its parent made it loop forever (f517a26: NetBatched(4,
+    batch_size=2) never returned)."""
+    (tmp_path / "cycle.py").write_text(CHILD_HOLDING_ITS_PARENT)
+    (tmp_path / "cycle_batched.py").write_text(
+        transform(CHILD_HOLDING_ITS_PARENT.encode(), "cycle.py", command="batchify").text)
+    script = ("from batchify.loader import load_generated\n"
+              "import numpy as np\n"
+              "m = load_generated('cycle_batched.py', 'cycle_batched')\n"
+              "o = load_generated('cycle.py', 'cycle')\n"
+              "for net in (m.NetBatched(batch_size=2), m.NetBatched.from_model(o.Net(), 2)):\n"
+              "    print(np.asarray(net.update(np.full((2, 4), 50.0, np.float32))).shape)\n")
+    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["(2,", "4)", "(2,", "4)"], run.stdout
+
+
 GRAD_SOURCE = textwrap.dedent('''
     import brainpy as bp
     import brainpy.math as bm

@@ -777,14 +777,18 @@ class ExprRewriter(Transformer):
         return None
 
     def builtin_type(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
-        """``type(self.N)``, ``type(self.seq[0])``: the built-in's class. The batched model reaches a built-in
-        through the batch's view of it (``BatchView``), which ``type()`` would give; the view's
-        ``__class__`` is the built-in's own, as ``isinstance`` sees it."""
+        """``type(self.N)``, ``type(self.seq[0])``, ``type(self.proj.refs["syn"])``: the class of a built-in or
+        of an object inside one. The batched model reaches a built-in through the batch's view of it
+        (``BatchView``), and an object inside one through one example's view (``ExampleView``), which
+        ``type()`` would give; a view's ``__class__`` is the object's own, as ``isinstance`` sees it."""
         args = original_node.args
         if "builtins.type" not in qualified or len(args) != 1 or args[0].keyword or args[0].star:
             return None
+        inside = args[0].value
+        while type(inside) is cst.Subscript:
+            inside = inside.value
         ref = builtin_whole(self.ctx, args[0].value)
-        if ref is None or ref.rest:
+        if not ((ref is not None and not ref.rest) or builtin_part(self.ctx, inside)):
             return None
         return cst.Attribute(value=updated_node.args[0].value, attr=cst.Name("__class__"))
 
