@@ -841,9 +841,8 @@ def returned_leaves(out, seen=None):
     """The leaves of what a handed function returns, a dataclass's attributes among them (a
     ``Rates(mean, peak)`` of arrays is values; one holding the built-in keeps it)."""
     # (a callable is a leaf here: a pytree function such as jax.tree_util.Partial keeps its closure out of
-    # its leaves; an object array holds objects)
+    # its leaves; a dataclass is taken apart here, a pytree one too: its meta fields are no leaves of jax's)
     seen = set() if seen is None else seen
-    # (a dataclass is taken apart here, a pytree one too: its meta fields are no leaves of jax's)
     for leaf in jax.tree.leaves(out, is_leaf=lambda x: isinstance(x, (bm.Array, bp.BrainPyObject)) or callable(x)
                                 or dataclasses.is_dataclass(x)):
         if not (dataclasses.is_dataclass(leaf) and not isinstance(leaf, type)):

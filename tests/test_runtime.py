@@ -20,6 +20,7 @@ import pytest
 from batchify import names, runtime, transform
 from batchify.harness import HarnessOptions
 from batchify.loader import load_generated
+from test_adversarial_models import BUILTIN_SECOND_NAME, KEPT_ASIDE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -365,39 +366,13 @@ def test_a_read_of_state_batchify_does_not_batch_fails_naming_it(tmp_path, drive
     np.testing.assert_array_equal(np.asarray(syn.g.value), np.zeros((2, 3), np.float32))
 
 
-KEPT_BY_A_HANDED_FUNCTION = textwrap.dedent('''
-    import brainpy as bp
-    import brainpy.math as bm
-
-    SEEN = []
-
-
-    def rate_of(n):
-        SEEN.append(n.V)
-        return n.V.value.mean()
-
-
-    class Net(bp.DynamicalSystem):
-        def __init__(self, n=4):
-            super().__init__()
-            self.lif = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
-            self.v = bm.Variable(bm.zeros(n))
-
-        def update(self, x):
-            r = rate_of(self.lif)
-            self.lif(x)
-            self.v.value = SEEN[-1].value + r
-            return self.v.value
-''')
-
-
 @pytest.mark.parametrize("driver", ["eager", "for_loop"])
 def test_a_builtin_variable_read_outside_its_library_call_fails_naming_it(tmp_path, driver) -> None:
     """rate_of keeps the built-in's one-example Variable in a global; the step reads it after the call. On
     f517a26 the read went unflagged (the call's binding counted as a write) and every example read whatever
     the Variable held: verify FAIL, max abs error 0.95."""
-    (tmp_path / "kept_batched.py").write_text(
-        transform(KEPT_BY_A_HANDED_FUNCTION.encode(), "kept.py", command="batchify").text)
+    source = KEPT_ASIDE.format(body="r = rate_of(self.lif)\n        self.lif(x)\n        self.v.value = SEEN[-1].value + r")
+    (tmp_path / "kept_batched.py").write_text(transform(source.encode(), "kept.py", command="batchify").text)
     module = load_generated(tmp_path / "kept_batched.py", f"kept_batched_{driver}")
     net = module.NetBatched(batch_size=2)
     x = bm.ones((2, 4)) * 2.0
@@ -410,46 +385,20 @@ def test_a_builtin_variable_read_outside_its_library_call_fails_naming_it(tmp_pa
     np.testing.assert_array_equal(np.asarray(net.v.value), np.zeros((2, 4), np.float32))
 
 
-SECOND_NAME_ON_A_CHILD = textwrap.dedent('''
-    import brainpy as bp
-    import brainpy.math as bm
-
-
-    class Counter(bp.DynamicalSystem):
-        def __init__(self, n):
-            super().__init__()
-            self.count = bm.Variable(bm.zeros(n))
-
-        def update(self, src):
-            self.count += src
-            return self.count.value
-
-
-    class Net(bp.DynamicalSystem):
-        def __init__(self, n=4):
-            super().__init__()
-            self.E = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
-            self.c = Counter(n)
-            self.c.src = self.E.spike
-
-        def update(self, x):
-            self.E(x)
-            return self.c(self.c.src)
-''')
-
-
 def test_from_model_refuses_a_builtin_variable_under_a_second_name_on_a_child(tmp_path) -> None:
     """`self.c.src = self.E.spike`: the constructor refused it, but from_model looked only at the model's own
-    attributes (its children are one example's, not batched ones) and on f517a26 built the batch; 20 steps at
-    x = 50 then counted 0 spikes for every example, where the original counted 10 (the read was not flagged)."""
-    (tmp_path / "second.py").write_text(SECOND_NAME_ON_A_CHILD)
-    (tmp_path / "second_batched.py").write_text(
-        transform(SECOND_NAME_ON_A_CHILD.encode(), "second.py", command="batchify").text)
+    attributes (its children are one example's, not batched ones) and on f517a26 built the batch, whose steps
+    read the one example's Variable for every example, unflagged (with a Lif driven at x = 50 for 20 steps: 0
+    spikes counted for every example where the original counted 10)."""
+    source = BUILTIN_SECOND_NAME.replace("INIT", "self.c = Counter(n)\n        self.c.src = self.E.spike").replace(
+        "STEP", "self.c(self.c.src)")
+    (tmp_path / "second.py").write_text(source)
+    (tmp_path / "second_batched.py").write_text(transform(source.encode(), "second.py", command="batchify").text)
     original = load_generated(tmp_path / "second.py", "second_source")
     module = load_generated(tmp_path / "second_batched.py", "second_batched")
     with pytest.raises(RuntimeError, match=r"self\.c\.src is self\.E\.spike, a Variable of the built-in self\.E, "
                                            r"under a second name"):
-        module.NetBatched.from_model(original.Net(), 2)
+        module.NetBatched.from_model(original.Net(4), 2)
 
 
 CHILD_HOLDING_ITS_PARENT = textwrap.dedent('''
