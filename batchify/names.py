@@ -12,8 +12,9 @@ import sys
 # What a generated module binds ``batchify.runtime`` to: ``from batchify import runtime as bfy``.
 RUNTIME = "bfy"
 # The runtime contract generated modules are written against (``batchify.runtime.CONTRACT``).
-RUNTIME_CONTRACT = 5  # 2: ``example_mode`` (``self.mode`` in pure methods); 3: ``first_output``, ``class_scores``;
-# 4: ``integrator_method``; 5: ``example_values`` and ``bound=`` (functions stored on self), ``batched_property``
+RUNTIME_CONTRACT = 6  # 2: ``example_mode`` (``self.mode`` in pure methods); 3: ``first_output``, ``class_scores``;
+# 4: ``integrator_method``; 5: ``example_values`` and ``bound=`` (functions stored on self), ``batched_property``;
+# 6: ``unviewed`` (``is`` and ``id()`` of a built-in)
 
 # What generated code may call of the runtime (``bfy.NAME``); validate refuses any other name, and
 # tests/test_runtime.py checks that the runtime has each.
@@ -23,7 +24,7 @@ RUNTIME_API = frozenset({
     "next_key", "replace_item", "class_label", "nll_of_rates", "fold_keys", "stack", "example_keys",
     "example_axis", "param_items", "params_from", "padded", "Library", "batched_grad", "LossHarness",
     "example_mode", "initial_value", "first_output", "class_scores", "integrator_method", "example_values",
-    "batched_property",
+    "batched_property", "unviewed",
 })
 
 # Members of every batched class (``batchify.runtime.Batched``): a Variable named like one is the

@@ -548,6 +548,39 @@ RULES: tuple[Rule, ...] = (
              init='self.N = bp.dyn.Lif(3)'),
     ),
     Rule(
+        'id of a built-in',
+        f"{EXPR}.builtin_id",
+        '`id()` of a built-in',
+        '`id(self.N)`, `id(self.proj.post)`',
+        ("`id(bfy.unviewed(self.N))`: the id of the built-in (or of the object inside one) behind the view the "
+         "batched model reaches it through, which is what the constructor, holding the objects themselves, "
+         "recorded"),
+        Case(before='return x * (id(self.N) == self.key)',
+             after='return bfy.unwrap(state), x * (id(bfy.unviewed(self.N)) == self.key)',
+             init='self.N = bp.dyn.Lif(3)\nself.key = id(self.N)'),
+        Case(before='return self.V * (id(self.child) == 0)',
+             after='return bfy.unwrap(state), state.V * (id(self.child) == 0)',
+             init='self.N = bp.dyn.Lif(3)'),
+    ),
+    Rule(
+        'identity inside a built-in',
+        f"{EXPR}.builtin_identity",
+        '`is` of an object inside a built-in',
+        '`self.proj.post is self.N`, `self.proj.refs["syn"] is not self.syn`',
+        ("`bfy.unviewed(self.library.read(params, state, \"proj.post\")) is bfy.unviewed(self.N)`: the batched "
+         "model reaches a built-in through the batch's view and an object inside one through one example's view, "
+         "two views of one object; `is` compares the objects behind them (`==`, `in` and a dict keyed by the "
+         "built-in need no rewrite: both views are equal to and hashed as the object); `is None` is left alone"),
+        Case(before='return x * (self.P.post is self.N)',
+             after=('return bfy.unwrap(state), x * (bfy.unviewed(self.library.read(params, state, "P.post")) '
+                    'is bfy.unviewed(self.N))'),
+             init='self.N = bp.dyn.Lif(3)\nself.P = bp.dyn.Lif(3)'),
+        Case(before='return x * (self.P.post is not None) * (self.N is self.P)',
+             after=('return bfy.unwrap(state), x * (self.library.read(params, state, "P.post") is not None) '
+                    '* (self.N is self.P)'),
+             init='self.N = bp.dyn.Lif(3)\nself.P = bp.dyn.Lif(3)'),
+    ),
+    Rule(
         'built-in pipe',
         f"{EXPR}.builtin_pipe",
         '`>>` into a built-in',

@@ -3370,3 +3370,44 @@ def test_the_class_of_an_object_inside_a_builtin_is_its_own(tmp_path, k: str) ->
                          "--steps", "20", "--batch", "3", "--strict", "--no-speed")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout
+
+
+ACROSS_VIEWS = HEAD + textwrap.dedent('''
+    class Net(bp.DynSysGroup):
+        def __init__(self, n=4):
+            super().__init__()
+            self.lif = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
+            self.v = bm.Variable(bm.zeros(n))
+            self.pre = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
+            self.proj = bp.dyn.HalfProjAlignPostMg(comm=bp.dnn.Linear(n, n, bp.init.Uniform(0.0, 1.0)),
+                                                   syn=bp.dyn.Expon.desc(n, tau=5.0), out=bp.dyn.CUBA.desc(),
+                                                   post=self.lif)
+            self.gain = {{self.lif: 2.0, self.pre: 3.0}}
+            self.key = id(self.lif)
+
+        def update(self, x):
+            self.proj(self.pre(x))
+            k = {k}
+            self.v.value = self.lif(x) * k
+            return self.v.value
+''')
+
+
+@pytest.mark.parametrize("k, main", [
+    ("1.0 + float(self.proj.post is self.lif)", "verify FAIL, max abs error 1"),
+    ("1.0 + float(self.proj.post is not self.lif)", "verify FAIL, max abs error 1"),
+    ("1.0 + float(self.lif is self.proj.post is self.lif)", "verify FAIL, max abs error 1"),
+    ("self.gain.get(self.proj.post, 0.5)", "verify FAIL, max abs error 1.5"),
+    ("self.gain[self.proj.post] + float(self.proj.post == self.lif)", "BFY303 KeyError"),
+    ("1.0 + float(id(self.lif) == self.key) + float(id(self.proj.post) == self.key)", "verify FAIL, max abs error 2"),
+    ("1.0 + float(self.proj.post is self.pre) + float(self.proj.post is None)", "passed: no identity holds"),
+])
+def test_a_builtins_identity_is_its_own_however_it_is_reached(tmp_path, k: str, main: str) -> None:
+    """helper-42, on d9a30c1 (and f517a26), exit 0: a built-in reached inside another (`self.proj.post`, one
+    example's view of it) was not the built-in reached as `self.lif` (the batch's view): `is` was False, a dict
+    keyed by the built-in missed it, and `id()` was a view's. `is` and `id()` of a built-in now compare the
+    built-ins behind the views, and one example's view is equal to and hashed as its built-in."""
+    checked = verify_cli(tmp_path, "across", ACROSS_VIEWS.format(k=k), "--input-shape", "x=4:float32:50",
+                         "--steps", "20", "--batch", "3", "--strict", "--no-speed")
+    assert checked.returncode == 0, main + "\n" + checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout

@@ -598,6 +598,31 @@ class ExprRewriter(Transformer):
                               updated_node: cst.BinaryOperation) -> cst.BaseExpression:
         return self.builtin_pipe(original_node, updated_node) or updated_node
 
+    def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.BaseExpression:
+        return self.builtin_identity(original_node, updated_node) or updated_node
+
+    def builtin_identity(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.Comparison | None:
+        """``self.proj.post is self.lif``: whether an object inside a built-in is a given one. The batched model
+        reaches a built-in through the batch's view of it and an object inside one through one example's view:
+        two views of one object, which ``is`` compares as the objects behind them (``bfy.unviewed``)."""
+        operands = [original_node.left, *(t.comparator for t in original_node.comparisons)]
+        identity = [type(t.operator) in (cst.Is, cst.IsNot) for t in original_node.comparisons]
+        wrap = set()
+        for i, is_identity in enumerate(identity):
+            pair = operands[i:i + 2]
+            if is_identity and any(builtin_inside(self.ctx, e) for e in pair) and not any(
+                    type(e) is cst.Name and e.value in ("None", "True", "False") for e in pair):
+                wrap.update(i + j for j, e in enumerate(pair)
+                            if builtin_inside(self.ctx, e) or builtin_held(self.ctx, e))
+        # (only an operand compared by identity alone: in `a < b is c`, `a < b` compares b itself)
+        wrap = {i for i in wrap if all(identity[k] for k in (i - 1, i) if 0 <= k < len(identity))}
+        if not wrap:
+            return None
+        updated = [updated_node.left, *(t.comparator for t in updated_node.comparisons)]
+        unviewed = [cst.Call(runtime("unviewed"), [cst.Arg(e)]) if i in wrap else e for i, e in enumerate(updated)]
+        return updated_node.with_changes(left=unviewed[0], comparisons=[
+            t.with_changes(comparator=e) for t, e in zip(updated_node.comparisons, unviewed[1:])])
+
     def builtin_pipe(self, original_node: cst.BinaryOperation,
                      updated_node: cst.BinaryOperation) -> cst.BaseExpression | None:
         """``x >> self.layer`` calls the built-in (BrainPy's ``__rrshift__``): a library call."""
@@ -621,8 +646,8 @@ class ExprRewriter(Transformer):
 
     # The call rules, tried in order; the first that gives a node wins (batchify.rules).
     CALL_RULES = ("refuse_unbatchable_random", "control_flow_call", "loop_body_call", "state_factory",
-                  "variable_recreated", "random_draw", "builtin_call", "builtin_type", "builtin_argument_call",
-                  "noisy_integrator_call",
+                  "variable_recreated", "random_draw", "builtin_call", "builtin_type", "builtin_id",
+                  "builtin_argument_call", "noisy_integrator_call",
                   "stateful_call")
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -791,6 +816,18 @@ class ExprRewriter(Transformer):
         if not ((ref is not None and not ref.rest) or builtin_part(self.ctx, inside)):
             return None
         return cst.Attribute(value=updated_node.args[0].value, attr=cst.Name("__class__"))
+
+    def builtin_id(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
+        """``id(self.N)``, ``id(self.proj.post)``: the identity of a built-in or of an object inside one, which
+        the batched model reaches through a view of it: ``id(bfy.unviewed(...))``, the object's own, as the
+        constructor (which holds the objects themselves) sees it."""
+        args = original_node.args
+        if "builtins.id" not in qualified or len(args) != 1 or args[0].keyword or args[0].star:
+            return None
+        if not (builtin_held(self.ctx, args[0].value) or builtin_inside(self.ctx, args[0].value)):
+            return None
+        return updated_node.with_changes(args=[updated_node.args[0].with_changes(
+            value=cst.Call(runtime("unviewed"), [cst.Arg(updated_node.args[0].value)]))])
 
     def refuse_attribute_by_name(self, node: cst.Call, qualified: set[str]) -> bool:
         """``getattr(self.N, "V")``, ``getattr(self.N.V, "value")``: a built-in's attribute reached by a name
@@ -1923,6 +1960,20 @@ def builtin_whole(ctx: Context, expr: cst.BaseExpression) -> LibraryRef | None:
     path = self_path(expr, ctx.self_name)
     ref = ctx.resolve(path) if path else None
     return ref if isinstance(ref, LibraryRef) and ref.rest in ((), ("children",)) else None
+
+
+def builtin_held(ctx: Context, expr: cst.BaseExpression) -> bool:
+    """``self.N``, ``self.seq[0]``: a built-in the model holds, or a layer of one."""
+    ref = builtin_whole(ctx, expr)
+    return ref is not None and not (ref.rest and type(expr) is not cst.Subscript)
+
+
+def builtin_inside(ctx: Context, expr: cst.BaseExpression) -> bool:
+    """``self.proj.post``, ``self.proj.refs["syn"]``, ``self.seq[0].V``: something inside a built-in, which the
+    batched model reads as one example sees it (an object: one example's view of it)."""
+    while type(expr) is cst.Subscript:
+        expr = expr.value
+    return builtin_part(ctx, expr)
 
 
 def builtin_part(ctx: Context, expr: cst.BaseExpression) -> bool:
