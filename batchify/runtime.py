@@ -679,6 +679,36 @@ class Library(bp.BrainPyObject):
             return view
         return value
 
+    def batch_property(self, module, name):
+        """``batched.cell.h`` (``bp.dyn.LSTMCell``'s ``h``, computed from its ``state``): a property of a
+        built-in read on the batch. Its Variables hold one example, none of the batch's, so a property
+        reading them is computed for each example in a library call binding it, and stacked on axis 0;
+        one reading none of them (``mode``) is the built-in's own."""
+        trace = brainstate.StateTraceStack()
+        with trace:
+            value = getattr(module, name)
+        read = {id(s) for s in trace.get_read_states()}
+        if not read & {*self._keys, *map(id, self.fields.values())}:
+            return value
+        if read & set(map(id, self.fields.values())):
+            raise UnbatchedStateError(
+                f"{type(module).__name__}.{name} is a property computed from a Variable of the model's own handed "
+                "to the built-in, which the batch's view cannot compute for each example; read it in a step (a "
+                "method of the model), where it is one example's", self._owner_name, [name])
+        # (what the property reads is bound for each example; the rest as it is: it draws nothing, one key serves)
+        example = NamedTuple("Example", [("rng_key", object), ("library", object), *((n, object) for n in self.fields)])
+        rest = dict(rng_key=bm.random.DEFAULT.value, **{n: v.value for n, v in self.fields.items()})
+        params = LibraryParams(self.params())
+
+        def one(library):
+            def get():
+                out = getattr(module, name)
+                return jax.tree.map(lambda x: x.value if isinstance(x, bm.Variable) else x, out,
+                                    is_leaf=lambda x: isinstance(x, bm.Variable))
+            return self.call(params, example(library=library, **rest), get)[1]
+
+        return jax.vmap(one)(self.state())
+
     def reset(self, params, state):
         """One example's ``state`` with every built-in reset as ``bp.reset_state`` resets it (in
         BrainPy's order, each node once), drawing from the example's own key."""
@@ -716,10 +746,10 @@ class Library(bp.BrainPyObject):
     def read(self, params, state, path):
         """One example's value of ``path`` (``"N.spike"``) under a built-in; a container or an object
         (``"proj.refs"``, read on as ``['syn'].g``) as an ``ExampleView``, taken inside the call."""
-        def get():
-            return example_view(self.resolve(path), path, {})
+        def inside(function):  # (a property of what it reads, later: computed on this example too)
+            return self.call(params, state, function)[1]
 
-        return self.call(params, state, get)[1]
+        return inside(lambda: example_view(self.resolve(path), path, {}, inside))
 
     def write(self, state, path, value):
         """``state`` with one example's Variable at ``path`` set to ``value``: a Variable of the model's
@@ -865,11 +895,12 @@ def unviewed(value):
     return object.__getattribute__(value, "_module") if type(value) in (BatchView, ExampleView) else value
 
 
-def example_view(value, path: str, seen: dict):
+def example_view(value, path: str, seen: dict, inside):
     """``value`` as one example sees it, taken while ``Library.call`` has bound that example: a
     Variable is its value; a dict, list or tuple holds the views of its items; a BrainPy object (a
     built-in's ``refs['syn']``) is an ``ExampleView``. Anything else is itself (a setting, an array).
-    Objects are viewed breadth first, so each is named by its shortest path from ``value``."""
+    Objects are viewed breadth first, so each is named by its shortest path from ``value``.
+    ``inside(function)`` runs ``function`` in a library call binding the same example."""
     objects = deque()
 
     def view(value, path):
@@ -883,7 +914,7 @@ def example_view(value, path: str, seen: dict):
             return viewed if isinstance(value, dict) else (list if isinstance(value, list) else tuple)(viewed.values())
         if isinstance(value, bp.BrainPyObject):
             if id(value) not in seen:  # (objects refer to each other: post's inputs name the projection)
-                seen[id(value)] = ExampleView(value, path, seen)
+                seen[id(value)] = ExampleView(value, path, seen, inside)
                 objects.append((value, path))
             return seen[id(value)]
         return value
@@ -897,19 +928,27 @@ def example_view(value, path: str, seen: dict):
     return viewed
 
 
+def computed(obj, name) -> bool:
+    """Whether ``obj.name`` is computed when read (a property, or another data descriptor of its class)
+    rather than held: it may read the object's Variables."""
+    static = inspect.getattr_static(obj, name, None)  # (a data descriptor wins over the instance's __dict__)
+    return hasattr(type(static), "__get__") and hasattr(type(static), "__set__")
+
+
 class ExampleView:
     """A built-in's object read whole in a pure step (``self.proj.refs['syn'].g``, BrainPy's way to
     monitor a synapse): its Variables hold one example's values, taken when it was read, and its
     settings are the object's own. Its methods would run on the built-in outside the example, so
     calling one is refused; call it through the built-in that holds it."""
 
-    __slots__ = ("_module", "_path", "_values", "_seen")
+    __slots__ = ("_module", "_path", "_values", "_seen", "_inside")
 
-    def __init__(self, module, path: str, seen: dict):
+    def __init__(self, module, path: str, seen: dict, inside):
         object.__setattr__(self, "_module", module)
         object.__setattr__(self, "_path", path)
         object.__setattr__(self, "_values", {})
         object.__setattr__(self, "_seen", seen)  # every object read with it, by id: its items' views
+        object.__setattr__(self, "_inside", inside)  # runs a function with the same example bound
 
     @property
     def __class__(self):
@@ -918,6 +957,11 @@ class ExampleView:
     def __getattr__(self, name):
         if name in self._values:
             return self._values[name]
+        if computed(self._module, name):
+            # (`self.seq[0].h`, LSTMCell's property: it reads the object's Variables, which hold this example
+            # only inside a library call)
+            path = f"{self._path}.{name}"
+            return self._inside(lambda: example_view(getattr(self._module, name), path, {}, self._inside))
         value = getattr(self._module, name)
         if inspect.ismethod(value) and value.__self__ is self._module:
             raise TypeError(f"{self._path}.{name}() is a method of a built-in's object read in a batched "
@@ -965,6 +1009,8 @@ class BatchView:
         return type(object.__getattribute__(self, "_module"))
 
     def __getattr__(self, name):
+        if computed(self._module, name):
+            return self._library.batch_property(self._module, name)
         return self._library.view(getattr(self._module, name))
 
     def __setattr__(self, name, value):

@@ -67,7 +67,7 @@ from batchify.equivalence import (  # noqa: E402
     variables,
     tick,
 )
-from batchify.runtime import example_axis, param_items, unwrap  # noqa: E402
+from batchify.runtime import example_axis, param_items, stable_path, unwrap  # noqa: E402
 
 if os.environ.get(X64_ENV):
     bm.enable_x64()
@@ -678,6 +678,13 @@ class Verifier:
 
         # Through the original, one example at a time, with bm.grad.
         paths = sorted(weights)
+        # The batched model keys a built-in's weights by position where BrainPy names them automatically
+        # (``seq.children.0.W`` for the original's ``seq.children.Dense0.W``): its gradients by the original's paths.
+        original_path = {stable_path(model, p): p for p in paths}
+
+        def keyed(tree):
+            return {original_path.get(k, k): v for k, v in param_items(tree)}
+
         per_example, losses = [], []
         for e in range(d.batch):
             restore(model, starts[e])
@@ -752,19 +759,19 @@ class Verifier:
         zero = [p for p in paths if not any(np.any(g[p] != 0) for g in per_example)]
         outside = []
         if zero:  # read through a branch the inputs never took, or not reaching the loss at all?
-            read = dict(param_items(read_leaves(lambda p: jnp.sum(jax.vmap(example_loss, in_axes=in_axes)(
-                p, state0, *per_example_inputs)), params)))
+            read = keyed(read_leaves(lambda p: jnp.sum(jax.vmap(example_loss, in_axes=in_axes)(
+                p, state0, *per_example_inputs)), params))
             strength.weights_without_gradient = [p for p in zero if read.get(p, True)]
             outside = [p for p in zero if not read.get(p, True)]
             if outside:  # of those, the ones the state depends on: their gradient went unchecked
-                into_state = dict(param_items(read_leaves(lambda p: jnp.sum(jax.vmap(
-                    example_final_state, in_axes=in_axes)(p, state0, *per_example_inputs)), params)))
+                into_state = keyed(read_leaves(lambda p: jnp.sum(jax.vmap(
+                    example_final_state, in_axes=in_axes)(p, state0, *per_example_inputs)), params))
                 strength.weights_outside_loss = [p for p in outside if into_state.get(p, False)]
         got_each = jax.vmap(jax.grad(example_loss), in_axes=in_axes)(params, state0, *per_example_inputs)
         got_mean = jax.grad(lambda p: jnp.mean(jax.vmap(example_loss, in_axes=in_axes)(
             p, state0, *per_example_inputs)))(params)
-        each = dict(param_items(got_each))  # by the weights' paths: ``hidden.w``, a built-in's ``fc.W``
-        mean = dict(param_items(got_mean))
+        each = keyed(got_each)  # by the weights' paths: ``hidden.w``, a built-in's ``fc.W``
+        mean = keyed(got_mean)
 
         rep_each, rep_mean = Report(d.steps, d.batch), Report(d.steps, d.batch)
         for p in paths:
@@ -783,8 +790,8 @@ class Verifier:
             def reset_loss(p, state, *xs):
                 return example_loss(p, batched.reset_example(p, state), *xs)
 
-            read = dict(param_items(read_leaves(lambda p: jnp.sum(jax.vmap(reset_loss, in_axes=in_axes)(
-                p, state0, *per_example_inputs)), params)))
+            read = keyed(read_leaves(lambda p: jnp.sum(jax.vmap(reset_loss, in_axes=in_axes)(
+                p, state0, *per_example_inputs)), params))
             through = [p for p in unchecked if read.get(p, False)]
             want = []
             if through and declares_random(self.batched_cls):  # draws in the reset: keys not lined up here
@@ -804,10 +811,10 @@ class Verifier:
                                                     f"{type(exc).__name__}")
                 restore(model, initial)
             if want:
-                got_each = dict(param_items(jax.vmap(jax.grad(reset_loss), in_axes=in_axes)(
-                    params, state0, *per_example_inputs)))
-                got_mean = dict(param_items(jax.grad(lambda p: jnp.mean(jax.vmap(reset_loss, in_axes=in_axes)(
-                    p, state0, *per_example_inputs)))(params)))
+                got_each = keyed(jax.vmap(jax.grad(reset_loss), in_axes=in_axes)(
+                    params, state0, *per_example_inputs))
+                got_mean = keyed(jax.grad(lambda p: jnp.mean(jax.vmap(reset_loss, in_axes=in_axes)(
+                    p, state0, *per_example_inputs)))(params))
                 for p in through:
                     want_each = np.stack([g[p] for g in want])
                     compare(rep_each, f"gradient {p} (through reset_state)", None, want_each, np.asarray(got_each[p]),

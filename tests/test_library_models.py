@@ -485,3 +485,99 @@ def test_items_of_a_childs_sequential_read_as_a_monitor_pass_verify(tmp_path: Pa
                                        "--input-shape", "x=3:float32:20", "--strict")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert next(r for r in checked.stdout.splitlines() if r.startswith("Net ")).rstrip().endswith("PASS")
+
+
+CELL_PROPERTIES = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Net(bp.DynamicalSystem):
+    def __init__(self, n=4):
+        super().__init__()
+        self.seq = bp.Sequential(bp.dyn.LSTMCell(n, n))
+        self.cell = bp.dyn.LSTMCell(n, n)
+        self.v = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.seq(x)
+        self.cell(x)
+        self.v.value = self.seq[0].h + self.cell.h
+        return self.v.value
+'''
+
+
+def test_a_property_of_a_sequentials_layer_read_in_a_step_passes_verify(tmp_path: Path) -> None:
+    """``self.seq[0].h`` (LSTMCell's ``h``, computed from its ``state``): one example's view of the layer computed
+    the property outside the library call. On 1823dc0: BFY302 'read self.seq.children.0.state outside the library
+    call ... Read and call it as self.seq', advice that does not apply (before 50cb852: verify FAIL 1.26).
+    A property of an object read in a step is now computed inside a call binding the same example."""
+    checked = transformed_and_verified(tmp_path, "cells", CELL_PROPERTIES, "--input-shape", "x=4:float32:5",
+                                       "--steps", "10", "--batch", "3", "--strict")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert next(r for r in checked.stdout.splitlines() if r.startswith("Net ")).rstrip().endswith("PASS")
+    assert "examples differ" in checked.stdout
+
+
+def test_a_property_of_a_builtin_read_on_the_batch_is_each_examples(tmp_path: Path) -> None:
+    """``batched.cell.h`` and ``batched.seq[0].h`` from outside a step (a user's monitor): on 1823dc0 the batch's
+    view computed the property on the built-in's one-example Variables: shape (4,), one example's values (the last's).
+    Each example's own, computed in a library call binding it, stacked: what the original gives, example by
+    example. A property reading no Variable (``mode``) is the built-in's own."""
+    import brainpy as bp
+    import brainpy.math as bm
+    import numpy as np
+    from batchify.loader import load_generated
+
+    source = CELL_PROPERTIES.replace("self.seq[0].h + self.cell.h", "self.cell.h")  # (the steps read it as before)
+    (tmp_path / "cells.py").write_text(source)
+    (tmp_path / "cells_batched.py").write_text(transform(source.encode(), "cells.py", command="batchify").text)
+    original = load_generated(tmp_path / "cells.py", "cells_property_source")
+    generated_module = load_generated(tmp_path / "cells_batched.py", "cells_property_batched")
+    bm.random.seed(3)
+    net = original.Net()
+    batched = generated_module.NetBatched.from_model(net, 3)
+    xs = np.random.RandomState(0).uniform(-2, 2, (3, 4)).astype("float32")
+    for _ in range(3):
+        batched.update(xs)
+    expected = {"cell": [], "seq": []}
+    for x in xs:
+        bp.reset_state(net)
+        for _ in range(3):
+            net.update(x)
+        expected["cell"].append(np.asarray(net.cell.h))
+        expected["seq"].append(np.asarray(net.seq[0].h))
+    np.testing.assert_allclose(np.asarray(batched.cell.h), expected["cell"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(batched.seq[0].h), expected["seq"], rtol=1e-5, atol=1e-6)
+    assert np.ptp(np.asarray(batched.cell.h), axis=0).max() > 1e-3  # the examples differ
+    assert isinstance(batched.cell.mode, bm.NonBatchingMode)
+
+
+TRAINED_SEQUENTIAL = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Net(bp.DynamicalSystem):
+    def __init__(self, n_in=4, n=5):
+        super().__init__()
+        self.seq = bp.Sequential(bp.dnn.Linear(n_in, n, mode=bm.training_mode),
+                                 bp.dyn.Expon(n, tau=5.0),
+                                 bp.dnn.Linear(n, 3, mode=bm.training_mode))
+        self.acc = bm.Variable(bm.zeros(3))
+
+    def update(self, x):
+        self.acc.value = self.acc + self.seq(x)
+        return self.acc.value
+'''
+
+
+def test_the_gradients_of_a_sequentials_layers_are_compared(tmp_path: Path) -> None:
+    """Training-mode ``bp.dnn.Linear`` layers in a ``bp.Sequential`` (helper-42's n3, a synapse between them): the
+    library keys their weights by position (``seq.children.0.W``), the original's Variables are named by BrainPy's
+    automatic names (``seq.children.Dense0.W``). On 1823dc0 verify stopped with BFY900 internal error KeyError:
+    'seq.children.Dense0.W'. Each weight's gradient is now compared under the library's key."""
+    checked = transformed_and_verified(tmp_path, "seqgrad", TRAINED_SEQUENTIAL, "--input-shape", "x=4:float32:5",
+                                       "--steps", "10", "--batch", "3", "--strict")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    row = next(r for r in checked.stdout.splitlines() if r.startswith("Net "))
+    assert row.rstrip().endswith("PASS") and row.split()[8:10] == ["ok", "ok"], checked.stdout  # grad/example, mean
+    assert "gradient non-zero 4/4" in checked.stdout
