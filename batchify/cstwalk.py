@@ -182,6 +182,18 @@ def _literal(text: str, fstring: cst.FormattedString) -> str:
     return text if "r" in fstring.prefix.lower() else text.replace(quote, "\\" + quote)
 
 
+def unprintable(text: str, fstring: cst.FormattedString) -> str | None:
+    """Why ``text``, a self-documenting field's (``f"{self.V.shape=}"``), cannot become a literal of
+    ``fstring`` that prints as Python prints it, or None: across lines (it holds the block's indentation),
+    with a backslash (CPython decodes its escapes, ``\\N{...}`` included), the raw string's own quote, or
+    ``!=`` (which Python 3.12.1 takes for a conversion)."""
+    quote = fstring.start[len(fstring.prefix)]
+    raw = "r" in fstring.prefix.lower()
+    return ("spans lines" if "\n" in text else "holds a backslash" if "\\" in text else
+            "holds the raw string's own quote" if raw and quote in text else
+            "holds != (Python 3.12.1 reads a conversion there)" if "!=" in text else None)
+
+
 class Transformer(cst.CSTTransformer):
     """LibCST's transformer at less cost per node, for the rewrites here, none of which changes
     formatting or is written per field: a formatting node's children are not visited (it is kept as
@@ -222,12 +234,19 @@ class Transformer(cst.CSTTransformer):
                 parts.append(after)
                 continue
             changed = True
+            why = unprintable(field_text(before), original_node)
+            if why is not None:
+                self.unprintable_field(before, why)
             parts.append(cst.FormattedStringText(_literal(field_text(before), updated_node)))
             parts.append(after.with_changes(
                 equal=None, whitespace_before_expression=cst.SimpleWhitespace(""),
                 whitespace_after_expression=cst.SimpleWhitespace(""),
                 conversion=after.conversion or (None if after.format_spec is not None else "r")))
         return updated_node.with_changes(parts=parts) if changed else updated_node
+
+    def unprintable_field(self, node: cst.FormattedStringExpression, why: str) -> None:
+        """A self-documenting field whose expression changed, and whose text a literal cannot hold as
+        Python prints it (``unprintable``): a rewriter that reports diagnostics says so here."""
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         pass

@@ -88,7 +88,7 @@ CODES: dict[str, Code] = {
     "BFY220": Code("a stepping method runs BrainPy's sweep over a model (`bp.reset_state(self)`, `self.reset()`, "
                    "`bp.clear_input(self)`)"),
     "BFY221": Code("a stepping method runs BrainPy's inherited `step_run` (`bm.for_loop(self.step_run, ...)`)"),
-    "BFY222": Code("a self-documenting f-string field (`{expr=}`) in a stepping method spans lines, or holds a "
+    "BFY222": Code("a self-documenting f-string field (`{expr=}`) that batchify rewrites spans lines, or holds a "
                    "backslash, `!=` or a raw string's own quote"),
     # Verification.
     "BFY301": Code("verification lacks driving information (constructor arguments, method, inputs)", EXIT_USAGE),

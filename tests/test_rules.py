@@ -206,6 +206,29 @@ def test_a_read_before_a_stateful_call_in_one_statement_is_refused(body: str, re
     assert got.startswith("BFY215") == refused, got
 
 
+COMBINE = BUMP_AND_NOISE + """
+
+def combine(*xs, k):
+    return sum(xs) + 2.0 * k
+"""
+
+
+@pytest.mark.parametrize("body,refused", [
+    ("return combine(k=self.bump(x), *[self.helper(x)])", True),  # Python: helper, then bump
+    ("return combine(k=self.V.value, *[self.bump(x)])", True),  # Python reads V after bump changed it
+    ("return combine(k=self.bump(x), *[x], *[self.V.value])", True),  # (the second *args)
+    ("return combine(*[self.helper(x)], k=self.bump(x))", False),  # written in Python's order
+    ("return combine(k=self.bump(x), *[x])", False),  # nothing on the other side for the order to change
+    ("return combine(k=x, *[self.bump(x)])", False),
+])
+def test_a_keyword_argument_written_before_star_args_is_refused_where_the_order_matters(body: str,
+                                                                                       refused: bool) -> None:
+    """``f(k=self.bump(x), *[self.helper(x)])``: Python evaluates the *args first. On 1823dc0 exit 0, bump then
+    helper moved in front in the order written, and verify FAILed (forward max abs error 2)."""
+    got = rewritten(Case(before=body, after="", extra=COMBINE))
+    assert got.startswith("BFY204 a") == refused, got
+
+
 DECORATED_HELPER = '''    {decorator}
     def helper2(self, x):
         self.S.value = x
@@ -386,12 +409,17 @@ def test_an_item_of_a_builtin_is_read_and_called_as_one_example_sees_it(body: st
     ("get = self.seq[0].V.mean\nx = self.seq(x)\nreturn x + get()", "BFY213"),
     ("return getattr(self.seq[0].V, 'value') + x", "BFY213"),
     ("layer = self.seq['lif'] or None\nreturn layer(x)", "BFY213"),
+    # (functools.partial binding a built-in: on 1823dc0 exit 0, then refused at run time at m.py:1:1, 'partial() was
+    # handed a built-in and returned a partial')
+    ("step = functools.partial(self.seq[0])\nreturn step(x)", "BFY213 self.seq[0],"),
+    ("return functools.partial(self.seq, x)()", "BFY213 the"),
 ])
 def test_an_item_of_a_builtin_written_or_sliced_is_refused(body: str, code: str) -> None:
     """Adversarial review: main rewrote the write into an attribute set on one example's view (verify: BFY303
     'is set on a built-in's object read in a batched step ... a transformation bug'), and the slice into
     an index of one (BFY303 'a new object the built-in makes when indexed'), both as transformation bugs."""
-    got = rewritten(Case(before=body, after="", init="self.seq = bp.Sequential(bp.dnn.Linear(3, 3), lif=bp.dyn.Lif(3))"))
+    got = rewritten(Case(before=body, after="", init="self.seq = bp.Sequential(bp.dnn.Linear(3, 3), lif=bp.dyn.Lif(3))",
+                         extra="\n\nimport functools\n"))
     assert got.startswith(code), got
 
 

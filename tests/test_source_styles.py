@@ -231,6 +231,30 @@ def test_a_self_documenting_field_python_prints_otherwise_is_refused(field: str)
     assert [(d.code, d.line) for d in caught.value.diagnostics] == [("BFY222", 12)]
 
 
+@pytest.mark.parametrize("field", [
+    "{ x.shape\n        = }",
+    r"{x.shape[0] + len('\N{DIGIT ONE}')=}",
+    "{x.shape[0] != 3=}",
+])
+def test_a_self_documenting_field_the_rewrite_leaves_as_written_is_kept(tmp_path: Path, field: str) -> None:
+    """The same texts in a field whose expression the rewrite does not change (a local, not the model's state):
+    the field stays as written, so Python prints it as it does in the original. On 1823dc0 BFY222 refused them
+    all the same."""
+    source = SELF_DOCUMENTING.replace("{ self.out.shape = }", field).replace(
+        'raise ValueError(f"', 'raise ValueError(f"""').replace('shape=!s}"', 'shape=!s}"""')
+    module = imported(tmp_path, source, "selfdoc_kept")
+    assert field in (tmp_path / "selfdoc_kept_batched.py").read_text()
+    net = module.NetBatched(3, batch_size=2)
+    bp.share.save(t=0.0, dt=bm.get_dt(), i=0)
+    with pytest.raises(ValueError) as batched_error:
+        net.update(bm.ones((2, 4)))
+    namespace: dict = {}
+    exec(compile(source, "selfdoc_original.py", "exec"), namespace)
+    with pytest.raises(ValueError) as original_error:
+        namespace["Net"](3).update(bm.ones(4))
+    assert str(batched_error.value) == str(original_error.value)
+
+
 MULTILINE_STRINGS = HEAD + textwrap.dedent('''
     class Net(bp.DynamicalSystem):
         def __init__(self, n):

@@ -314,6 +314,7 @@ class ExprRewriter(Transformer):
         self.call_funcs: set[int] = set()  # the ``func`` of every call (`self.N.V.mean` is called, not read)
         self.parents: dict[int, cst.CSTNode] = {}  # (of the expression's nodes: ``consumed_at``)
         self.pre_at: dict[int, int] = {}  # a call -> the length of ``pre`` when it was entered
+        self.arg_pre_at: dict[int, int] = {}  # an argument -> the same
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if type(node) in self.NO_HOIST:
@@ -650,7 +651,40 @@ class ExprRewriter(Transformer):
                   "builtin_argument_call", "noisy_integrator_call",
                   "stateful_call")
 
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        self.arg_pre_at[id(node)] = len(self.pre)
+        return True
+
+    def refuse_keywords_before_star(self, node: cst.Call) -> None:
+        """``f(k=self.step(x), *self.more(x))``: Python evaluates ``*args`` before a keyword argument written
+        ahead of them, and batchify moves calls (and the reads before them) in front in the order they are
+        written: BFY204 where the two orders differ (a call moved in front on one side, a call or a read of
+        ``self`` on the other)."""
+        args = node.args
+        starts = [self.arg_pre_at.get(id(a)) for a in args]
+        if None in starts:
+            return
+        ends = [*starts[1:], len(self.pre)]
+
+        def moved(i: int) -> bool:
+            return ends[i] > starts[i]
+
+        def touches(i: int) -> bool:
+            return any(type(n) is cst.Call or (type(n) is cst.Attribute and self_path(n, self.ctx.self_name))
+                       for n in walk(args[i].value))
+
+        for i, early in enumerate(args):
+            if early.keyword is None and early.star != "**":
+                continue
+            late = [j for j in range(i + 1, len(args)) if args[j].star == "*"]
+            if any((moved(i) and touches(j)) or (moved(j) and touches(i)) for j in late):
+                self.ctx.report(early, "BFY204", "a keyword argument written before *args: Python evaluates the "
+                                "*args first, and batchify runs the calls it moves in front of the statement in the "
+                                "order they are written; write the keyword argument after the *args")
+                return
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        self.refuse_keywords_before_star(original_node)
         qualified = {q.name for q in self.ctx.ir.qualified.get(original_node.func, ())}
         for rule in self.CALL_RULES:
             out = getattr(self, rule)(original_node, updated_node, qualified)
@@ -665,6 +699,15 @@ class ExprRewriter(Transformer):
         self.ctx.report(original_node, "BFY206", f"{sorted(qualified)[0]} in {self.ctx.method.name}() draws once, "
                         "when the step is traced, not at every step; use bm.random instead")
         return updated_node
+
+    def unprintable_field(self, node: cst.FormattedStringExpression, why: str) -> None:
+        """``f"{self.V.shape=}"`` prints the field's text: the rewrite changed the expression, so that text
+        becomes a literal in front of it (``Transformer.leave_FormattedString``), which cannot hold this one
+        as Python prints it: BFY222."""
+        self.ctx.report(node, "BFY222", f"a self-documenting f-string field ({{...=}}) {why}: batchify writes its "
+                        "text out as a literal in front of the rewritten expression, and cannot write this one as "
+                        "Python prints it; write the field on one line, without backslashes, or put the expression "
+                        "in a variable first")
 
     def refuse_global_key(self, node: cst.Attribute) -> None:
         """``bm.random.split_key()``, ``bm.random.DEFAULT``: BrainPy's global key itself, traced once for
@@ -862,6 +905,10 @@ class ExprRewriter(Transformer):
         example's values bound into the built-in's Variables, as a call of the built-in is."""
         if self.refuse_attribute_by_name(original_node, qualified):
             return updated_node
+        if qualified & {"functools.partial", "functools.partialmethod"}:  # (it keeps the built-in to call later)
+            how = f"is bound by {self.ctx.ir.module.code_for_node(original_node.func)}()"
+            if any([builtin_object(self.ctx, arg.value, how) for arg in original_node.args]):
+                return updated_node
         ref = self.handed_builtin(original_node)
         if ref is not None and self.model_method(original_node.func):
             shown = self.ctx.ir.module.code_for_node(original_node.func)
@@ -2065,31 +2112,6 @@ def check_builtin_bindings(ctx: Context, func: cst.FunctionDef) -> None:
                     builtin_object(ctx, p.default, "is bound to a name here (a default argument)")
 
 
-def check_self_documenting_fields(ctx: Context, func: cst.FunctionDef) -> None:
-    """``f"{self.V.shape=}"`` prints the field's text: where the rewrite changes the expression, that
-    text becomes a literal in front of it (``Transformer.leave_FormattedString``). A text that literal
-    cannot hold as Python prints it is BFY222: across lines (it holds the block's indentation), with a
-    backslash (CPython decodes its escapes, ``\\N{...}`` included), the raw string's own quote, or ``!=``
-    (which Python 3.12.1 takes for a conversion)."""
-    for fstring in walk(func.body):
-        if type(fstring) is not cst.FormattedString:
-            continue
-        quote = fstring.start[len(fstring.prefix)]
-        raw = "r" in fstring.prefix.lower()
-        for n in fstring.parts:
-            if type(n) is not cst.FormattedStringExpression or n.equal is None:
-                continue
-            text = field_text(n)
-            why = ("spans lines" if "\n" in text else "holds a backslash" if "\\" in text else
-                   "holds the raw string's own quote" if raw and quote in text else
-                   "holds != (Python 3.12.1 reads a conversion there)" if "!=" in text else None)
-            if why is not None:
-                ctx.report(n, "BFY222", f"a self-documenting f-string field ({{...=}}) {why}: batchify writes its "
-                           "text out as a literal in front of the rewritten expression, and cannot write this "
-                           "one as Python prints it; write the field on one line, without backslashes, "
-                           "or put the expression in a variable first")
-
-
 def check_stale_closures(ctx: Context, func: cst.FunctionDef) -> None:
     """A function of the method that reads state (``def drive(x): return self.h @ self.u``), called
     inside a loop body: the body carries the state as its own parameter, while ``drive`` reads the
@@ -2430,7 +2452,6 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     check_stale_closures(ctx, func)
     check_children_as_values(ctx, func)
     check_builtin_locals(ctx, func, bindings)
-    check_self_documenting_fields(ctx, func)
     check_builtin_bindings(ctx, func)
     body = MethodRewriter(ctx).block(func.body.body)
     if not body or not isinstance(body[-1], cst.SimpleStatementLine) or not isinstance(body[-1].body[-1], (cst.Return, cst.Raise)):
