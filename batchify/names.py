@@ -197,8 +197,11 @@ BUILTIN_READERS = frozenset("""
     all any argmax argmin astype clip conj copy cumprod cumsum dot flatten item max mean min nonzero prod
     ravel repeat reshape round squeeze std sum swapaxes take tolist trace transpose var view
 """.split())
+# ... and the reading methods of a built-in's container (``self.proj.refs.values()``), read as one example's.
+CONTAINER_READERS = frozenset({"keys", "values", "items", "get"})
+BUILTIN_READERS |= CONTAINER_READERS
 # ... of which the array methods a Variable answers (a delay's readers run the built-in's own code).
-ARRAY_READERS = BUILTIN_READERS - {"at", "retrieve"}
+ARRAY_READERS = BUILTIN_READERS - {"at", "retrieve"} - CONTAINER_READERS
 
 # A built-in's attributes that are configuration, the same for every example (``self.N.num``,
 # ``self.N.varshape[0]``), not state: a Python ``if`` may test them. Any other attribute of a built-in

@@ -552,7 +552,7 @@ RULES: tuple[Rule, ...] = (
         'id of a built-in',
         f"{EXPR}.builtin_id",
         '`id()` of a built-in',
-        '`id(self.N)`, `id(self.proj.post)`',
+        '`id(self.N)`, `id(self.proj.post)`, `id(p)` of `p = self.proj.post`',
         ("`id(bfy.unviewed(self.N))`: the id of the built-in (or of the object inside one) behind the view the "
          "batched model reaches it through, which is what the constructor, holding the objects themselves, "
          "recorded"),
@@ -570,8 +570,11 @@ RULES: tuple[Rule, ...] = (
         '`self.proj.post is self.N`, `self.proj.refs["syn"] is not self.syn`',
         ("`bfy.unviewed(self.library.read(params, state, \"proj.post\")) is bfy.unviewed(self.N)`: the batched "
          "model reaches a built-in through the batch's view and an object inside one through one example's view, "
-         "two views of one object; `is` compares the objects behind them (`==`, `in` and a dict keyed by the "
-         "built-in need no rewrite: both views are equal to and hashed as the object); `is None` is left alone"),
+         "two views of one object; `is` compares the objects behind them, also for a local bound to an object "
+         "inside a built-in (`p = self.proj.post`) or a built-in against anything else (`list(d)[0] is self.N`); "
+         "`==`, `in` and a dict keyed by the built-in need no rewrite: both views are equal to and hashed as the "
+         "object; `is None`, and two built-ins (`self.N is self.P`: one view each) are left alone; an `is` test "
+         "or an `id()` is not a Variable's value, so a Python `if` may take it"),
         Case(before='return x * (self.P.post is self.N)',
              after=('return bfy.unwrap(state), x * (bfy.unviewed(self.library.read(params, state, "P.post")) '
                     'is bfy.unviewed(self.N))'),

@@ -3387,7 +3387,7 @@ ACROSS_VIEWS = HEAD + textwrap.dedent('''
 
         def update(self, x):
             self.proj(self.pre(x))
-            k = {k}
+            {k}
             self.v.value = self.lif(x) * k
             return self.v.value
 ''')
@@ -3401,13 +3401,23 @@ ACROSS_VIEWS = HEAD + textwrap.dedent('''
     ("self.gain[self.proj.post] + float(self.proj.post == self.lif)", "BFY303 KeyError"),
     ("1.0 + float(id(self.lif) == self.key) + float(id(self.proj.post) == self.key)", "verify FAIL, max abs error 2"),
     ("1.0 + float(self.proj.post is self.pre) + float(self.proj.post is None)", "passed: no identity holds"),
+    # (helper-43, on 3578980: the same through a local name, a mixed chain, a key taken back out of a dict: verify
+    # FAIL; and an `if` on an identity test, BFY210 'an attribute of a built-in that batchify takes for a Variable')
+    ("p = self.proj.post\nk = 1.0 + float(p is self.lif)", "verify FAIL, max abs error 1"),
+    ("p = self.proj.post\nk = 1.0 + float(id(p) == self.key)", "verify FAIL, max abs error 1"),
+    ("1.0 + float(self.proj.post is self.lif == self.lif)", "verify FAIL, max abs error 1"),
+    ("1.0 + float(list(self.gain)[0] is self.lif)", "verify FAIL, max abs error 1"),
+    ("2.0 if self.proj.post is self.lif else 1.0", "BFY210"),
+    ("k = 1.0\nif id(self.proj.post) == self.key:\n    k = 2.0", "BFY210"),
+    ("1.0 + float(any(v is self.lif for v in self.proj.refs.values()))", "BFY204 'this call runs the built-in'"),
 ])
 def test_a_builtins_identity_is_its_own_however_it_is_reached(tmp_path, k: str, main: str) -> None:
     """helper-42, on d9a30c1 (and f517a26), exit 0: a built-in reached inside another (`self.proj.post`, one
     example's view of it) was not the built-in reached as `self.lif` (the batch's view): `is` was False, a dict
     keyed by the built-in missed it, and `id()` was a view's. `is` and `id()` of a built-in now compare the
     built-ins behind the views, and one example's view is equal to and hashed as its built-in."""
-    checked = verify_cli(tmp_path, "across", ACROSS_VIEWS.format(k=k), "--input-shape", "x=4:float32:50",
-                         "--steps", "20", "--batch", "3", "--strict", "--no-speed")
+    body = k if "k = " in k else f"k = {k}"  # (lines ending in k's value, or an expression for it)
+    checked = verify_cli(tmp_path, "across", ACROSS_VIEWS.format(k=body.replace("\n", "\n        ")),
+                         "--input-shape", "x=4:float32:50", "--steps", "20", "--batch", "3", "--strict", "--no-speed")
     assert checked.returncode == 0, main + "\n" + checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout

@@ -178,6 +178,7 @@ class Context:
     members_of: dict = field(default_factory=dict)  # class name -> (fields, children, built-ins)
     masks: frozenset[str] = frozenset()  # locals that only ever hold a boolean mask (``mask_locals``)
     items: frozenset[str] = frozenset()  # locals that only ever hold a VarList / VarDict item (``item_locals``)
+    viewed: frozenset[str] = frozenset()  # locals bound to an object inside a built-in (`p = self.proj.post`)
     shares_state: frozenset[int] = frozenset()  # `r *= g` on a local holding the state's object (``state_sharing_updates``)
     # `V` of `V = self.N.V`, read after a call that may step the built-in: the chain it names, read again
     # there (``check_builtin_locals``), as the original's name sees the Variable live
@@ -566,9 +567,13 @@ class ExprRewriter(Transformer):
     def deferred_code(self, node: cst.CSTNode) -> bool:
         """Whether ``node`` sits in code that runs later than its statement (a lambda, a generator), where
         the state it would read is whatever the method holds then."""
-        while (node := self.parents.get(id(node))) is not None:
+        child = node
+        while (node := self.parents.get(id(child))) is not None:
+            eager = type(node) is cst.CompFor and node.iter is child and type(
+                self.parents.get(id(node))) is cst.GeneratorExp  # (a generator's first iterable runs at once)
             if type(node) in (cst.Lambda, cst.GeneratorExp, cst.FunctionDef):
                 return True
+            child = self.parents[id(node)] if eager else node
         return False
 
     def read_before_a_change(self, read: cst.CSTNode, at: cst.CSTNode | None = None) -> bool:
@@ -603,26 +608,30 @@ class ExprRewriter(Transformer):
         return self.builtin_identity(original_node, updated_node) or updated_node
 
     def builtin_identity(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.Comparison | None:
-        """``self.proj.post is self.lif``: whether an object inside a built-in is a given one. The batched model
-        reaches a built-in through the batch's view of it and an object inside one through one example's view:
-        two views of one object, which ``is`` compares as the objects behind them (``bfy.unviewed``)."""
+        """``self.proj.post is self.lif``: whether two names reach the same built-in. The batched model reaches
+        a built-in through the batch's view of it and an object inside one through one example's view: two
+        views of one object, which ``is`` compares as the objects behind them (``bfy.unviewed``), both sides
+        (the other may be a local or an item holding either view, or the object itself)."""
         operands = [original_node.left, *(t.comparator for t in original_node.comparisons)]
-        identity = [type(t.operator) in (cst.Is, cst.IsNot) for t in original_node.comparisons]
         wrap = set()
-        for i, is_identity in enumerate(identity):
+        for i, t in enumerate(original_node.comparisons):
             pair = operands[i:i + 2]
-            if is_identity and any(builtin_inside(self.ctx, e) for e in pair) and not any(
-                    type(e) is cst.Name and e.value in ("None", "True", "False") for e in pair):
-                wrap.update(i + j for j, e in enumerate(pair)
-                            if builtin_inside(self.ctx, e) or builtin_held(self.ctx, e))
-        # (only an operand compared by identity alone: in `a < b is c`, `a < b` compares b itself)
-        wrap = {i for i in wrap if all(identity[k] for k in (i - 1, i) if 0 <= k < len(identity))}
+            if type(t.operator) in (cst.Is, cst.IsNot) and any(self.builtin_object(e) for e in pair) and not any(
+                    type(e) is cst.Name and e.value in ("None", "True", "False") for e in pair) and not all(
+                    builtin_held(self.ctx, e) for e in pair):  # (`self.N is self.P`: each built-in has one view)
+                wrap.update((i, i + 1))  # (`==` or `in` beside: both views are equal to and hashed as the object)
         if not wrap:
             return None
         updated = [updated_node.left, *(t.comparator for t in updated_node.comparisons)]
         unviewed = [cst.Call(runtime("unviewed"), [cst.Arg(e)]) if i in wrap else e for i, e in enumerate(updated)]
         return updated_node.with_changes(left=unviewed[0], comparisons=[
             t.with_changes(comparator=e) for t, e in zip(updated_node.comparisons, unviewed[1:])])
+
+    def builtin_object(self, expr: cst.BaseExpression) -> bool:
+        """``self.lif``, ``self.seq[0]``, ``self.proj.post`` or a local bound to one of the last kind: what the
+        batched model reaches through a view of a built-in's object."""
+        return (builtin_held(self.ctx, expr) or builtin_inside(self.ctx, expr)
+                or (type(expr) is cst.Name and expr.value in self.ctx.viewed))
 
     def builtin_pipe(self, original_node: cst.BinaryOperation,
                      updated_node: cst.BinaryOperation) -> cst.BaseExpression | None:
@@ -804,8 +813,9 @@ class ExprRewriter(Transformer):
             return None
         # A method of a Variable's value, or one that only reads of the Variable, is a read: of a child's
         # built-in too (`self.l1.lif.V.mean()`, a monitor read as `self.l1.lif.V.value` is)
-        array_read = len(ref.rest) >= 2 and ref.rest[-1] in names.ARRAY_READERS and (
-            self.blocked or ref.children) and not self.deferred_code(original_node)
+        array_read = len(ref.rest) >= 2 and not self.deferred_code(original_node) and (
+            ref.rest[-1] in names.CONTAINER_READERS or (ref.rest[-1] in names.ARRAY_READERS and (
+                self.blocked or ref.children)))
         if not ("value" in ref.rest or array_read) and not self.library_ok(ref, original_node):
             return updated_node
         if "value" in ref.rest:  # `self.N.spike.value.astype(t)`: a method of the example's value
@@ -867,7 +877,7 @@ class ExprRewriter(Transformer):
         args = original_node.args
         if "builtins.id" not in qualified or len(args) != 1 or args[0].keyword or args[0].star:
             return None
-        if not (builtin_held(self.ctx, args[0].value) or builtin_inside(self.ctx, args[0].value)):
+        if not self.builtin_object(args[0].value):
             return None
         return updated_node.with_changes(args=[updated_node.args[0].with_changes(
             value=cst.Call(runtime("unviewed"), [cst.Arg(updated_node.args[0].value)]))])
@@ -1310,6 +1320,19 @@ class ExprRewriter(Transformer):
         return None
 
 
+def identity_tested(expr: cst.CSTNode) -> set[int]:
+    """Ids of the nodes under an operand of ``is`` / ``is not`` or an argument of ``id()`` / ``type()`` in
+    ``expr``: which object it is, the same for every example, whatever the object holds."""
+    under = [c.left if type(c.comparisons[0].operator) in (cst.Is, cst.IsNot) else None for c in walk(expr)
+             if type(c) is cst.Comparison]
+    under += [t.comparator for c in walk(expr) if type(c) is cst.Comparison for k, t in enumerate(c.comparisons)
+              if type(t.operator) in (cst.Is, cst.IsNot)
+              or (k + 1 < len(c.comparisons) and type(c.comparisons[k + 1].operator) in (cst.Is, cst.IsNot))]
+    under += [a.value for n in walk(expr) if type(n) is cst.Call and type(n.func) is cst.Name
+              and n.func.value in ("id", "type") for a in n.args]
+    return {id(n) for u in under if u is not None for n in walk(u)}
+
+
 def presence_tested(expr: cst.CSTNode) -> set[int]:
     """Ids of the nodes ``X is None`` / ``X is not None`` tests in ``expr`` (``X`` and all under it):
     whether the constructor built ``self.b`` is the same for every example, whatever ``b`` holds."""
@@ -1522,7 +1545,7 @@ class MethodRewriter:
     def check_static(self, test: cst.BaseExpression, keyword: str) -> None:
         """A Python ``if``/``while`` may test configuration, not state: under vmap state is traced."""
         static = self.STATIC
-        sized = {id(a) for a in sized_args(test)} | presence_tested(test)
+        sized = {id(a) for a in sized_args(test)} | presence_tested(test) | identity_tested(test)
         for node in walk(test):
             path = self_path(node, self.ctx.self_name) if type(node) is cst.Attribute else None
             ref = self.ctx.resolve(path) if path and id(node) not in sized else None
@@ -2448,6 +2471,8 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     bindings = local_bindings(func)
     ctx.masks = mask_locals(bindings)
     ctx.items = item_locals(bindings, lambda e: bool((ref := field_of(e)) and ref.container))
+    ctx.viewed = frozenset(n for n, found in bindings.items()
+                           if any(kind == "assign" and builtin_inside(ctx, value) for kind, value in found))
     ctx.shares_state = state_sharing_updates(func, lambda e: field_of(e) is not None)
     check_stale_closures(ctx, func)
     check_children_as_values(ctx, func)
