@@ -555,7 +555,8 @@ RULES: tuple[Rule, ...] = (
         '`id(self.N)`, `id(self.proj.post)`, `id(p)` of `p = self.proj.post`',
         ("`id(bfy.unviewed(self.N))`: the id of the built-in (or of the object inside one) behind the view the "
          "batched model reaches it through, which is what the constructor, holding the objects themselves, "
-         "recorded"),
+         "recorded; `id()` of the model's own Variable (`id(self.V)`) is refused (BFY213): the step holds its "
+         "value, not the Variable"),
         Case(before='return x * (id(self.N) == self.key)',
              after='return bfy.unwrap(state), x * (id(bfy.unviewed(self.N)) == self.key)',
              init='self.N = bp.dyn.Lif(3)\nself.key = id(self.N)'),

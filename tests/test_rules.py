@@ -229,6 +229,19 @@ def test_a_keyword_argument_written_before_star_args_is_refused_where_the_order_
     assert got.startswith("BFY204 a") == refused, got
 
 
+@pytest.mark.parametrize("body,refused", [
+    ("return self.V * (id(self.V) == 3)", True),  # helper-43, on 3578980: `id(state.V)`, never the Variable's
+    ("return self.V * (id(self.W) == 3)", True),
+    ("return self.V * (id(self.V.value) == 3)", False),  # (the value's id, as in the original: an array each read)
+    ("return self.V * (id(x) == 3)", False),
+])
+def test_the_id_of_a_variable_in_a_step_is_refused(body: str, refused: bool) -> None:
+    """``id(self.v) == self.key`` (recorded in ``__init__``): the batched step holds the Variable as its value, so
+    on 3578980 it was ``id(state.v)``, exit 0, and verify FAILed (helper-43). Refused, BFY213."""
+    got = rewritten(Case(before=body, after=""))
+    assert got.startswith("BFY213 id(self.") == refused, got
+
+
 DECORATED_HELPER = '''    {decorator}
     def helper2(self, x):
         self.S.value = x

@@ -877,6 +877,14 @@ class ExprRewriter(Transformer):
         args = original_node.args
         if "builtins.id" not in qualified or len(args) != 1 or args[0].keyword or args[0].star:
             return None
+        path = self_path(args[0].value, self.ctx.self_name)
+        ref = self.ctx.resolve(path) if path else None
+        if isinstance(ref, FieldRef) and not ref.rest and path[-1] != "value":  # `id(self.v)`: the step holds its value
+            shown = self.ctx.ir.module.code_for_node(args[0].value)
+            self.ctx.report(original_node, "BFY213", f"id({shown}) is the identity of a Variable, which the batched "
+                            "step holds as its value (an array made anew at each step), not as the Variable; "
+                            "compare what the Variable holds, or record what you need in __init__")
+            return updated_node
         if not self.builtin_object(args[0].value):
             return None
         return updated_node.with_changes(args=[updated_node.args[0].with_changes(
