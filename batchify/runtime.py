@@ -689,7 +689,7 @@ class Library(bp.BrainPyObject):
             value = getattr(module, name)
         read = {id(s) for s in trace.get_read_states()}
         if not read & {*self._keys, *map(id, self.fields.values())}:
-            return value
+            return self.view(value)  # (one returning a Variable, `syn.g` of bp.synapses: the batch's Variable)
         if read & set(map(id, self.fields.values())):
             raise UnbatchedStateError(
                 f"{type(module).__name__}.{name} is a property computed from a Variable of the model's own handed "

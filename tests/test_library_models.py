@@ -581,3 +581,57 @@ def test_the_gradients_of_a_sequentials_layers_are_compared(tmp_path: Path) -> N
     row = next(r for r in checked.stdout.splitlines() if r.startswith("Net "))
     assert row.rstrip().endswith("PASS") and row.split()[8:10] == ["ok", "ok"], checked.stdout  # grad/example, mean
     assert "gradient non-zero 4/4" in checked.stdout
+
+
+OLD_STYLE_SYNAPSE = '''import brainpy as bp
+import brainpy.math as bm
+
+
+class Net(bp.DynSysGroup):
+    def __init__(self, n=4):
+        super().__init__()
+        self.E = bp.neurons.LIF(n, V_rest=-60., V_th=-50., V_reset=-60., tau=20.)
+        self.syn = bp.synapses.Exponential(self.E, self.E, bp.conn.All2All(), g_max=0.3, tau=5.,
+                                           output=bp.synouts.COBA(E=0.))
+        self.acc = bm.Variable(bm.zeros(n))
+
+    def update(self, x):
+        self.E.input += x
+        self.syn()
+        self.E()
+        self.acc.value = self.acc + self.syn.g
+        return self.acc.value
+'''
+
+
+def test_a_property_returning_a_builtins_variable_is_the_batchs_variable(tmp_path: Path) -> None:
+    """``batched.syn.g`` of the old-style ``bp.synapses.Exponential``, whose ``g`` is a property returning its
+    synapse's Variable (helper-44, a regression of 6ef82b2): it read nothing, so the batch's view handed back the
+    built-in's one-example Variable, shape (4,), the last example's values (1823dc0: the batch's, (3, 4)). It is
+    the batch's Variable again, each example's row what the original gives run alone."""
+    import brainpy as bp
+    import brainpy.math as bm
+    import numpy as np
+    from batchify.loader import load_generated
+
+    (tmp_path / "syn.py").write_text(OLD_STYLE_SYNAPSE)
+    (tmp_path / "syn_batched.py").write_text(transform(OLD_STYLE_SYNAPSE.encode(), "syn.py", command="batchify").text)
+    original = load_generated(tmp_path / "syn.py", "syn_property_source")
+    generated_module = load_generated(tmp_path / "syn_batched.py", "syn_property_batched")
+    bm.random.seed(3)
+    net = original.Net()
+    batched = generated_module.NetBatched.from_model(net, 3)
+    xs = np.random.RandomState(0).uniform(0, 2000, (3, 4)).astype("float32")
+    for i in range(20):
+        bp.share.save(t=i * bm.dt, i=i)
+        batched.update(xs)
+    expected = []
+    for x in xs:
+        bp.reset_state(net)
+        for i in range(20):
+            bp.share.save(t=i * bm.dt, i=i)
+            net.update(x)
+        expected.append(np.asarray(net.syn.g))
+    assert isinstance(batched.syn.g, bm.Variable)
+    np.testing.assert_allclose(np.asarray(batched.syn.g), expected, rtol=1e-5, atol=1e-6)
+    assert np.ptp(np.asarray(batched.syn.g), axis=0).max() > 1e-3  # the examples differ

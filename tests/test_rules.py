@@ -220,6 +220,7 @@ def combine(*xs, k):
     ("return combine(*[self.helper(x)], k=self.bump(x))", False),  # written in Python's order
     ("return combine(k=self.bump(x), *[x])", False),  # nothing on the other side for the order to change
     ("return combine(k=x, *[self.bump(x)])", False),
+    ("return combine(k=self.gain, *[self.bump(x)])", False),  # a setting (helper-44: refused on 3fd26ee)
 ])
 def test_a_keyword_argument_written_before_star_args_is_refused_where_the_order_matters(body: str,
                                                                                        refused: bool) -> None:

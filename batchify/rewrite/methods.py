@@ -678,9 +678,12 @@ class ExprRewriter(Transformer):
         def moved(i: int) -> bool:
             return ends[i] > starts[i]
 
+        def state_read(n: cst.CSTNode) -> bool:  # (not a setting such as `axis=self.axis`)
+            path = self_path(n, self.ctx.self_name) if type(n) is cst.Attribute else None
+            return bool(path) and isinstance(self.ctx.resolve(path), (FieldRef, LibraryRef))
+
         def touches(i: int) -> bool:
-            return any(type(n) is cst.Call or (type(n) is cst.Attribute and self_path(n, self.ctx.self_name))
-                       for n in walk(args[i].value))
+            return any(type(n) is cst.Call or state_read(n) for n in walk(args[i].value))
 
         for i, early in enumerate(args):
             if early.keyword is None and early.star != "**":
