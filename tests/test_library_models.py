@@ -528,28 +528,29 @@ def test_a_property_of_a_builtin_read_on_the_batch_is_each_examples(tmp_path: Pa
     import numpy as np
     from batchify.loader import load_generated
 
-    source = CELL_PROPERTIES.replace("self.seq[0].h + self.cell.h", "self.cell.h")  # (the steps read it as before)
-    (tmp_path / "cells.py").write_text(source)
-    (tmp_path / "cells_batched.py").write_text(transform(source.encode(), "cells.py", command="batchify").text)
-    original = load_generated(tmp_path / "cells.py", "cells_property_source")
-    generated_module = load_generated(tmp_path / "cells_batched.py", "cells_property_batched")
-    bm.random.seed(3)
-    net = original.Net()
-    batched = generated_module.NetBatched.from_model(net, 3)
-    xs = np.random.RandomState(0).uniform(-2, 2, (3, 4)).astype("float32")
-    for _ in range(3):
-        batched.update(xs)
-    expected = {"cell": [], "seq": []}
-    for x in xs:
-        bp.reset_state(net)
+    with bm.environment(mode=bm.nonbatching_mode, dt=0.1):  # (an earlier test's module may set its own)
+        source = CELL_PROPERTIES.replace("self.seq[0].h + self.cell.h", "self.cell.h")  # (steps read it as before)
+        (tmp_path / "cells.py").write_text(source)
+        (tmp_path / "cells_batched.py").write_text(transform(source.encode(), "cells.py", command="batchify").text)
+        original = load_generated(tmp_path / "cells.py", "cells_property_source")
+        generated_module = load_generated(tmp_path / "cells_batched.py", "cells_property_batched")
+        bm.random.seed(3)
+        net = original.Net()
+        batched = generated_module.NetBatched.from_model(net, 3)
+        xs = np.random.RandomState(0).uniform(-2, 2, (3, 4)).astype("float32")
         for _ in range(3):
-            net.update(x)
-        expected["cell"].append(np.asarray(net.cell.h))
-        expected["seq"].append(np.asarray(net.seq[0].h))
-    np.testing.assert_allclose(np.asarray(batched.cell.h), expected["cell"], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(np.asarray(batched.seq[0].h), expected["seq"], rtol=1e-5, atol=1e-6)
-    assert np.ptp(np.asarray(batched.cell.h), axis=0).max() > 1e-3  # the examples differ
-    assert isinstance(batched.cell.mode, bm.NonBatchingMode)
+            batched.update(xs)
+        expected = {"cell": [], "seq": []}
+        for x in xs:
+            bp.reset_state(net)
+            for _ in range(3):
+                net.update(x)
+            expected["cell"].append(np.asarray(net.cell.h))
+            expected["seq"].append(np.asarray(net.seq[0].h))
+        np.testing.assert_allclose(np.asarray(batched.cell.h), expected["cell"], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(batched.seq[0].h), expected["seq"], rtol=1e-5, atol=1e-6)
+        assert np.ptp(np.asarray(batched.cell.h), axis=0).max() > 1e-3  # the examples differ
+        assert isinstance(batched.cell.mode, bm.NonBatchingMode)
 
 
 TRAINED_SEQUENTIAL = '''import brainpy as bp
@@ -614,24 +615,27 @@ def test_a_property_returning_a_builtins_variable_is_the_batchs_variable(tmp_pat
     import numpy as np
     from batchify.loader import load_generated
 
-    (tmp_path / "syn.py").write_text(OLD_STYLE_SYNAPSE)
-    (tmp_path / "syn_batched.py").write_text(transform(OLD_STYLE_SYNAPSE.encode(), "syn.py", command="batchify").text)
-    original = load_generated(tmp_path / "syn.py", "syn_property_source")
-    generated_module = load_generated(tmp_path / "syn_batched.py", "syn_property_batched")
-    bm.random.seed(3)
-    net = original.Net()
-    batched = generated_module.NetBatched.from_model(net, 3)
-    xs = np.random.RandomState(0).uniform(0, 2000, (3, 4)).astype("float32")
-    for i in range(20):
-        bp.share.save(t=i * bm.dt, i=i)
-        batched.update(xs)
-    expected = []
-    for x in xs:
-        bp.reset_state(net)
+    with bm.environment(mode=bm.nonbatching_mode, dt=0.1):  # (an earlier test's module may set its own)
+        (tmp_path / "syn.py").write_text(OLD_STYLE_SYNAPSE)
+        generated_text = transform(OLD_STYLE_SYNAPSE.encode(), "syn.py", command="batchify").text
+        (tmp_path / "syn_batched.py").write_text(generated_text)
+        original = load_generated(tmp_path / "syn.py", "syn_property_source")
+        generated_module = load_generated(tmp_path / "syn_batched.py", "syn_property_batched")
+        bm.random.seed(3)
+        net = original.Net()
+        batched = generated_module.NetBatched.from_model(net, 3)
+        xs = np.random.RandomState(0).uniform(0, 2000, (3, 4)).astype("float32")
         for i in range(20):
             bp.share.save(t=i * bm.dt, i=i)
-            net.update(x)
-        expected.append(np.asarray(net.syn.g))
-    assert isinstance(batched.syn.g, bm.Variable)
-    np.testing.assert_allclose(np.asarray(batched.syn.g), expected, rtol=1e-5, atol=1e-6)
-    assert np.ptp(np.asarray(batched.syn.g), axis=0).max() > 1e-3  # the examples differ
+            batched.update(xs)
+        expected = []
+        for x in xs:
+            bp.reset_state(net)
+            for i in range(20):
+                bp.share.save(t=i * bm.dt, i=i)
+                net.update(x)
+            expected.append(np.asarray(net.syn.g))
+        assert isinstance(batched.syn.g, bm.Variable)
+        np.testing.assert_allclose(np.asarray(batched.syn.g), expected, rtol=1e-5, atol=1e-6)
+        assert np.ptp(np.asarray(batched.syn.g), axis=0).max() > 1e-3  # the examples differ
+
