@@ -3372,25 +3372,10 @@ def test_the_class_of_an_object_inside_a_builtin_is_its_own(tmp_path, k: str) ->
     assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout
 
 
-ACROSS_VIEWS = HEAD + textwrap.dedent('''
-    class Net(bp.DynSysGroup):
-        def __init__(self, n=4):
-            super().__init__()
-            self.lif = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
-            self.v = bm.Variable(bm.zeros(n))
-            self.pre = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
-            self.proj = bp.dyn.HalfProjAlignPostMg(comm=bp.dnn.Linear(n, n, bp.init.Uniform(0.0, 1.0)),
-                                                   syn=bp.dyn.Expon.desc(n, tau=5.0), out=bp.dyn.CUBA.desc(),
-                                                   post=self.lif)
-            self.gain = {{self.lif: 2.0, self.pre: 3.0}}
-            self.key = id(self.lif)
-
-        def update(self, x):
-            self.proj(self.pre(x))
-            {k}
-            self.v.value = self.lif(x) * k
-            return self.v.value
-''')
+# INSIDE_A_BUILTIN with two more attributes of the model: a dict keyed by built-ins and an id() taken in __init__
+ACROSS_VIEWS = INSIDE_A_BUILTIN.replace("post=self.lif)\n", "post=self.lif)\n"
+                                        "        self.gain = {{self.lif: 2.0, self.pre: 3.0}}\n"
+                                        "        self.key = id(self.lif)\n").replace("k = {k}", "{k}")
 
 
 @pytest.mark.parametrize("k, main", [
