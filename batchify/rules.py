@@ -586,6 +586,30 @@ RULES: tuple[Rule, ...] = (
              init='self.N = bp.dyn.Lif(3)\nself.P = bp.dyn.Lif(3)'),
     ),
     Rule(
+        'identity handed to a function',
+        "rewrite.methods.ViewIdentity",
+        "`id()` or `is` of a function's own name, in a file whose models hold built-ins",
+        '`def key_of(self, m): return id(m)` called as `self.key_of(self.proj.post)`; `m is k` in a function of the file',
+        ("`id(bfy.unviewed(m))`, `bfy.unviewed(m) is bfy.unviewed(k)`: a parameter or local of a method, or of a "
+         "function of the file, may hold one example's view of an object inside a built-in that it was handed, "
+         "whose identity is the object's; in the steps, in methods copied as written and in the file's functions; "
+         "`self`, the module's names and `is None` are left alone"),
+        Case(before='return self.N(x)',
+             after='return id(bfy.unviewed(m)) == self.key',
+             where='body:key_of',
+             init='self.N = bp.dyn.Lif(3)\nself.key = id(self.N)',
+             extra=('\n'
+                    '    def key_of(self, m):\n'
+                    '        return id(m) == self.key\n')),
+        Case(before='return self.N(x)',
+             after='return m is None or type(m) is float',
+             where='body:kind_of',
+             init='self.N = bp.dyn.Lif(3)',
+             extra=('\n'
+                    '    def kind_of(self, m):\n'
+                    '        return m is None or type(m) is float\n')),
+    ),
+    Rule(
         'built-in pipe',
         f"{EXPR}.builtin_pipe",
         '`>>` into a built-in',

@@ -3406,3 +3406,32 @@ def test_a_builtins_identity_is_its_own_however_it_is_reached(tmp_path, k: str, 
                          "--input-shape", "x=4:float32:50", "--steps", "20", "--batch", "3", "--strict", "--no-speed")
     assert checked.returncode == 0, main + "\n" + checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout
+
+
+@pytest.mark.parametrize("method, module, k", [
+    ("def key_of(self, m):\n    return id(m)", "", "1.0 + float(self.key_of(self.proj.post) == self.key)"),
+    ("def key_of(self, m):\n    n = m\n    return id(n)", "", "1.0 + float(self.key_of(self.proj.post) == self.key)"),
+    ("def key_of(self, m):\n    return self.ident(m)\n\ndef ident(self, n):\n    return id(n)", "",
+     "1.0 + float(self.key_of(self.proj.post) == self.key)"),
+    ("def known(self, m):\n    return any(m is k for k in self.gain)", "", "1.0 + float(self.known(self.proj.post))"),
+    ("def key_of(self, m):\n    self.v.value = self.v * 0.5\n    return id(m)", "",
+     "1.0 + float(self.key_of(self.proj.post) == self.key)"),
+    ("", "def key_of(m):\n    return id(m)", "1.0 + float(key_of(self.proj.post) == self.key)"),
+    ("", "def known(m, d):\n    return any(m is k for k in d)", "1.0 + float(known(self.proj.post, self.gain))"),
+])
+def test_a_builtins_identity_handed_to_a_function_is_its_own(tmp_path, method: str, module: str, k: str) -> None:
+    """On 23b6873, exit 0, then verify FAIL ('transformation bug: float64 disagrees too'): an object inside a
+    built-in (`self.proj.post`, which the batched model reads as one example's view of it) handed to a method
+    of the model, stateful or copied as written, or to a module-level function, which took its `id()` or
+    compared it with `is`. The rewrite saw the identity only where the view was named (`self.proj.post`,
+    a local bound to it), not under a parameter's name. In a model holding built-ins, `id()` and `is` of a
+    function's own names now compare the objects behind views."""
+    source = ACROSS_VIEWS.format(k=f"k = {k}")
+    if method:
+        source = source.replace("    def update(self, x):", textwrap.indent(method, "    ") + "\n\n    def update(self, x):")
+    if module:
+        source = source.replace("class Net", module + "\n\n\nclass Net")
+    checked = verify_cli(tmp_path, "handed", source, "--input-shape", "x=4:float32:50", "--steps", "20", "--batch", "3",
+                         "--strict", "--no-speed")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout

@@ -20,6 +20,7 @@ from batchify.harness import context as harness_context
 from batchify.ir import BuiltinClassCode, LossHarnessCode, ModuleCode, ModuleIR, SupportCode
 from batchify.names import RUNTIME, RUNTIME_CONTRACT
 from batchify.rewrite.classes import ClassRewriter, code, statement_code, tuple_literal
+from batchify.rewrite.methods import identity_through_views
 
 # What every generated module imports: binding -> what it is bound to, and the import line.
 # The runtime is imported under its contract: ``from batchify.runtime import v1 as bfy``.
@@ -97,7 +98,7 @@ def support_code(ir: ModuleIR, diagnostics: list[Diagnostic],
             continue
         if type(stmt) in (cst.FunctionDef, cst.ClassDef) and stmt.name.value in reserved:
             _clash(ir, stmt.name, stmt.name.value, diagnostics)
-        rest.append(stmt)
+        rest.append(identity_through_views(ir, stmt, None) if type(stmt) is cst.FunctionDef else stmt)
     # Every module-level binding of a reserved name in the source would shadow ours.
     for stmt in ir.module.body:
         if type(stmt) is cst.SimpleStatementLine:

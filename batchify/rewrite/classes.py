@@ -17,6 +17,7 @@ from batchify.ir import ClassCode, FieldLine, ModelClass, ModuleIR
 from batchify.names import (RUNTIME, SHARED_CLOCK_PARAMS, SHARED_DICT_PARAMS, STATE_FACTORIES, STATE_VARIABLES,
                             VARIABLE_CONTAINERS, pure_name)
 from batchify.rewrite.methods import (
+    identity_through_views,
     keyword_arg,
     rewrite_context_property,
     rewrite_method,
@@ -239,7 +240,9 @@ class ClassRewriter:
                 out.append(comment + self.construction_helper(method.node))
                 continue
             if method.name not in self.cls.stateful:
-                node = self.factory(method.node) if method.kind == "class" else method.node
+                own = None if method.kind == "static" else self_name_of(method.node)
+                node = identity_through_views(self.ir, method.node, own)
+                node = self.factory(node) if method.kind == "class" else node
                 out.append(comment + statement_code(self.renamed(node)) + self.accessors(method.name))
                 continue
             if method.name in self.cls.context_properties:  # an integrator's derivatives: no pure twin

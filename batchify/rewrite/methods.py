@@ -612,26 +612,17 @@ class ExprRewriter(Transformer):
         a built-in through the batch's view of it and an object inside one through one example's view: two
         views of one object, which ``is`` compares as the objects behind them (``bfy.unviewed``), both sides
         (the other may be a local or an item holding either view, or the object itself)."""
-        operands = [original_node.left, *(t.comparator for t in original_node.comparisons)]
-        wrap = set()
-        for i, t in enumerate(original_node.comparisons):
-            pair = operands[i:i + 2]
-            if type(t.operator) in (cst.Is, cst.IsNot) and any(self.builtin_object(e) for e in pair) and not any(
-                    type(e) is cst.Name and e.value in ("None", "True", "False") for e in pair) and not all(
-                    builtin_held(self.ctx, e) for e in pair):  # (`self.N is self.P`: each built-in has one view)
-                wrap.update((i, i + 1))  # (`==` or `in` beside: both views are equal to and hashed as the object)
-        if not wrap:
-            return None
-        updated = [updated_node.left, *(t.comparator for t in updated_node.comparisons)]
-        unviewed = [cst.Call(runtime("unviewed"), [cst.Arg(e)]) if i in wrap else e for i, e in enumerate(updated)]
-        return updated_node.with_changes(left=unviewed[0], comparisons=[
-            t.with_changes(comparator=e) for t, e in zip(updated_node.comparisons, unviewed[1:])])
+        return unviewed_identity(original_node, updated_node, self.builtin_object,
+                                 lambda pair: all(builtin_held(self.ctx, e) for e in pair))  # one view each
 
     def builtin_object(self, expr: cst.BaseExpression) -> bool:
-        """``self.lif``, ``self.seq[0]``, ``self.proj.post`` or a local bound to one of the last kind: what the
-        batched model reaches through a view of a built-in's object."""
-        return (builtin_held(self.ctx, expr) or builtin_inside(self.ctx, expr)
-                or (type(expr) is cst.Name and expr.value in self.ctx.viewed))
+        """``self.lif``, ``self.seq[0]``, ``self.proj.post``, a local bound to one of the last kind, or any
+        other name of the method's own (a parameter: ``self.key_of(self.proj.post)``): what the batched model
+        may reach through a view of a built-in's object."""
+        ctx = self.ctx
+        return (builtin_held(ctx, expr) or builtin_inside(ctx, expr)
+                or (type(expr) is cst.Name and expr.value in ctx.viewed)
+                or (holds_builtins(ctx.ir) and function_local(ctx.ir, expr, ctx.self_name)))
 
     def builtin_pipe(self, original_node: cst.BinaryOperation,
                      updated_node: cst.BinaryOperation) -> cst.BaseExpression | None:
@@ -890,8 +881,7 @@ class ExprRewriter(Transformer):
             return updated_node
         if not self.builtin_object(args[0].value):
             return None
-        return updated_node.with_changes(args=[updated_node.args[0].with_changes(
-            value=cst.Call(runtime("unviewed"), [cst.Arg(updated_node.args[0].value)]))])
+        return unviewed_id(updated_node)
 
     def refuse_attribute_by_name(self, node: cst.Call, qualified: set[str]) -> bool:
         """``getattr(self.N, "V")``, ``getattr(self.N.V, "value")``: a built-in's attribute reached by a name
@@ -2041,6 +2031,77 @@ def builtin_whole(ctx: Context, expr: cst.BaseExpression) -> LibraryRef | None:
     path = self_path(expr, ctx.self_name)
     ref = ctx.resolve(path) if path else None
     return ref if isinstance(ref, LibraryRef) and ref.rest in ((), ("children",)) else None
+
+
+def holds_builtins(ir: ModuleIR) -> bool:
+    """Whether the batched module reaches objects through views of them: one of its models holds a built-in."""
+    return any(ir.all_libraries(ir.classes[c]) for c in ir.targets)
+
+
+def function_local(ir: ModuleIR, expr: cst.BaseExpression, self_name: str | None) -> bool:
+    """``m`` of ``def key_of(self, m): return id(m)``: a parameter or local of a function other than its
+    ``self``, which may hold a view the function was handed (``self.key_of(self.proj.post)``)."""
+    if type(expr) is not cst.Name or expr.value in (self_name, "None", "True", "False"):
+        return False
+    qualified = ir.qualified.get(expr, ())
+    return bool(qualified) and all("<locals>" in q.name for q in qualified)
+
+
+def unviewed_identity(original_node: cst.Comparison, updated_node: cst.Comparison,
+                      viewed: Callable[[cst.BaseExpression], bool],
+                      exempt: Callable[[list[cst.BaseExpression]], bool] = lambda pair: False) -> cst.Comparison | None:
+    """``a is b`` -> ``bfy.unviewed(a) is bfy.unviewed(b)`` where either side may be a view (``viewed``, of
+    an original node): the objects behind the views, as the original compares them. ``is None`` stays."""
+    operands = [original_node.left, *(t.comparator for t in original_node.comparisons)]
+    wrap = set()
+    for i, t in enumerate(original_node.comparisons):
+        pair = operands[i:i + 2]
+        if type(t.operator) in (cst.Is, cst.IsNot) and any(viewed(e) for e in pair) and not any(
+                type(e) is cst.Name and e.value in ("None", "True", "False") for e in pair) and not exempt(pair):
+            wrap.update((i, i + 1))  # (`==` or `in` beside: both views are equal to and hashed as the object)
+    if not wrap:
+        return None
+    updated = [updated_node.left, *(t.comparator for t in updated_node.comparisons)]
+    unviewed = [cst.Call(runtime("unviewed"), [cst.Arg(e)]) if i in wrap else e for i, e in enumerate(updated)]
+    return updated_node.with_changes(left=unviewed[0], comparisons=[
+        t.with_changes(comparator=e) for t, e in zip(updated_node.comparisons, unviewed[1:])])
+
+
+def unviewed_id(updated_node: cst.Call) -> cst.Call:
+    """``id(x)`` -> ``id(bfy.unviewed(x))``: the id of the object behind a view, as the constructor recorded it."""
+    return updated_node.with_changes(args=[updated_node.args[0].with_changes(
+        value=cst.Call(runtime("unviewed"), [cst.Arg(updated_node.args[0].value)]))])
+
+
+class ViewIdentity(Transformer):
+    """Code copied as written in a module whose models hold built-ins (a method that changes no state, a
+    module-level function) may be handed one example's view of an object inside a built-in
+    (``self.key_of(self.proj.post)``): ``id()`` and ``is`` of its own names compare the objects behind views."""
+
+    def __init__(self, ir: ModuleIR, self_name: str | None) -> None:
+        super().__init__()
+        self.ir, self.self_name = ir, self_name
+
+    def local(self, expr: cst.BaseExpression) -> bool:
+        return function_local(self.ir, expr, self.self_name)
+
+    def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.BaseExpression:
+        return unviewed_identity(original_node, updated_node, self.local) or updated_node
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        args = original_node.args
+        if (len(args) == 1 and not args[0].keyword and not args[0].star and self.local(args[0].value)
+                and "builtins.id" in {q.name for q in self.ir.qualified.get(original_node.func, ())}):
+            return unviewed_id(updated_node)
+        return updated_node
+
+
+def identity_through_views(ir: ModuleIR, node: cst.CSTNode, self_name: str | None) -> cst.CSTNode:
+    """``node`` (a function or method copied as written), its identities taken through views (``ViewIdentity``)."""
+    if not holds_builtins(ir) or not any(type(n) is cst.Comparison or (type(n) is cst.Name and n.value == "id")
+                                         for n in walk(node)):
+        return node  # (a walk is much cheaper than a transform: most copied code takes no identity)
+    return node.visit(ViewIdentity(ir, self_name))
 
 
 def builtin_held(ctx: Context, expr: cst.BaseExpression) -> bool:
