@@ -552,14 +552,17 @@ RULES: tuple[Rule, ...] = (
         'id of a built-in',
         f"{EXPR}.builtin_id",
         '`id()` of a built-in',
-        '`id(self.N)`, `id(self.proj.post)`, `id(p)` of `p = self.proj.post`',
+        '`id(self.N)`, `id(self.proj.post)`, `id(self.N.V)`, `id(p)` of `p = self.proj.post`',
         ("`id(bfy.unviewed(self.N))`: the id of the built-in (or of the object inside one) behind the view the "
          "batched model reaches it through, which is what the constructor, holding the objects themselves, "
-         "recorded; `id()` of the model's own Variable (`id(self.V)`) is refused (BFY213): the step holds its "
-         "value, not the Variable"),
-        Case(before='return x * (id(self.N) == self.key)',
-             after='return bfy.unwrap(state), x * (id(bfy.unviewed(self.N)) == self.key)',
-             init='self.N = bp.dyn.Lif(3)\nself.key = id(self.N)'),
+         "recorded; a path inside a built-in, `id(self.proj.post)` or `id(self.N.V)`, is the id of the object "
+         "at that path, `id(self.library.resolve(\"N.V\"))` (a Variable, not the value a step reads of it); "
+         "`id()` of the model's own Variable (`id(self.V)`) is refused (BFY213): the step holds its value, not "
+         "the Variable"),
+        Case(before='return x * (id(self.N) == self.key) * (id(self.N.V) == self.vkey)',
+             after=('return bfy.unwrap(state), x * (id(bfy.unviewed(self.N)) == self.key) * '
+                    '(id(self.library.resolve("N.V")) == self.vkey)'),
+             init='self.N = bp.dyn.Lif(3)\nself.key = id(self.N)\nself.vkey = id(self.N.V)'),
         Case(before='return self.V * (id(self.child) == 0)',
              after='return bfy.unwrap(state), state.V * (id(self.child) == 0)',
              init='self.N = bp.dyn.Lif(3)'),

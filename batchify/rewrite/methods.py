@@ -879,6 +879,12 @@ class ExprRewriter(Transformer):
                             "step holds as its value (an array made anew at each step), not as the Variable; "
                             "compare what the Variable holds, or record what you need in __init__")
             return updated_node
+        if isinstance(ref, LibraryRef) and ref.rest and path[-1] != "value" and type(args[0].value) is cst.Attribute:
+            # `id(self.N.V)`, `id(self.proj.post)`: the object at that path itself, a Variable rather than
+            # the value a step reads of it (``Library.resolve``)
+            held = cst.Call(attr(name(self.ctx.self_name), *ref.children, "library", "resolve"),
+                            [cst.Arg(cst.SimpleString(f'"{ref.dotted}"'))])
+            return updated_node.with_changes(args=[updated_node.args[0].with_changes(value=held)])
         if not self.builtin_object(args[0].value):
             return None
         return unviewed_id(updated_node)
