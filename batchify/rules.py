@@ -593,10 +593,13 @@ RULES: tuple[Rule, ...] = (
         "rewrite.methods.ViewIdentity",
         "`id()` or `is` of a function's own name, in a file whose models hold built-ins",
         '`def key_of(self, m): return id(m)` called as `self.key_of(self.proj.post)`; `m is k` in a function of the file',
-        ("`id(bfy.unviewed(m))`, `bfy.unviewed(m) is bfy.unviewed(k)`: a parameter or local of a method, or of a "
-         "function of the file, may hold one example's view of an object inside a built-in that it was handed, "
-         "whose identity is the object's; in the steps, in methods copied as written and in the file's functions; "
-         "`self`, the module's names and `is None` are left alone"),
+        ("`id(bfy.unviewed(m))`, `bfy.unviewed(m) is bfy.unviewed(k)`: a parameter or local of a method, function "
+         "or lambda of the file, or an item or attribute of one (`ms[0]`), may hold one example's view of an object "
+         "inside a built-in that it was handed, whose identity is the object's; in the steps "
+         "(`ExprRewriter.builtin_object`), in methods copied as written and in the file's functions; a model "
+         "method's `self`, the module's names and `is None` are left alone, and so are helper classes of the "
+         "file (verify runs the source's own in their place); `id` handed on as a function (`key=id`) is "
+         "refused (BFY213)"),
         Case(before='return self.N(x)',
              after='return id(bfy.unviewed(m)) == self.key',
              where='body:key_of',

@@ -3423,6 +3423,12 @@ def test_a_builtins_identity_is_its_own_however_it_is_reached(tmp_path, k: str, 
      "1.0 + float(self.key_of(self.proj.post) == self.key)"),
     ("", "def key_of(m):\n    return id(m)", "1.0 + float(key_of(self.proj.post) == self.key)"),
     ("", "def known(m, d):\n    return any(m is k for k in d)", "1.0 + float(known(self.proj.post, self.gain))"),
+    # (helper-45, on c1d2d01: `id` under another name, a view in a container or *args, a module-level lambda)
+    ("def key_of(self, m):\n    return ident(m)", "from builtins import id as ident",
+     "1.0 + float(self.key_of(self.proj.post) == self.key)"),
+    ("def key_of(self, *ms):\n    return id(ms[0])", "", "1.0 + float(self.key_of(self.proj.post) == self.key)"),
+    ("def key_of(self, t):\n    return id(t['m'])", "", "1.0 + float(self.key_of({'m': self.proj.post}) == self.key)"),
+    ("", "key_of = lambda m: id(m)", "1.0 + float(key_of(self.proj.post) == self.key)"),
 ])
 def test_a_builtins_identity_handed_to_a_function_is_its_own(tmp_path, method: str, module: str, k: str) -> None:
     """On 23b6873, exit 0, then verify FAIL ('transformation bug: float64 disagrees too'): an object inside a
@@ -3440,3 +3446,15 @@ def test_a_builtins_identity_handed_to_a_function_is_its_own(tmp_path, method: s
                          "--strict", "--no-speed")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout
+
+
+@pytest.mark.parametrize("code", ["return sorted([m], key=id)[0] is m", "return list(map(id, [m]))[0]",
+                                  "i = id\n        return i(m)"])
+def test_id_handed_on_as_a_function_is_refused(code: str) -> None:
+    """helper-45, on c1d2d01: `id` handed on (`key=id`, `map(id, ...)`, a default argument) took the identity of
+    one example's view of `self.proj.post`, not of the built-in: exit 0, then verify FAIL. The rewrite takes a
+    view's identity where id() is called; handed on as a function, it is refused (BFY213)."""
+    method = f"    def key_of(self, m):\n        {code}\n\n    def update(self, x):"
+    source = ACROSS_VIEWS.format(k="k = 1.0 + float(self.key_of(self.proj.post) == self.key)").replace(
+        "    def update(self, x):", method)
+    assert "is handed on as a function here" in refused(source, "BFY213")

@@ -20,7 +20,7 @@ from batchify.harness import context as harness_context
 from batchify.ir import BuiltinClassCode, LossHarnessCode, ModuleCode, ModuleIR, SupportCode
 from batchify.names import RUNTIME, RUNTIME_CONTRACT
 from batchify.rewrite.classes import ClassRewriter, code, statement_code, tuple_literal
-from batchify.rewrite.methods import identity_through_views
+from batchify.rewrite.methods import identity_through_views, ids_handed_on
 
 # What every generated module imports: binding -> what it is bound to, and the import line.
 # The runtime is imported under its contract: ``from batchify.runtime import v1 as bfy``.
@@ -98,7 +98,8 @@ def support_code(ir: ModuleIR, diagnostics: list[Diagnostic],
             continue
         if type(stmt) in (cst.FunctionDef, cst.ClassDef) and stmt.name.value in reserved:
             _clash(ir, stmt.name, stmt.name.value, diagnostics)
-        rest.append(identity_through_views(ir, stmt, None) if type(stmt) is cst.FunctionDef else stmt)
+        # (a helper class stays a verbatim copy: verify runs the source's own in its place, share_source_classes)
+        rest.append(stmt if type(stmt) is cst.ClassDef else identity_through_views(ir, stmt, None))
     # Every module-level binding of a reserved name in the source would shadow ours.
     for stmt in ir.module.body:
         if type(stmt) is cst.SimpleStatementLine:
@@ -156,6 +157,7 @@ def rewrite_module(ir: ModuleIR, harness: HarnessOptions | None = None) -> Modul
         *([f"late={tuple_literal(list(late))}"] if (late := ir.library_late.get(n)) else [])))
         for n, builtin in ir.library_targets.items())
     imports, support = support_code(ir, diagnostics, extra)
+    diagnostics.extend(ids_handed_on(ir))
     if diagnostics:
         unique = sorted(set(diagnostics), key=lambda d: (d.line, d.column, d.code, d.message))
         raise BatchifyError(unique)

@@ -2044,12 +2044,19 @@ def holds_builtins(ir: ModuleIR) -> bool:
     return any(ir.all_libraries(ir.classes[c]) for c in ir.targets)
 
 
+CONSTANT_NAMES = ("None", "True", "False")  # never a view: `x is None` stays as written
+
+
 def function_local(ir: ModuleIR, expr: cst.BaseExpression, self_name: str | None) -> bool:
-    """``m`` of ``def key_of(self, m): return id(m)``: a parameter or local of a function other than its
-    ``self``, which may hold a view the function was handed (``self.key_of(self.proj.post)``)."""
-    if type(expr) is not cst.Name or expr.value in (self_name, "None", "True", "False"):
+    """``m``, ``ms[0]``, ``box.m`` in ``def key_of(self, m): return id(m)``: a parameter or local of a function,
+    or an item or attribute of one, which may hold a view the function was handed
+    (``self.key_of(self.proj.post)``); not a model method's ``self`` (the rules above read the model's)."""
+    root = expr
+    while type(root) in (cst.Attribute, cst.Subscript):
+        root = root.value
+    if type(root) is not cst.Name or root.value == self_name or root.value in CONSTANT_NAMES:
         return False
-    qualified = ir.qualified.get(expr, ())
+    qualified = ir.qualified.get(root, ())
     return bool(qualified) and all("<locals>" in q.name for q in qualified)
 
 
@@ -2063,7 +2070,7 @@ def unviewed_identity(original_node: cst.Comparison, updated_node: cst.Compariso
     for i, t in enumerate(original_node.comparisons):
         pair = operands[i:i + 2]
         if type(t.operator) in (cst.Is, cst.IsNot) and any(viewed(e) for e in pair) and not any(
-                type(e) is cst.Name and e.value in ("None", "True", "False") for e in pair) and not exempt(pair):
+                type(e) is cst.Name and e.value in CONSTANT_NAMES for e in pair) and not exempt(pair):
             wrap.update((i, i + 1))  # (`==` or `in` beside: both views are equal to and hashed as the object)
     if not wrap:
         return None
@@ -2080,8 +2087,8 @@ def unviewed_id(updated_node: cst.Call) -> cst.Call:
 
 
 class ViewIdentity(Transformer):
-    """Code copied as written in a module whose models hold built-ins (a method that changes no state, a
-    module-level function) may be handed one example's view of an object inside a built-in
+    """Code copied as written in a file whose models hold built-ins (a method that changes no state, a function,
+    a lambda or a helper class of the file) may be handed one example's view of an object inside a built-in
     (``self.key_of(self.proj.post)``): ``id()`` and ``is`` of its own names compare the objects behind views."""
 
     def __init__(self, ir: ModuleIR, self_name: str | None) -> None:
@@ -2103,11 +2110,49 @@ class ViewIdentity(Transformer):
 
 
 def identity_through_views(ir: ModuleIR, node: cst.CSTNode, self_name: str | None) -> cst.CSTNode:
-    """``node`` (a function or method copied as written), its identities taken through views (``ViewIdentity``)."""
-    if not holds_builtins(ir) or not any(type(n) is cst.Comparison or (type(n) is cst.Name and n.value == "id")
-                                         for n in walk(node)):
+    """``node`` (code copied as written), its identities taken through views (``ViewIdentity``)."""
+    if not holds_builtins(ir):
+        return node
+    spellings = id_spellings(ir)
+    if not any(takes_identity(n, spellings) for n in walk(node)):
         return node  # (a walk is much cheaper than a transform: most copied code takes no identity)
     return node.visit(ViewIdentity(ir, self_name))
+
+
+def id_spellings(ir: ModuleIR) -> frozenset[str]:
+    """The names ``id`` goes by in the module: ``id``, and ``ident`` of ``from builtins import id as ident``."""
+    return frozenset({"id", *(al.asname.name.value for stmt in ir.module.body if type(stmt) is cst.SimpleStatementLine
+                              for small in stmt.body if type(small) is cst.ImportFrom and small.module is not None
+                              and type(small.module) is cst.Name and small.module.value == "builtins"
+                              and not isinstance(small.names, cst.ImportStar)
+                              for al in small.names if al.asname is not None and type(al.asname.name) is cst.Name)})
+
+
+def ids_handed_on(ir: ModuleIR) -> list[Diagnostic]:
+    """``sorted(ms, key=id)``, ``map(id, ms)``: ``id`` handed on as a function, in the models or the code they
+    need, in a file whose models hold built-ins. The rewrite takes a view's identity where ``id()`` is called
+    (``id(bfy.unviewed(m))``); handed on, it would be a view's: BFY213."""
+    if not holds_builtins(ir):
+        return []
+    spellings, out = id_spellings(ir), []
+    for root in [*(ir.classes[n].node for n in ir.targets), *ir.support]:
+        called = {id(n.func) for n in walk(root) if type(n) is cst.Call}
+        for n in walk(root):
+            if (type(n) is cst.Name and n.value in spellings and id(n) not in called
+                    and "builtins.id" in {q.name for q in ir.qualified.get(n, ())}):
+                pos = ir.positions[n].start
+                out.append(Diagnostic(ir.path, pos.line, pos.column + 1, "BFY213", (
+                    f"{n.value} is handed on as a function here: in a file whose models hold built-ins, batchify "
+                    "takes the identity of what may be one example's view of an object inside a built-in where "
+                    f"{n.value}() is called, not where it is handed on; call it (key=lambda m: {n.value}(m))")))
+    return out
+
+
+def takes_identity(node: cst.CSTNode, spellings: frozenset[str]) -> bool:
+    """An ``is`` comparison, or a name ``id`` goes by (``builtins.id`` too): where a view's identity may be taken."""
+    if type(node) is cst.Comparison:
+        return any(type(t.operator) in (cst.Is, cst.IsNot) for t in node.comparisons)
+    return (type(node) is cst.Name and node.value in spellings) or (type(node) is cst.Attribute and node.attr.value == "id")
 
 
 def builtin_held(ctx: Context, expr: cst.BaseExpression) -> bool:
