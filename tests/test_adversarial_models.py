@@ -3449,12 +3449,26 @@ def test_a_builtins_identity_handed_to_a_function_is_its_own(tmp_path, method: s
 
 
 @pytest.mark.parametrize("code", ["return sorted([m], key=id)[0] is m", "return list(map(id, [m]))[0]",
-                                  "i = id\n        return i(m)"])
+                                  "i = id\n        return i(m)",
+                                  # (helper-46, on 9b28eec: reached as builtins.id, it was not refused)
+                                  "return list(map(builtins.id, [m]))[0]"])
 def test_id_handed_on_as_a_function_is_refused(code: str) -> None:
     """helper-45, on c1d2d01: `id` handed on (`key=id`, `map(id, ...)`, a default argument) took the identity of
     one example's view of `self.proj.post`, not of the built-in: exit 0, then verify FAIL. The rewrite takes a
     view's identity where id() is called; handed on as a function, it is refused (BFY213)."""
     method = f"    def key_of(self, m):\n        {code}\n\n    def update(self, x):"
     source = ACROSS_VIEWS.format(k="k = 1.0 + float(self.key_of(self.proj.post) == self.key)").replace(
-        "    def update(self, x):", method)
+        "    def update(self, x):", method).replace("import brainpy as bp\n", "import builtins\n\nimport brainpy as bp\n")
     assert "is handed on as a function here" in refused(source, "BFY213")
+
+
+def test_id_handed_on_where_no_view_reaches_it_is_not_refused(tmp_path) -> None:
+    """helper-46, on 9b28eec: BFY213 for `sorted(..., key=id)` in `__init__` (which holds the built-ins
+    themselves, no views), and for `id.__name__` (read, not handed on). Both are what the original does."""
+    source = ACROSS_VIEWS.format(k="k = 1.0 + len(id.__name__) * float(self.first is self.lif)").replace(
+        "        self.key = id(self.lif)\n",
+        "        self.key = id(self.lif)\n        self.first = sorted([self.lif, self.pre], key=id)[0]\n")
+    checked = verify_cli(tmp_path, "init_ids", source, "--input-shape", "x=4:float32:50", "--steps", "20", "--batch",
+                         "3", "--strict", "--no-speed")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout

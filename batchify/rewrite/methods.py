@@ -2129,22 +2129,28 @@ def id_spellings(ir: ModuleIR) -> frozenset[str]:
 
 
 def ids_handed_on(ir: ModuleIR) -> list[Diagnostic]:
-    """``sorted(ms, key=id)``, ``map(id, ms)``: ``id`` handed on as a function, in the models or the code they
-    need, in a file whose models hold built-ins. The rewrite takes a view's identity where ``id()`` is called
-    (``id(bfy.unviewed(m))``); handed on, it would be a view's: BFY213."""
+    """``sorted(ms, key=id)``, ``map(builtins.id, ms)``: ``id`` handed on as a function, where a view may reach it
+    (the models' methods other than their construction, and the functions of the file), in a file whose models
+    hold built-ins. The rewrite takes a view's identity where ``id()`` is called (``id(bfy.unviewed(m))``);
+    handed on, it would be a view's: BFY213. (Helper classes stay verbatim copies: ``identity_through_views``.)"""
     if not holds_builtins(ir):
         return []
     spellings, out = id_spellings(ir), []
-    for root in [*(ir.classes[n].node for n in ir.targets), *ir.support]:
-        called = {id(n.func) for n in walk(root) if type(n) is cst.Call}
+    roots = [method.node for name in ir.targets for cls in [ir.classes[name]] for method in cls.methods.values()
+             if method.name != "__init__" and method.name not in cls.construction_helpers]
+    for root in [*roots, *(stmt for stmt in ir.support if type(stmt) is not cst.ClassDef)]:
+        used = {id(n.func) for n in walk(root) if type(n) is cst.Call}  # called, or read an attribute of
+        used |= {id(n.value) for n in walk(root) if type(n) is cst.Attribute}
         for n in walk(root):
-            if (type(n) is cst.Name and n.value in spellings and id(n) not in called
+            if (type(n) in (cst.Name, cst.Attribute) and id(n) not in used
+                    and (n.value if type(n) is cst.Name else n.attr.value) in (spellings if type(n) is cst.Name else ("id",))
                     and "builtins.id" in {q.name for q in ir.qualified.get(n, ())}):
+                shown = ir.module.code_for_node(n)
                 pos = ir.positions[n].start
                 out.append(Diagnostic(ir.path, pos.line, pos.column + 1, "BFY213", (
-                    f"{n.value} is handed on as a function here: in a file whose models hold built-ins, batchify "
+                    f"{shown} is handed on as a function here: in a file whose models hold built-ins, batchify "
                     "takes the identity of what may be one example's view of an object inside a built-in where "
-                    f"{n.value}() is called, not where it is handed on; call it (key=lambda m: {n.value}(m))")))
+                    f"{shown}() is called, not where it is handed on; call it (key=lambda m: {shown}(m))")))
     return out
 
 
