@@ -178,7 +178,6 @@ class Context:
     members_of: dict = field(default_factory=dict)  # class name -> (fields, children, built-ins)
     masks: frozenset[str] = frozenset()  # locals that only ever hold a boolean mask (``mask_locals``)
     items: frozenset[str] = frozenset()  # locals that only ever hold a VarList / VarDict item (``item_locals``)
-    viewed: frozenset[str] = frozenset()  # locals bound to an object inside a built-in (`p = self.proj.post`)
     shares_state: frozenset[int] = frozenset()  # `r *= g` on a local holding the state's object (``state_sharing_updates``)
     # `V` of `V = self.N.V`, read after a call that may step the built-in: the chain it names, read again
     # there (``check_builtin_locals``), as the original's name sees the Variable live
@@ -616,12 +615,11 @@ class ExprRewriter(Transformer):
                                  lambda pair: all(builtin_held(self.ctx, e) for e in pair))  # one view each
 
     def builtin_object(self, expr: cst.BaseExpression) -> bool:
-        """``self.lif``, ``self.seq[0]``, ``self.proj.post``, a local bound to one of the last kind, or any
-        other name of the method's own (a parameter: ``self.key_of(self.proj.post)``): what the batched model
-        may reach through a view of a built-in's object."""
+        """``self.lif``, ``self.seq[0]``, ``self.proj.post``, or a name of the method's own (a local bound to
+        ``self.proj.post``, a parameter: ``self.key_of(self.proj.post)``): what the batched model may reach
+        through a view of a built-in's object."""
         ctx = self.ctx
         return (builtin_held(ctx, expr) or builtin_inside(ctx, expr)
-                or (type(expr) is cst.Name and expr.value in ctx.viewed)
                 or (holds_builtins(ctx.ir) and function_local(ctx.ir, expr, ctx.self_name)))
 
     def builtin_pipe(self, original_node: cst.BinaryOperation,
@@ -2087,8 +2085,8 @@ def unviewed_id(updated_node: cst.Call) -> cst.Call:
 
 
 class ViewIdentity(Transformer):
-    """Code copied as written in a file whose models hold built-ins (a method that changes no state, a function,
-    a lambda or a helper class of the file) may be handed one example's view of an object inside a built-in
+    """Code copied as written in a file whose models hold built-ins (a method that changes no state, a function
+    or a lambda of the file; not a helper class, see ``support_code``) may be handed one example's view of an object inside a built-in
     (``self.key_of(self.proj.post)``): ``id()`` and ``is`` of its own names compare the objects behind views."""
 
     def __init__(self, ir: ModuleIR, self_name: str | None) -> None:
@@ -2114,7 +2112,7 @@ def identity_through_views(ir: ModuleIR, node: cst.CSTNode, self_name: str | Non
     if not holds_builtins(ir):
         return node
     spellings = id_spellings(ir)
-    if not any(takes_identity(n, spellings) for n in walk(node)):
+    if not any(takes_identity(n) or names_id(n, spellings) for n in walk(node)):
         return node  # (a walk is much cheaper than a transform: most copied code takes no identity)
     return node.visit(ViewIdentity(ir, self_name))
 
@@ -2139,11 +2137,11 @@ def ids_handed_on(ir: ModuleIR) -> list[Diagnostic]:
     roots = [method.node for name in ir.targets for cls in [ir.classes[name]] for method in cls.methods.values()
              if method.name != "__init__" and method.name not in cls.construction_helpers]
     for root in [*roots, *(stmt for stmt in ir.support if type(stmt) is not cst.ClassDef)]:
-        used = {id(n.func) for n in walk(root) if type(n) is cst.Call}  # called, or read an attribute of
-        used |= {id(n.value) for n in walk(root) if type(n) is cst.Attribute}
-        for n in walk(root):
-            if (type(n) in (cst.Name, cst.Attribute) and id(n) not in used
-                    and (n.value if type(n) is cst.Name else n.attr.value) in (spellings if type(n) is cst.Name else ("id",))
+        nodes = list(walk(root))
+        used = {id(n.func) for n in nodes if type(n) is cst.Call}  # called, or read an attribute of
+        used |= {id(n.value) for n in nodes if type(n) is cst.Attribute}
+        for n in nodes:
+            if (id(n) not in used and names_id(n, spellings)
                     and "builtins.id" in {q.name for q in ir.qualified.get(n, ())}):
                 shown = ir.module.code_for_node(n)
                 pos = ir.positions[n].start
@@ -2154,10 +2152,13 @@ def ids_handed_on(ir: ModuleIR) -> list[Diagnostic]:
     return out
 
 
-def takes_identity(node: cst.CSTNode, spellings: frozenset[str]) -> bool:
-    """An ``is`` comparison, or a name ``id`` goes by (``builtins.id`` too): where a view's identity may be taken."""
-    if type(node) is cst.Comparison:
-        return any(type(t.operator) in (cst.Is, cst.IsNot) for t in node.comparisons)
+def takes_identity(node: cst.CSTNode) -> bool:
+    """An ``is`` comparison: where a view's identity may be taken (and ``id``: ``names_id``)."""
+    return type(node) is cst.Comparison and any(type(t.operator) in (cst.Is, cst.IsNot) for t in node.comparisons)
+
+
+def names_id(node: cst.CSTNode, spellings: frozenset[str]) -> bool:
+    """A name ``id`` may go by (``id_spellings``), or ``builtins.id``: asked of its qualified names next."""
     return (type(node) is cst.Name and node.value in spellings) or (type(node) is cst.Attribute and node.attr.value == "id")
 
 
@@ -2600,8 +2601,6 @@ def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.F
     bindings = local_bindings(func)
     ctx.masks = mask_locals(bindings)
     ctx.items = item_locals(bindings, lambda e: bool((ref := field_of(e)) and ref.container))
-    ctx.viewed = frozenset(n for n, found in bindings.items()
-                           if any(kind == "assign" and builtin_inside(ctx, value) for kind, value in found))
     ctx.shares_state = state_sharing_updates(func, lambda e: field_of(e) is not None)
     check_stale_closures(ctx, func)
     check_children_as_values(ctx, func)
