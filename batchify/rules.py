@@ -552,17 +552,23 @@ RULES: tuple[Rule, ...] = (
         'id of a built-in',
         f"{EXPR}.builtin_id",
         '`id()` of a built-in',
-        '`id(self.N)`, `id(self.proj.post)`, `id(self.N.V)`, `id(p)` of `p = self.proj.post`',
+        ('`id(self.N)`, `id(self.proj.post)`, `id(self.N.V)`, `id(self.seq[0].V)`, `id(p)` of `p = self.proj.post`, '
+         '`id(V)` of `V = self.N.V`'),
         ("`id(bfy.unviewed(self.N))`: the id of the built-in (or of the object inside one) behind the view the "
          "batched model reaches it through, which is what the constructor, holding the objects themselves, "
-         "recorded; a path inside a built-in, `id(self.proj.post)` or `id(self.N.V)`, is the id of the object "
-         "at that path, `id(self.library.resolve(\"N.V\"))` (a Variable, not the value a step reads of it); "
+         "recorded; a place inside a built-in reached by attributes and items (`id(self.proj.post)`, "
+         "`id(self.N.V)`, `id(self.proj.refs[\"post\"].V)`, or a local bound to one, `V = self.N.V`), is the id "
+         "of the object at that place, `id(self.library.resolve(\"N.V\"))` (a Variable, not the value a step "
+         "reads of it); "
          "`id()` of the model's own Variable (`id(self.V)`) is refused (BFY213): the step holds its value, not "
          "the Variable"),
-        Case(before='return x * (id(self.N) == self.key) * (id(self.N.V) == self.vkey)',
-             after=('return bfy.unwrap(state), x * (id(bfy.unviewed(self.N)) == self.key) * '
-                    '(id(self.library.resolve("N.V")) == self.vkey)'),
-             init='self.N = bp.dyn.Lif(3)\nself.key = id(self.N)\nself.vkey = id(self.N.V)'),
+        Case(before=('U = self.seq[0].V\n'
+                     'return x * (id(self.N) == self.key) * (id(self.N.V) == self.vkey) * (id(U) == self.vkey)'),
+             after=('U = self.library.read(params, state, "seq")[0].V\nreturn bfy.unwrap(state), x * '
+                    '(id(bfy.unviewed(self.N)) == self.key) * (id(self.library.resolve("N.V")) == self.vkey) * '
+                    '(id(self.library.resolve("seq")[0].V) == self.vkey)'),
+             init=('self.N = bp.dyn.Lif(3)\nself.seq = bp.Sequential(bp.dyn.Lif(3))\nself.key = id(self.N)\n'
+                   'self.vkey = id(self.N.V)')),
         Case(before='return self.V * (id(self.child) == 0)',
              after='return bfy.unwrap(state), state.V * (id(self.child) == 0)',
              init='self.N = bp.dyn.Lif(3)'),
@@ -571,17 +577,19 @@ RULES: tuple[Rule, ...] = (
         'identity inside a built-in',
         f"{EXPR}.builtin_identity",
         '`is` of an object inside a built-in',
-        '`self.proj.post is self.N`, `self.proj.refs["syn"] is not self.syn`',
-        ("`bfy.unviewed(self.library.read(params, state, \"proj.post\")) is bfy.unviewed(self.N)`: the batched "
-         "model reaches a built-in through the batch's view and an object inside one through one example's view, "
-         "two views of one object; `is` compares the objects behind them, also for a local bound to an object "
-         "inside a built-in (`p = self.proj.post`) or a built-in against anything else (`list(d)[0] is self.N`); "
+        '`self.proj.post is self.N`, `self.proj.refs["syn"] is not self.syn`, `self.seq[0].V is V`',
+        ("`self.library.resolve(\"proj.post\") is bfy.unviewed(self.N)`: the batched model reaches a built-in "
+         "through the batch's view and an object inside one through one example's view, two views of one object; "
+         "`is` compares the objects behind them (`bfy.unviewed`), also for a local bound to an object inside a "
+         "built-in (`p = self.proj.post`) or a built-in against anything else (`list(d)[0] is self.N`); an object "
+         "reached by attributes and items inside a built-in (`self.proj.post`, `self.seq[0].V`, or `V` of "
+         "`V = self.N.V`) is the object at that place, `self.library.resolve(\"seq\")[0].V`, a Variable "
+         "rather than the value a step reads of it; "
          "`==`, `in` and a dict keyed by the built-in need no rewrite: both views are equal to and hashed as the "
          "object; `is None`, and two built-ins (`self.N is self.P`: one view each) are left alone; an `is` test "
          "or an `id()` is not a Variable's value, so a Python `if` may take it"),
         Case(before='return x * (self.P.post is self.N)',
-             after=('return bfy.unwrap(state), x * (bfy.unviewed(self.library.read(params, state, "P.post")) '
-                    'is bfy.unviewed(self.N))'),
+             after='return bfy.unwrap(state), x * (self.library.resolve("P.post") is bfy.unviewed(self.N))',
              init='self.N = bp.dyn.Lif(3)\nself.P = bp.dyn.Lif(3)'),
         Case(before='return x * (self.P.post is not None) * (self.N is self.P)',
              after=('return bfy.unwrap(state), x * (self.library.read(params, state, "P.post") is not None) '

@@ -3308,6 +3308,7 @@ BUILTIN_IDENTITY = HEAD + textwrap.dedent('''
             self.lif = bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0)
             self.seq = bp.Sequential(bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0))
             self.gain = {{self.lif: 2.0, self.seq[0]: 0.5}}
+            self.vkey = id(self.seq[0].V)
             self.v = bm.Variable(bm.zeros(n))
 
         def update(self, x):
@@ -3326,6 +3327,9 @@ BUILTIN_IDENTITY = HEAD + textwrap.dedent('''
     ("self.v.value = 1.0 * self.lif(x) * (2.0 if self.lif is self.lif else 1.0)", "verify FAIL, max abs error 1 (a new view each read)"),
     ("self.v.value = 1.0 * self.lif(x) * (2.0 if self.seq[0] == self.seq[-1] else 1.0) + self.seq(x)",
      "verify FAIL, max abs error 1 (a new view each read)"),
+    # (helper-46, on 9b28eec: a layer's Variable, whose identity was the value's a step reads)
+    ("self.v.value = 1.0 * self.lif(x) * (2.0 if id(self.seq[0].V) == self.vkey else 1.0)", "verify FAIL"),
+    ("V = self.seq[-1].V\nself.v.value = 1.0 * self.lif(x) * (2.0 if id(V) == self.vkey else 1.0)", "verify FAIL"),
 ])
 def test_a_builtins_class_and_identity_are_its_own_in_the_batched_model(tmp_path, body: str, main: str) -> None:
     """On f517a26 (each exit 0): the batched model reaches a built-in through the batch's view of it, and
@@ -3400,6 +3404,10 @@ ACROSS_VIEWS = INSIDE_A_BUILTIN.replace("post=self.lif)\n", "post=self.lif)\n"
     ("1.0 + float(id(self.lif.V) == self.vkey)", "verify FAIL, max abs error 1"),
     ("1.0 + float(id(self.proj.post.V) == self.vkey) + float(id(self.proj.post) == self.key)",
      "verify FAIL, max abs error 1"),
+    # (helper-46, on 9b28eec: a built-in's Variable reached through a subscript or bound to a local)
+    ("1.0 + float(id(self.proj.refs['post'].V) == self.vkey)", "verify FAIL"),
+    ("p = self.lif.V\nk = 1.0 + float(id(p) == self.vkey)", "verify FAIL"),
+    ("p = self.proj.post.V\nk = 1.0 + float(id(p) == self.vkey) + float(p is self.lif.V)", "verify FAIL"),
 ])
 def test_a_builtins_identity_is_its_own_however_it_is_reached(tmp_path, k: str, main: str) -> None:
     """helper-42, on d9a30c1 (and f517a26), exit 0: a built-in reached inside another (`self.proj.post`, one

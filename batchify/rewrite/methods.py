@@ -182,6 +182,9 @@ class Context:
     # `V` of `V = self.N.V`, read after a call that may step the built-in: the chain it names, read again
     # there (``check_builtin_locals``), as the original's name sees the Variable live
     live_names: dict[int, cst.BaseExpression] = field(default_factory=dict)
+    # `V` of `V = self.N.V`, each read the binding it has is known at: the chain it names, for `id(V)` and
+    # `V is ...`, which see the Variable object (``check_builtin_locals``, ``held_object``)
+    object_names: dict[int, cst.BaseExpression] = field(default_factory=dict)
     # The source statement being rewritten: where a diagnostic on a node the rewrite built points
     statement: cst.CSTNode | None = None
 
@@ -606,13 +609,46 @@ class ExprRewriter(Transformer):
     def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.BaseExpression:
         return self.builtin_identity(original_node, updated_node) or updated_node
 
+    def held_object(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression | None:
+        """``self.N.V``, ``self.proj.post``, ``self.seq[0].V``, ``self.proj.refs["post"].V``, or ``V`` of
+        ``V = self.N.V``: an object inside a built-in, reached by attributes and items, which ``id()`` and
+        ``is`` see in the original, where a step reads one example's value or view of it. It is the object
+        at that place, ``self.library.resolve("proj.refs")["post"].V`` (``updated``: ``original`` rewritten,
+        whose items' indices are kept)."""
+        chain = self.ctx.object_names.get(id(original)) if type(original) is cst.Name else None
+        if chain is not None:
+            original, updated = chain, chain.visit(ExprRewriter(self.ctx, hoist=False))
+        if type(original) is not cst.Attribute or original.attr.value == "value":
+            return None
+        trail = []  # the items and attributes past the built-in's path, outermost first (rewritten)
+        node, new = original, updated
+        while not isinstance(ref := self.ctx.resolve(self_path(node, self.ctx.self_name) or ()), LibraryRef):
+            if type(node) not in (cst.Attribute, cst.Subscript) or type(new) is not type(node) or (
+                    type(node) is cst.Attribute and node.attr.value == "value"):
+                return None  # (a call, a name of the method's own; an attribute of a Variable's value)
+            trail.append(new)
+            node, new = node.value, new.value
+        if (not ref.rest and not trail) or "value" in ref.rest:
+            return None  # the built-in itself (the batch's view: ``bfy.unviewed``), or a Variable's value
+        held = cst.Call(attr(name(self.ctx.self_name), *ref.children, "library", "resolve"),
+                        [cst.Arg(cst.SimpleString(f'"{ref.dotted}"'))])
+        for level in reversed(trail):
+            held = level.with_changes(value=held)
+        return held
+
     def builtin_identity(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.Comparison | None:
         """``self.proj.post is self.lif``: whether two names reach the same built-in. The batched model reaches
         a built-in through the batch's view of it and an object inside one through one example's view: two
         views of one object, which ``is`` compares as the objects behind them (``bfy.unviewed``), both sides
         (the other may be a local or an item holding either view, or the object itself)."""
+        operands = [original_node.left, *(t.comparator for t in original_node.comparisons)]
+        updated = [updated_node.left, *(t.comparator for t in updated_node.comparisons)]
+        tested = {j for i, t in enumerate(original_node.comparisons) if type(t.operator) in (cst.Is, cst.IsNot)
+                  and not any(type(e) is cst.Name and e.value in CONSTANT_NAMES for e in operands[i:i + 2])
+                  for j in (i, i + 1)}  # (`is None` stays)
+        held = {j: found for j in sorted(tested) if (found := self.held_object(operands[j], updated[j])) is not None}
         return unviewed_identity(original_node, updated_node, self.builtin_object,
-                                 lambda pair: all(builtin_held(self.ctx, e) for e in pair))  # one view each
+                                 lambda pair: all(builtin_held(self.ctx, e) for e in pair), held)  # one view each
 
     def builtin_object(self, expr: cst.BaseExpression) -> bool:
         """``self.lif``, ``self.seq[0]``, ``self.proj.post``, or a name of the method's own (a local bound to
@@ -877,11 +913,8 @@ class ExprRewriter(Transformer):
                             "step holds as its value (an array made anew at each step), not as the Variable; "
                             "compare what the Variable holds, or record what you need in __init__")
             return updated_node
-        if isinstance(ref, LibraryRef) and ref.rest and path[-1] != "value" and type(args[0].value) is cst.Attribute:
-            # `id(self.N.V)`, `id(self.proj.post)`: the object at that path itself, a Variable rather than
-            # the value a step reads of it (``Library.resolve``)
-            held = cst.Call(attr(name(self.ctx.self_name), *ref.children, "library", "resolve"),
-                            [cst.Arg(cst.SimpleString(f'"{ref.dotted}"'))])
+        held = self.held_object(args[0].value, updated_node.args[0].value)
+        if held is not None:  # `id(self.N.V)`, `id(self.seq[0].V)`, `id(V)` of `V = self.N.V`
             return updated_node.with_changes(args=[updated_node.args[0].with_changes(value=held)])
         if not self.builtin_object(args[0].value):
             return None
@@ -2060,9 +2093,11 @@ def function_local(ir: ModuleIR, expr: cst.BaseExpression, self_name: str | None
 
 def unviewed_identity(original_node: cst.Comparison, updated_node: cst.Comparison,
                       viewed: Callable[[cst.BaseExpression], bool],
-                      exempt: Callable[[list[cst.BaseExpression]], bool] = lambda pair: False) -> cst.Comparison | None:
+                      exempt: Callable[[list[cst.BaseExpression]], bool] = lambda pair: False,
+                      held: dict[int, cst.BaseExpression] | None = None) -> cst.Comparison | None:
     """``a is b`` -> ``bfy.unviewed(a) is bfy.unviewed(b)`` where either side may be a view (``viewed``, of
-    an original node): the objects behind the views, as the original compares them. ``is None`` stays."""
+    an original node): the objects behind the views, as the original compares them. ``is None`` stays.
+    ``held``: operands (by position) that are the object itself, in place of a view or a value of it."""
     operands = [original_node.left, *(t.comparator for t in original_node.comparisons)]
     wrap = set()
     for i, t in enumerate(original_node.comparisons):
@@ -2070,10 +2105,12 @@ def unviewed_identity(original_node: cst.Comparison, updated_node: cst.Compariso
         if type(t.operator) in (cst.Is, cst.IsNot) and any(viewed(e) for e in pair) and not any(
                 type(e) is cst.Name and e.value in CONSTANT_NAMES for e in pair) and not exempt(pair):
             wrap.update((i, i + 1))  # (`==` or `in` beside: both views are equal to and hashed as the object)
-    if not wrap:
+    held = held or {}
+    if not wrap and not held:
         return None
     updated = [updated_node.left, *(t.comparator for t in updated_node.comparisons)]
-    unviewed = [cst.Call(runtime("unviewed"), [cst.Arg(e)]) if i in wrap else e for i, e in enumerate(updated)]
+    unviewed = [held[i] if i in held else cst.Call(runtime("unviewed"), [cst.Arg(e)]) if i in wrap else e
+                for i, e in enumerate(updated)]
     return updated_node.with_changes(left=unviewed[0], comparisons=[
         t.with_changes(comparator=e) for t, e in zip(updated_node.comparisons, unviewed[1:])])
 
@@ -2556,6 +2593,7 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
                            f"bind {node.value} = {shown}.value where you mean the value it had")
                 return
         elif exact or len(held[node.value]) == 1 and len(bindings.get(node.value, ())) == 1:
+            ctx.object_names[id(node)] = chain
             if stepped_since(binding):
                 ctx.live_names[id(node)] = chain
         elif any(stepped_since(b) for b, _ in candidates):
