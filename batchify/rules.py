@@ -540,7 +540,9 @@ RULES: tuple[Rule, ...] = (
         '`type(self.N)`, `type(self.seq[0]).__name__`, `type(self.proj.refs["syn"])`',
         ("`self.N.__class__`: the batched model reaches a built-in (or an object inside one) through a view of "
          "it, whose `__class__` is the object's (what `isinstance` sees) and whose `type()` is not; each built-in "
-         "has one view, equal to and hashed as the built-in (`self.N is self.N`, a dict keyed by it)"),
+         "has one view, equal to and hashed as the built-in (`self.N is self.N`, a dict keyed by it); `type()` of "
+         "a name of the method's own or of a call's result is `type(bfy.unviewed(m))` ('identity handed to a "
+         "function')"),
         Case(before='return len(type(self.N).__name__) * x',
              after='return bfy.unwrap(state), len(self.N.__class__.__name__) * x',
              init='self.N = bp.dyn.Lif(3)'),
@@ -599,11 +601,13 @@ RULES: tuple[Rule, ...] = (
     Rule(
         'identity handed to a function',
         "rewrite.methods.ViewIdentity",
-        "`id()` or `is` of a function's own name, in a file whose models hold built-ins",
-        '`def key_of(self, m): return id(m)` called as `self.key_of(self.proj.post)`; `m is k` in a function of the file',
-        ("`id(bfy.unviewed(m))`, `bfy.unviewed(m) is bfy.unviewed(k)`: a parameter or local of a method, function "
-         "or lambda of the file, or an item or attribute of one (`ms[0]`), may hold one example's view of an object "
-         "inside a built-in that it was handed, whose identity is the object's; in the steps "
+        "`id()`, `type()` or `is` of a function's own name or of a call's result, in a file whose models hold built-ins",
+        ('`def key_of(self, m): return id(m)` called as `self.key_of(self.proj.post)`; `m is k`, `type(m)` in a '
+         'function of the file; `id(first([self.proj.post]))`'),
+        ("`id(bfy.unviewed(m))`, `type(bfy.unviewed(m))`, `bfy.unviewed(m) is bfy.unviewed(k)`: a parameter or "
+         "local of a method, function or lambda of the file, or an item or attribute of one (`ms[0]`), may hold "
+         "one example's view of an object inside a built-in that it was handed, and a call may give one back, "
+         "whose identity and class are the object's; in the steps "
          "(`ExprRewriter.builtin_object`), in methods copied as written and in the file's functions; a model "
          "method's `self`, the module's names and `is None` are left alone, and so are helper classes of the "
          "file (verify runs the source's own in their place); `id` handed on as a function (`key=id`) is "
@@ -616,12 +620,12 @@ RULES: tuple[Rule, ...] = (
                     '    def key_of(self, m):\n'
                     '        return id(m) == self.key\n')),
         Case(before='return self.N(x)',
-             after='return m is None or type(m) is float',
+             after='return m is None or isinstance(m, float)',
              where='body:kind_of',
              init='self.N = bp.dyn.Lif(3)',
              extra=('\n'
                     '    def kind_of(self, m):\n'
-                    '        return m is None or type(m) is float\n')),
+                    '        return m is None or isinstance(m, float)\n')),
     ),
     Rule(
         'built-in pipe',

@@ -3437,6 +3437,12 @@ def test_a_builtins_identity_is_its_own_however_it_is_reached(tmp_path, k: str, 
     ("def key_of(self, *ms):\n    return id(ms[0])", "", "1.0 + float(self.key_of(self.proj.post) == self.key)"),
     ("def key_of(self, t):\n    return id(t['m'])", "", "1.0 + float(self.key_of({'m': self.proj.post}) == self.key)"),
     ("", "key_of = lambda m: id(m)", "1.0 + float(key_of(self.proj.post) == self.key)"),
+    # (helper-46, on 9b28eec: the class of a view handed on, and the identity of what a call gives back)
+    ("def kind(self, m):\n    return type(m) is type(self.lif)", "", "1.0 + float(self.kind(self.proj.post))"),
+    ("", "def kind(m):\n    return type(m).__name__", "1.0 + len(kind(self.proj.post))"),
+    ("", "def first(ms):\n    return ms[0]", "1.0 + float(id(first([self.proj.post])) == self.key)"),
+    ("", "def first(ms):\n    return ms[0]", "1.0 + float(first([self.proj.post]) is self.lif)"),
+    ("", "", "1.0 + float(type(dict(p=self.proj.post)['p']) is bp.dyn.Lif)"),
 ])
 def test_a_builtins_identity_handed_to_a_function_is_its_own(tmp_path, method: str, module: str, k: str) -> None:
     """On 23b6873, exit 0, then verify FAIL ('transformation bug: float64 disagrees too'): an object inside a

@@ -656,7 +656,7 @@ class ExprRewriter(Transformer):
         through a view of a built-in's object."""
         ctx = self.ctx
         return (builtin_held(ctx, expr) or builtin_inside(ctx, expr)
-                or (holds_builtins(ctx.ir) and function_local(ctx.ir, expr, ctx.self_name)))
+                or (holds_builtins(ctx.ir) and handed_view(ctx.ir, expr, ctx.self_name)))
 
     def builtin_pipe(self, original_node: cst.BinaryOperation,
                      updated_node: cst.BinaryOperation) -> cst.BaseExpression | None:
@@ -895,7 +895,8 @@ class ExprRewriter(Transformer):
             inside = inside.value
         ref = builtin_whole(self.ctx, args[0].value)
         if not ((ref is not None and not ref.rest) or builtin_part(self.ctx, inside)):
-            return None
+            # (`type(m)` of a name of the method's own, `type(first(ms))`: the class behind a view)
+            return unviewed_arg(updated_node) if self.builtin_object(args[0].value) else None
         return cst.Attribute(value=updated_node.args[0].value, attr=cst.Name("__class__"))
 
     def builtin_id(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
@@ -918,7 +919,7 @@ class ExprRewriter(Transformer):
             return updated_node.with_changes(args=[updated_node.args[0].with_changes(value=held)])
         if not self.builtin_object(args[0].value):
             return None
-        return unviewed_id(updated_node)
+        return unviewed_arg(updated_node)
 
     def refuse_attribute_by_name(self, node: cst.Call, qualified: set[str]) -> bool:
         """``getattr(self.N, "V")``, ``getattr(self.N.V, "value")``: a built-in's attribute reached by a name
@@ -2091,6 +2092,16 @@ def function_local(ir: ModuleIR, expr: cst.BaseExpression, self_name: str | None
     return bool(qualified) and all("<locals>" in q.name for q in qualified)
 
 
+def handed_view(ir: ModuleIR, expr: cst.BaseExpression, self_name: str | None) -> bool:
+    """A function's own name (``function_local``), or what a call gives back (``first([self.proj.post])``,
+    an item or attribute of it): what may be one example's view of an object inside a built-in, handed
+    to the function or back from one."""
+    root = expr
+    while type(root) in (cst.Attribute, cst.Subscript):
+        root = root.value
+    return type(root) is cst.Call or function_local(ir, expr, self_name)
+
+
 def unviewed_identity(original_node: cst.Comparison, updated_node: cst.Comparison,
                       viewed: Callable[[cst.BaseExpression], bool],
                       exempt: Callable[[list[cst.BaseExpression]], bool] = lambda pair: False,
@@ -2115,8 +2126,9 @@ def unviewed_identity(original_node: cst.Comparison, updated_node: cst.Compariso
         t.with_changes(comparator=e) for t, e in zip(updated_node.comparisons, unviewed[1:])])
 
 
-def unviewed_id(updated_node: cst.Call) -> cst.Call:
-    """``id(x)`` -> ``id(bfy.unviewed(x))``: the id of the object behind a view, as the constructor recorded it."""
+def unviewed_arg(updated_node: cst.Call) -> cst.Call:
+    """``id(x)`` -> ``id(bfy.unviewed(x))``: the id (or the class, ``type``) of the object behind a view, as the
+    constructor, holding the objects themselves, sees it."""
     return updated_node.with_changes(args=[updated_node.args[0].with_changes(
         value=cst.Call(runtime("unviewed"), [cst.Arg(updated_node.args[0].value)]))])
 
@@ -2124,14 +2136,15 @@ def unviewed_id(updated_node: cst.Call) -> cst.Call:
 class ViewIdentity(Transformer):
     """Code copied as written in a file whose models hold built-ins (a method that changes no state, a function
     or a lambda of the file; not a helper class, see ``support_code``) may be handed one example's view of an object inside a built-in
-    (``self.key_of(self.proj.post)``): ``id()`` and ``is`` of its own names compare the objects behind views."""
+    (``self.key_of(self.proj.post)``): ``id()``, ``type()`` and ``is`` of its own names, and of what a call
+    gives back, see the objects behind views."""
 
     def __init__(self, ir: ModuleIR, self_name: str | None) -> None:
         super().__init__()
         self.ir, self.self_name = ir, self_name
 
     def local(self, expr: cst.BaseExpression) -> bool:
-        return function_local(self.ir, expr, self.self_name)
+        return handed_view(self.ir, expr, self.self_name)
 
     def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.BaseExpression:
         return unviewed_identity(original_node, updated_node, self.local) or updated_node
@@ -2139,8 +2152,8 @@ class ViewIdentity(Transformer):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         args = original_node.args
         if (len(args) == 1 and not args[0].keyword and not args[0].star and self.local(args[0].value)
-                and "builtins.id" in {q.name for q in self.ir.qualified.get(original_node.func, ())}):
-            return unviewed_id(updated_node)
+                and {"builtins.id", "builtins.type"} & {q.name for q in self.ir.qualified.get(original_node.func, ())}):
+            return unviewed_arg(updated_node)
         return updated_node
 
 
@@ -2149,7 +2162,8 @@ def identity_through_views(ir: ModuleIR, node: cst.CSTNode, self_name: str | Non
     if not holds_builtins(ir):
         return node
     spellings = id_spellings(ir)
-    if not any(takes_identity(n) or names_id(n, spellings) for n in walk(node)):
+    if not any(takes_identity(n) or names_id(n, spellings) or (type(n) is cst.Name and n.value == "type")
+               for n in walk(node)):
         return node  # (a walk is much cheaper than a transform: most copied code takes no identity)
     return node.visit(ViewIdentity(ir, self_name))
 
