@@ -608,7 +608,8 @@ RULES: tuple[Rule, ...] = (
          "local of a method, function or lambda of the file, or an item or attribute of one (`ms[0]`), may hold "
          "one example's view of an object inside a built-in that it was handed, and a call may give one back, "
          "whose identity and class are the object's; in the steps "
-         "(`ExprRewriter.builtin_object`), in methods copied as written and in the file's functions; a model "
+         "(`ExprRewriter.builtin_object`), in methods copied as written, class attributes and the file's "
+         "functions; a model "
          "method's `self`, the module's names and `is None` are left alone, and so are helper classes of the "
          "file (verify runs the source's own in their place); `id` handed on as a function (`key=id`) is "
          "refused (BFY213)"),

@@ -3443,6 +3443,8 @@ def test_a_builtins_identity_is_its_own_however_it_is_reached(tmp_path, k: str, 
     ("", "def first(ms):\n    return ms[0]", "1.0 + float(id(first([self.proj.post])) == self.key)"),
     ("", "def first(ms):\n    return ms[0]", "1.0 + float(first([self.proj.post]) is self.lif)"),
     ("", "", "1.0 + float(type(dict(p=self.proj.post)['p']) is bp.dyn.Lif)"),
+    # (helper-46, on 9b28eec: a function held by a class attribute of the model)
+    ("KEYF = staticmethod(lambda m: id(m))", "", "1.0 + float(self.KEYF(self.proj.post) == self.key)"),
 ])
 def test_a_builtins_identity_handed_to_a_function_is_its_own(tmp_path, method: str, module: str, k: str) -> None:
     """On 23b6873, exit 0, then verify FAIL ('transformation bug: float64 disagrees too'): an object inside a
@@ -3473,6 +3475,14 @@ def test_id_handed_on_as_a_function_is_refused(code: str) -> None:
     method = f"    def key_of(self, m):\n        {code}\n\n    def update(self, x):"
     source = ACROSS_VIEWS.format(k="k = 1.0 + float(self.key_of(self.proj.post) == self.key)").replace(
         "    def update(self, x):", method).replace("import brainpy as bp\n", "import builtins\n\nimport brainpy as bp\n")
+    assert "is handed on as a function here" in refused(source, "BFY213")
+
+
+def test_id_held_by_a_class_attribute_is_refused() -> None:
+    """On de7bd47, exit 0: `KEYF = staticmethod(id)`, a class attribute of the model, handed a view by the step
+    (`self.KEYF(self.proj.post)`), would take the view's identity. Class attributes are scanned as methods are."""
+    source = ACROSS_VIEWS.format(k="k = 1.0 + float(self.KEYF(self.proj.post) == self.key)").replace(
+        "    def update(self, x):", "    KEYF = staticmethod(id)\n\n    def update(self, x):")
     assert "is handed on as a function here" in refused(source, "BFY213")
 
 

@@ -162,7 +162,10 @@ class ClassRewriter:
         body = list(self.cls.node.body.body)
         if body and _is_docstring(body[0]):
             body = body[1:]
-        return [statement_code(self.renamed(s)) for s in body if type(s) is not cst.FunctionDef]
+        # (a function a class attribute holds may be handed a view: ``identity_through_views``; a nested
+        # class stays as written, as the file's helper classes do)
+        return [statement_code(self.renamed(s if type(s) is cst.ClassDef else identity_through_views(self.ir, s, None)))
+                for s in body if type(s) is not cst.FunctionDef]
 
     def init(self) -> str:
         init = self.init_node

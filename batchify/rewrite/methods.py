@@ -2187,6 +2187,8 @@ def ids_handed_on(ir: ModuleIR) -> list[Diagnostic]:
     spellings, out = id_spellings(ir), []
     roots = [method.node for name in ir.targets for cls in [ir.classes[name]] for method in cls.methods.values()
              if method.name != "__init__" and method.name not in cls.construction_helpers]
+    roots += [stmt for name in ir.targets for stmt in ir.classes[name].node.body.body  # (class attributes)
+              if type(stmt) not in (cst.FunctionDef, cst.ClassDef)]
     for root in [*roots, *(stmt for stmt in ir.support if type(stmt) is not cst.ClassDef)]:
         nodes = list(walk(root))
         used = {id(n.func) for n in nodes if type(n) is cst.Call}  # called, or read an attribute of
