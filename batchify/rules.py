@@ -542,7 +542,9 @@ RULES: tuple[Rule, ...] = (
          "it, whose `__class__` is the object's (what `isinstance` sees) and whose `type()` is not; each built-in "
          "has one view, equal to and hashed as the built-in (`self.N is self.N`, a dict keyed by it); `type()` of "
          "a name of the method's own or of a call's result is `type(bfy.unviewed(m))` ('identity handed to a "
-         "function')"),
+         "function'); `type()` of a place inside a built-in reached by attributes (`type(self.N.V)`, `type(V)` of "
+         "`V = self.N.V`) is the class of the object there, `type(self.library.resolve(\"N.V\"))`, a Variable's "
+         "rather than its value's"),
         Case(before='return len(type(self.N).__name__) * x',
              after='return bfy.unwrap(state), len(self.N.__class__.__name__) * x',
              init='self.N = bp.dyn.Lif(3)'),

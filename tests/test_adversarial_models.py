@@ -3408,6 +3408,11 @@ ACROSS_VIEWS = INSIDE_A_BUILTIN.replace("post=self.lif)\n", "post=self.lif)\n"
     ("1.0 + float(id(self.proj.refs['post'].V) == self.vkey)", "verify FAIL"),
     ("p = self.lif.V\nk = 1.0 + float(id(p) == self.vkey)", "verify FAIL"),
     ("p = self.proj.post.V\nk = 1.0 + float(id(p) == self.vkey) + float(p is self.lif.V)", "verify FAIL"),
+    # (helper-47, on de7bd47: type() of a built-in's Variable was the value's class (max abs error 2, 3); an
+    # attribute of a local bound to an object inside a built-in, the value's id)
+    ("V = self.lif.V\nk = 1.0 + len(type(V).__name__)", "verify FAIL, max abs error 3"),
+    ("1.0 + len(type(self.lif.V).__name__) + float(type(self.proj.post.V) is bm.Variable)", "verify FAIL, 2"),
+    ("p = self.proj.post\nk = 1.0 + float(id(p.V) == self.vkey)", "verify FAIL, max abs error 1"),
 ])
 def test_a_builtins_identity_is_its_own_however_it_is_reached(tmp_path, k: str, main: str) -> None:
     """helper-42, on d9a30c1 (and f517a26), exit 0: a built-in reached inside another (`self.proj.post`, one
@@ -3476,6 +3481,37 @@ def test_id_handed_on_as_a_function_is_refused(code: str) -> None:
     source = ACROSS_VIEWS.format(k="k = 1.0 + float(self.key_of(self.proj.post) == self.key)").replace(
         "    def update(self, x):", method).replace("import brainpy as bp\n", "import builtins\n\nimport brainpy as bp\n")
     assert "is handed on as a function here" in refused(source, "BFY213")
+
+
+@pytest.mark.parametrize("k", [
+    "i = 0\nV = self.lif.V if i else self.pre.V\nk = 1.0 + float(id(V) == self.vkey)",
+    "k = 1.0\nif len(self.gain) > 1:\n    V = self.lif.V\nelse:\n    V = self.pre.V\nk = k + float(id(V) == self.vkey)",
+    "V = self.pre.V\nk = 1.0\nfor j in range(2):\n    k = k + float(V is self.lif.V)\n    V = self.lif.V",
+])
+def test_the_identity_of_a_name_bound_to_one_of_several_variables_is_refused(k: str) -> None:
+    """helper-47, on de7bd47: exit 0, then verify FAIL (max abs error 1): `id(V)` / `V is ...` of a local bound
+    to a built-in's Variable in more than one place (a choice, two branches, a loop rebinding it) was the id of
+    the value a step reads. Which Variable it is depends on the run: BFY213, as a read after a step is."""
+    assert "which of the Variables" in refused(ACROSS_VIEWS.format(k=k.replace("\n", "\n        ")), "BFY213")
+
+
+def test_the_identity_of_a_layer_picked_by_a_rebound_index_is_refused() -> None:
+    """helper-47, on de7bd47: exit 0, then verify FAIL (max abs error 1): `i = 0; V = self.seq[i].V; i = 1;
+    id(V)` took the id of self.seq[1].V (the chain V names was rewritten where id() is called, with i
+    rebound). A chain whose index is a name is not followed there: BFY213."""
+    body = "i = 0\nV = self.seq[i].V\ni = 1\nself.v.value = 1.0 * self.lif(x) * (2.0 if id(V) == self.vkey else 1.0)"
+    assert "which of the Variables" in refused(BUILTIN_IDENTITY.format(body=body.replace("\n", "\n        ")), "BFY213")
+
+
+def test_identity_beside_a_class_or_a_call_is_written_plainly() -> None:
+    """helper-47, on de7bd47 (verify passed, the code was noisy): `type(m) is float` in a function of a file
+    holding built-ins became `bfy.unviewed(type(bfy.unviewed(m))) is bfy.unviewed(float)`. What type() or id()
+    gives back is never a view, and neither is an imported or built-in name."""
+    source = ACROSS_VIEWS.format(k="k = 1.0 + float(kind(self.proj.post)) + float(type(x) is bm.Variable)").replace(
+        "class Net", "def kind(m):\n    return type(m) is float or len(m) is None\n\n\nclass Net")
+    text = transform(source.encode(), "m.py", command="batchify m.py").text
+    assert "return type(bfy.unviewed(m)) is float or len(m) is None\n" in text, text
+    assert "float(type(bfy.unviewed(x)) is bm.Variable)" in text, text
 
 
 def test_id_held_by_a_class_attribute_is_refused() -> None:

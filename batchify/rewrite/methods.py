@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import libcst as cst
+from libcst.metadata import QualifiedNameSource
 
 from batchify import names
 from batchify.analyse import deterministic_initializer, global_stream_draw, is_none, is_super_call, self_name_of
@@ -185,6 +186,9 @@ class Context:
     # `V` of `V = self.N.V`, each read the binding it has is known at: the chain it names, for `id(V)` and
     # `V is ...`, which see the Variable object (``check_builtin_locals``, ``held_object``)
     object_names: dict[int, cst.BaseExpression] = field(default_factory=dict)
+    # reads of a local bound to one of several such chains, or to a chain whose index is a name: which
+    # object `id(V)` and `V is ...` see is not something the text says there (refused: ``unfollowed_identity``)
+    unfollowed_objects: set[int] = field(default_factory=set)
     # The source statement being rewritten: where a diagnostic on a node the rewrite built points
     statement: cst.CSTNode | None = None
 
@@ -615,17 +619,16 @@ class ExprRewriter(Transformer):
         ``is`` see in the original, where a step reads one example's value or view of it. It is the object
         at that place, ``self.library.resolve("proj.refs")["post"].V`` (``updated``: ``original`` rewritten,
         whose items' indices are kept)."""
-        chain = self.ctx.object_names.get(id(original)) if type(original) is cst.Name else None
-        if chain is not None:
-            original, updated = chain, chain.visit(ExprRewriter(self.ctx, hoist=False))
-        if type(original) is not cst.Attribute or original.attr.value == "value":
-            return None
         trail = []  # the items and attributes past the built-in's path, outermost first (rewritten)
         node, new = original, updated
         while not isinstance(ref := self.ctx.resolve(self_path(node, self.ctx.self_name) or ()), LibraryRef):
+            if type(node) is cst.Name and id(node) in self.ctx.object_names:  # `V` of `V = self.N.V`, `p.V`
+                node = self.ctx.object_names[id(node)]
+                new = node.visit(ExprRewriter(self.ctx, hoist=False))
+                continue
             if type(node) not in (cst.Attribute, cst.Subscript) or type(new) is not type(node) or (
                     type(node) is cst.Attribute and node.attr.value == "value"):
-                return None  # (a call, a name of the method's own; an attribute of a Variable's value)
+                return None  # (a call, a name of the method's own; a Variable's value or an attribute of it)
             trail.append(new)
             node, new = node.value, new.value
         if (not ref.rest and not trail) or "value" in ref.rest:
@@ -635,6 +638,22 @@ class ExprRewriter(Transformer):
         for level in reversed(trail):
             held = level.with_changes(value=held)
         return held
+
+    def unfollowed_identity(self, call: cst.CSTNode, expr: cst.BaseExpression) -> bool:
+        """``id(V)``, ``V is W``, ``type(V)`` of a local bound to one of several built-ins' Variables (a choice,
+        two branches, a loop rebinding it) or to a layer picked by a name (``self.seq[i].V``): which object it
+        is where the identity is taken is not something the text says: BFY213."""
+        root = expr
+        while type(root) in (cst.Attribute, cst.Subscript):
+            root = root.value
+        if id(root) not in self.ctx.unfollowed_objects:
+            return False
+        self.ctx.report(call, "BFY213", f"{root.value} is bound to one of several objects inside built-ins here (a "
+                        f"choice, branches, a loop, or a layer picked by a name), and batchify cannot tell which of "
+                        f"the Variables or objects it holds where its identity or class is taken: the batched step "
+                        f"holds each as one example's value or view; take it of the object's own path there "
+                        f"(id(self.N.V), self.seq[0].V is ...)")
+        return True
 
     def builtin_identity(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.Comparison | None:
         """``self.proj.post is self.lif``: whether two names reach the same built-in. The batched model reaches
@@ -646,9 +665,12 @@ class ExprRewriter(Transformer):
         tested = {j for i, t in enumerate(original_node.comparisons) if type(t.operator) in (cst.Is, cst.IsNot)
                   and not any(type(e) is cst.Name and e.value in CONSTANT_NAMES for e in operands[i:i + 2])
                   for j in (i, i + 1)}  # (`is None` stays)
+        if any([self.unfollowed_identity(original_node, operands[j]) for j in sorted(tested)]):
+            return None
         held = {j: found for j in sorted(tested) if (found := self.held_object(operands[j], updated[j])) is not None}
         return unviewed_identity(original_node, updated_node, self.builtin_object,
-                                 lambda pair: all(builtin_held(self.ctx, e) for e in pair), held)  # one view each
+                                 lambda pair: all(builtin_held(self.ctx, e) for e in pair),  # one view each
+                                 held, lambda e: imported_or_builtin(self.ctx.ir, e))
 
     def builtin_object(self, expr: cst.BaseExpression) -> bool:
         """``self.lif``, ``self.seq[0]``, ``self.proj.post``, or a name of the method's own (a local bound to
@@ -890,6 +912,11 @@ class ExprRewriter(Transformer):
         args = original_node.args
         if "builtins.type" not in qualified or len(args) != 1 or args[0].keyword or args[0].star:
             return None
+        if self.unfollowed_identity(original_node, args[0].value):
+            return updated_node
+        held = self.held_object(args[0].value, updated_node.args[0].value)
+        if held is not None:  # `type(self.N.V)`, `type(V)` of `V = self.N.V`: a Variable's class, not its value's
+            return updated_node.with_changes(args=[updated_node.args[0].with_changes(value=held)])
         inside = args[0].value
         while type(inside) is cst.Subscript:
             inside = inside.value
@@ -913,6 +940,8 @@ class ExprRewriter(Transformer):
             self.ctx.report(original_node, "BFY213", f"id({shown}) is the identity of a Variable, which the batched "
                             "step holds as its value (an array made anew at each step), not as the Variable; "
                             "compare what the Variable holds, or record what you need in __init__")
+            return updated_node
+        if self.unfollowed_identity(original_node, args[0].value):
             return updated_node
         held = self.held_object(args[0].value, updated_node.args[0].value)
         if held is not None:  # `id(self.N.V)`, `id(self.seq[0].V)`, `id(V)` of `V = self.N.V`
@@ -2099,23 +2128,43 @@ def handed_view(ir: ModuleIR, expr: cst.BaseExpression, self_name: str | None) -
     root = expr
     while type(root) in (cst.Attribute, cst.Subscript):
         root = root.value
-    return type(root) is cst.Call or function_local(ir, expr, self_name)
+    if type(root) is cst.Call:
+        made = {q.name for q in ir.qualified.get(root.func, ())}
+        return not (made and made <= NEVER_VIEWS)
+    return function_local(ir, expr, self_name)
+
+
+# Built-ins whose result is never a view: a class, a number, a string, a truth value.
+NEVER_VIEWS = frozenset(f"builtins.{f}" for f in (
+    "type", "id", "len", "hash", "isinstance", "issubclass", "callable", "hasattr", "str", "repr", "int", "float",
+    "bool", "abs", "round"))
+
+
+def imported_or_builtin(ir: ModuleIR, expr: cst.BaseExpression) -> bool:
+    """``float``, ``bm.Variable``: a built-in name or an imported one (or an attribute of one), never a view."""
+    while type(expr) is cst.Attribute:
+        expr = expr.value
+    sources = {q.source for q in ir.qualified.get(expr, ())} if type(expr) is cst.Name else set()
+    return bool(sources) and sources <= {QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN}
 
 
 def unviewed_identity(original_node: cst.Comparison, updated_node: cst.Comparison,
                       viewed: Callable[[cst.BaseExpression], bool],
                       exempt: Callable[[list[cst.BaseExpression]], bool] = lambda pair: False,
-                      held: dict[int, cst.BaseExpression] | None = None) -> cst.Comparison | None:
+                      held: dict[int, cst.BaseExpression] | None = None,
+                      plain: Callable[[cst.BaseExpression], bool] = lambda e: False) -> cst.Comparison | None:
     """``a is b`` -> ``bfy.unviewed(a) is bfy.unviewed(b)`` where either side may be a view (``viewed``, of
     an original node): the objects behind the views, as the original compares them. ``is None`` stays.
-    ``held``: operands (by position) that are the object itself, in place of a view or a value of it."""
+    ``held``: operands (by position) that are the object itself, in place of a view or a value of it;
+    ``plain``: operands that are never a view (``float``, ``bm.Variable``), left as written."""
     operands = [original_node.left, *(t.comparator for t in original_node.comparisons)]
     wrap = set()
     for i, t in enumerate(original_node.comparisons):
         pair = operands[i:i + 2]
         if type(t.operator) in (cst.Is, cst.IsNot) and any(viewed(e) for e in pair) and not any(
                 type(e) is cst.Name and e.value in CONSTANT_NAMES for e in pair) and not exempt(pair):
-            wrap.update((i, i + 1))  # (`==` or `in` beside: both views are equal to and hashed as the object)
+            # (`==` or `in` beside: both views are equal to and hashed as the object)
+            wrap.update(j for j in (i, i + 1) if not plain(operands[j]))
     held = held or {}
     if not wrap and not held:
         return None
@@ -2147,7 +2196,8 @@ class ViewIdentity(Transformer):
         return handed_view(self.ir, expr, self.self_name)
 
     def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.BaseExpression:
-        return unviewed_identity(original_node, updated_node, self.local) or updated_node
+        return unviewed_identity(original_node, updated_node, self.local,
+                                 plain=lambda e: imported_or_builtin(self.ir, e)) or updated_node
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         args = original_node.args
@@ -2602,6 +2652,7 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
                            f"there, or bind {node.value} = {shown}.value where you mean the value it had")
                 return
         elif id(chain) in unfollowable:
+            ctx.unfollowed_objects.add(id(node))
             if any(stepped_since(b) for b, _ in candidates):
                 ctx.report(node, "BFY213", f"{node.value} is bound to {shown}, a built-in's Variable object, by "
                            f"unpacking, a choice, a loop or :=, and read after a call that may step the built-in: "
@@ -2609,16 +2660,22 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
                            f"bind {node.value} = {shown}.value where you mean the value it had")
                 return
         elif exact or len(held[node.value]) == 1 and len(bindings.get(node.value, ())) == 1:
-            ctx.object_names[id(node)] = chain
+            attributes = {id(n.attr) for n in walk(chain) if type(n) is cst.Attribute}
+            if any(type(n) is cst.Name and n.value != ctx.self_name and id(n) not in attributes for n in walk(chain)):
+                ctx.unfollowed_objects.add(id(node))  # (`self.seq[i].V`: i may be rebound before the read)
+            else:
+                ctx.object_names[id(node)] = chain
             if stepped_since(binding):
                 ctx.live_names[id(node)] = chain
-        elif any(stepped_since(b) for b, _ in candidates):
-            ctx.report(node, "BFY213", f"{node.value} is bound to {shown}, a built-in's Variable object, and bound "
-                       f"again elsewhere, and read after a call that may step the built-in: the original reads "
-                       f"the Variable as that call left it, and batchify cannot follow which binding reaches here; "
-                       f"read {shown} itself there, or bind {node.value} = {shown}.value where you mean the "
-                       "value it had")
-            return
+        else:
+            ctx.unfollowed_objects.add(id(node))
+            if any(stepped_since(b) for b, _ in candidates):
+                ctx.report(node, "BFY213", f"{node.value} is bound to {shown}, a built-in's Variable object, and "
+                           f"bound again elsewhere, and read after a call that may step the built-in: the original "
+                           f"reads the Variable as that call left it, and batchify cannot follow which binding "
+                           f"reaches here; read {shown} itself there, or bind {node.value} = {shown}.value where "
+                           "you mean the value it had")
+                return
 
 
 def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.FunctionDef, list[Diagnostic]]:
