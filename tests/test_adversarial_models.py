@@ -3503,6 +3503,36 @@ def test_the_identity_of_a_layer_picked_by_a_rebound_index_is_refused() -> None:
     assert "which of the Variables" in refused(BUILTIN_IDENTITY.format(body=body.replace("\n", "\n        ")), "BFY213")
 
 
+LAYER_BY_NAME = HEAD + textwrap.dedent('''
+    class Net(bp.DynamicalSystem):
+        def __init__(self, n=4):
+            super().__init__()
+            self.seq = bp.Sequential(bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0),
+                                     bp.dyn.Lif(n, V_rest=0.0, V_th=1.0, V_reset=0.0, tau=5.0))
+            self.v = bm.Variable(bm.zeros(n))
+
+        def update(self, x):
+            i = 0
+            V = self.seq[i].V
+            {again}
+            s = self.seq(x)
+            self.v.value = V + s
+            return self.v.value
+''')
+
+
+def test_a_layers_variable_picked_by_a_rebound_index_and_read_after_a_step_is_refused(tmp_path) -> None:
+    """Found while fixing helper-47's finding, on 87d27c0: exit 0, then verify FAIL (max abs error 0.97,
+    'transformation bug: float64 disagrees too'): `V = self.seq[i].V; i = 1; self.seq(x); V + s` read
+    self.seq[1].V after the step, the path read again with i rebound. Now BFY213; with i bound once, the
+    path read again is the same layer's, and it verifies."""
+    assert "bound again in the method" in refused(LAYER_BY_NAME.format(again="i = 1"), "BFY213")
+    checked = verify_cli(tmp_path, "layer", LAYER_BY_NAME.format(again="pass"), "--input-shape", "x=4:float32:50",
+                         "--steps", "20", "--batch", "3", "--strict", "--no-speed")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "examples differ" in checked.stdout and "FAIL" not in checked.stdout
+
+
 def test_identity_beside_a_class_or_a_call_is_written_plainly() -> None:
     """helper-47, on de7bd47 (verify passed, the code was noisy): `type(m) is float` in a function of a file
     holding built-ins became `bfy.unviewed(type(bfy.unviewed(m))) is bfy.unviewed(float)`. What type() or id()

@@ -2660,12 +2660,22 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
                            f"bind {node.value} = {shown}.value where you mean the value it had")
                 return
         elif exact or len(held[node.value]) == 1 and len(bindings.get(node.value, ())) == 1:
+            # (`self.seq[i].V` with `i` bound again in the method: the chain, read again here, may pick another layer)
             attributes = {id(n.attr) for n in walk(chain) if type(n) is cst.Attribute}
-            if any(type(n) is cst.Name and n.value != ctx.self_name and id(n) not in attributes for n in walk(chain)):
-                ctx.unfollowed_objects.add(id(node))  # (`self.seq[i].V`: i may be rebound before the read)
+            moved = sorted({n.value for n in walk(chain) if type(n) is cst.Name and id(n) not in attributes
+                            and len(bindings.get(n.value, ())) > 1})
+            if moved:
+                ctx.unfollowed_objects.add(id(node))
             else:
                 ctx.object_names[id(node)] = chain
             if stepped_since(binding):
+                if moved:
+                    ctx.report(node, "BFY213", f"{node.value} is bound to {shown}, a built-in's Variable object, "
+                               f"and read after a call that may step the built-in, where batchify reads the path "
+                               f"again; {', '.join(moved)} in it is bound again in the method, so the path may pick "
+                               f"another layer there: read {shown} itself there with the index it means, or bind "
+                               f"{node.value} = {shown}.value where you mean the value it had")
+                    return
                 ctx.live_names[id(node)] = chain
         else:
             ctx.unfollowed_objects.add(id(node))
