@@ -186,8 +186,8 @@ class Context:
     # `V` of `V = self.N.V`, each read the binding it has is known at: the chain it names, for `id(V)` and
     # `V is ...`, which see the Variable object (``check_builtin_locals``, ``held_object``)
     object_names: dict[int, cst.BaseExpression] = field(default_factory=dict)
-    # reads of a local bound to one of several such chains, or to a chain whose index is a name: which
-    # object `id(V)` and `V is ...` see is not something the text says there (refused: ``unfollowed_identity``)
+    # reads of a local bound to a chain whose index is a name bound again in the method: which object
+    # `id(V)` and `V is ...` see is not something the text says there (refused: ``unfollowed_identity``)
     unfollowed_objects: set[int] = field(default_factory=set)
     # The source statement being rewritten: where a diagnostic on a node the rewrite built points
     statement: cst.CSTNode | None = None
@@ -640,19 +640,19 @@ class ExprRewriter(Transformer):
         return held
 
     def unfollowed_identity(self, call: cst.CSTNode, expr: cst.BaseExpression) -> bool:
-        """``id(V)``, ``V is W``, ``type(V)`` of a local bound to one of several built-ins' Variables (a choice,
-        two branches, a loop rebinding it) or to a layer picked by a name (``self.seq[i].V``): which object it
-        is where the identity is taken is not something the text says: BFY213."""
+        """``id(V)``, ``V is W``, ``type(V)`` of a local bound to a layer picked by a name bound again in the
+        method (``V = self.seq[i].V``, then ``i = 1``): which object it is where the identity is taken is not
+        something the text says: BFY213. (A local bound in several places, ``V = self.N.V if c else
+        self.proj.post``, is not refused: it may be an object, whose view ``bfy.unviewed`` sees through.)"""
         root = expr
         while type(root) in (cst.Attribute, cst.Subscript):
             root = root.value
         if id(root) not in self.ctx.unfollowed_objects:
             return False
-        self.ctx.report(call, "BFY213", f"{root.value} is bound to one of several objects inside built-ins here (a "
-                        f"choice, branches, a loop, or a layer picked by a name), and batchify cannot tell which of "
-                        f"the Variables or objects it holds where its identity or class is taken: the batched step "
-                        f"holds each as one example's value or view; take it of the object's own path there "
-                        f"(id(self.N.V), self.seq[0].V is ...)")
+        self.ctx.report(call, "BFY213", f"{root.value} is bound to a layer picked by a name bound again in the "
+                        f"method, and batchify cannot tell which of the objects it holds where its identity or class "
+                        f"is taken: the batched step holds it as one example's value or view; take it of the "
+                        f"object's own path there, with the index it means (id(self.seq[0].V))")
         return True
 
     def builtin_identity(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.Comparison | None:
@@ -2652,7 +2652,6 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
                            f"there, or bind {node.value} = {shown}.value where you mean the value it had")
                 return
         elif id(chain) in unfollowable:
-            ctx.unfollowed_objects.add(id(node))
             if any(stepped_since(b) for b, _ in candidates):
                 ctx.report(node, "BFY213", f"{node.value} is bound to {shown}, a built-in's Variable object, by "
                            f"unpacking, a choice, a loop or :=, and read after a call that may step the built-in: "
@@ -2677,15 +2676,13 @@ def check_builtin_locals(ctx: Context, func: cst.FunctionDef, bindings: dict[str
                                f"{node.value} = {shown}.value where you mean the value it had")
                     return
                 ctx.live_names[id(node)] = chain
-        else:
-            ctx.unfollowed_objects.add(id(node))
-            if any(stepped_since(b) for b, _ in candidates):
-                ctx.report(node, "BFY213", f"{node.value} is bound to {shown}, a built-in's Variable object, and "
-                           f"bound again elsewhere, and read after a call that may step the built-in: the original "
-                           f"reads the Variable as that call left it, and batchify cannot follow which binding "
-                           f"reaches here; read {shown} itself there, or bind {node.value} = {shown}.value where "
-                           "you mean the value it had")
-                return
+        elif any(stepped_since(b) for b, _ in candidates):
+            ctx.report(node, "BFY213", f"{node.value} is bound to {shown}, a built-in's Variable object, and bound "
+                       f"again elsewhere, and read after a call that may step the built-in: the original reads "
+                       f"the Variable as that call left it, and batchify cannot follow which binding reaches here; "
+                       f"read {shown} itself there, or bind {node.value} = {shown}.value where you mean the "
+                       "value it had")
+            return
 
 
 def rewrite_method(ir: ModuleIR, cls: ModelClass, method: Method) -> tuple[cst.FunctionDef, list[Diagnostic]]:
