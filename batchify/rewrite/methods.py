@@ -644,9 +644,7 @@ class ExprRewriter(Transformer):
         method (``V = self.seq[i].V``, then ``i = 1``): which object it is where the identity is taken is not
         something the text says: BFY213. (A local bound in several places, ``V = self.N.V if c else
         self.proj.post``, is not refused: it may be an object, whose view ``bfy.unviewed`` sees through.)"""
-        root = expr
-        while type(root) in (cst.Attribute, cst.Subscript):
-            root = root.value
+        root = chain_root(expr)
         if id(root) not in self.ctx.unfollowed_objects:
             return False
         self.ctx.report(call, "BFY213", f"{root.value} is bound to a layer picked by a name bound again in the "
@@ -2108,13 +2106,18 @@ def holds_builtins(ir: ModuleIR) -> bool:
 CONSTANT_NAMES = ("None", "True", "False")  # never a view: `x is None` stays as written
 
 
+def chain_root(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``m`` of ``m.a[0].b``: what a chain of attributes and items starts from."""
+    while type(expr) in (cst.Attribute, cst.Subscript):
+        expr = expr.value
+    return expr
+
+
 def function_local(ir: ModuleIR, expr: cst.BaseExpression, self_name: str | None) -> bool:
     """``m``, ``ms[0]``, ``box.m`` in ``def key_of(self, m): return id(m)``: a parameter or local of a function,
     or an item or attribute of one, which may hold a view the function was handed
     (``self.key_of(self.proj.post)``); not a model method's ``self`` (the rules above read the model's)."""
-    root = expr
-    while type(root) in (cst.Attribute, cst.Subscript):
-        root = root.value
+    root = chain_root(expr)
     if type(root) is not cst.Name or root.value == self_name or root.value in CONSTANT_NAMES:
         return False
     qualified = ir.qualified.get(root, ())
@@ -2125,9 +2128,7 @@ def handed_view(ir: ModuleIR, expr: cst.BaseExpression, self_name: str | None) -
     """A function's own name (``function_local``), or what a call gives back (``first([self.proj.post])``,
     an item or attribute of it): what may be one example's view of an object inside a built-in, handed
     to the function or back from one."""
-    root = expr
-    while type(root) in (cst.Attribute, cst.Subscript):
-        root = root.value
+    root = chain_root(expr)
     if type(root) is cst.Call:
         made = {q.name for q in ir.qualified.get(root.func, ())}
         return not (made and made <= NEVER_VIEWS)
@@ -2184,9 +2185,9 @@ def unviewed_arg(updated_node: cst.Call) -> cst.Call:
 
 class ViewIdentity(Transformer):
     """Code copied as written in a file whose models hold built-ins (a method that changes no state, a function
-    or a lambda of the file; not a helper class, see ``support_code``) may be handed one example's view of an object inside a built-in
-    (``self.key_of(self.proj.post)``): ``id()``, ``type()`` and ``is`` of its own names, and of what a call
-    gives back, see the objects behind views."""
+    or a lambda of the file, a class attribute; not a helper class, see ``support_code``) may be handed one
+    example's view of an object inside a built-in (``self.key_of(self.proj.post)``): ``id()``, ``type()`` and
+    ``is`` of its own names, and of what a call gives back, see the objects behind views."""
 
     def __init__(self, ir: ModuleIR, self_name: str | None) -> None:
         super().__init__()
