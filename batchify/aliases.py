@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from batchify import names
 from batchify.cstwalk import Transformer, assigned, is_node, param_names, self_path, walk
 
 # In-place methods of a BrainPy Array (its value is replaced): rewritten, or refused by name.
@@ -48,6 +49,7 @@ class ArgumentUse:
     method: cst.FunctionDef
     changed: frozenset[str]  # changed in place: ``out += e``, ``out.value = e``, ``out[i] = e``
     value_read: frozenset[str]  # read as ``out.value``
+    object_asked: frozenset[str] = frozenset()  # what it is asked: ``isinstance(out, ...)``, ``type(out)``
 
 
 @dataclass
@@ -976,7 +978,10 @@ class Normaliser:
         params = param_names(func.params)
         value_read = {n.value.value for n in walk(func.body) if type(n) is cst.Attribute and n.attr.value == "value"
                       and type(n.value) is cst.Name and n.value.value in params}
-        return ArgumentUse(name, func, frozenset(self.mutated_params(func)), frozenset(value_read))
+        asked = {n.args[0].value.value for n in walk(func.body) if type(n) is cst.Call and type(n.func) is cst.Name
+                 and n.func.value in names.OBJECT_QUESTIONS and n.args and type(n.args[0].value) is cst.Name
+                 and n.args[0].value.value in params}
+        return ArgumentUse(name, func, frozenset(self.mutated_params(func)), frozenset(value_read), frozenset(asked))
 
     def helper_of(self, call: cst.Call) -> cst.FunctionDef | None:
         func = call.func
@@ -1043,6 +1048,11 @@ class Normaliser:
                             f"the Variable object; batchify hands {receiver} each example's value, which has "
                             f"no .value. Read '{param}' itself in {use.name} ({param}.value -> {param}: a "
                             f"Variable computes as its value, so the original keeps its meaning)")
+            elif param in use.object_asked:
+                self.report(arg, "BFY213", f"{use.name} asks what '{param}' is (isinstance, type or hasattr), and "
+                            f"is given self.{dotted}, the Variable object; batchify hands {receiver} each "
+                            f"example's value, an array, which would answer differently. Ask it of "
+                            f"self.{dotted} where the step reads it, or hand {use.name} the answer")
 
 
 def returned_params(helper: cst.FunctionDef) -> set[str]:

@@ -355,3 +355,7 @@ def pure_name(method: str) -> str:
     if method.startswith("__") and method.endswith("__"):
         method = method[2:-2]
     return f"{method}_pure"
+
+# Built-ins that ask what an object is rather than compute with its value: of a Variable, the batched
+# step holds only the value (``rewrite.methods.ExprRewriter.variable_object``, ``aliases``).
+OBJECT_QUESTIONS = frozenset({"isinstance", "type", "hasattr"})

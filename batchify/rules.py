@@ -534,6 +534,25 @@ RULES: tuple[Rule, ...] = (
              init='self.N = bp.dyn.Lif(3)'),
     ),
     Rule(
+        'what a Variable is',
+        f"{EXPR}.variable_object",
+        '`isinstance()`, `type()` of a Variable',
+        ('`isinstance(self.V, bm.Variable)`, `type(self.V)`, `isinstance(self.xs[0], bm.Variable)`, '
+         '`isinstance(self.N.V, bm.Variable)`'),
+        ("asked of the Variable object, not of the value a step holds: the model's own Variable (or an item of its "
+         "`bm.VarList`) is the batched model's Variable at the same place (`isinstance(self.V, bm.Variable)`: a "
+         "Variable of the same kind, with the batch in it), a built-in's is the object at that place "
+         "(`isinstance(self.library.resolve(\"N.V\"), bm.Variable)`); a Variable's value "
+         "(`isinstance(self.V.value, ...)`) and every other argument are left as written; `hasattr()` of a "
+         "Variable, which would read it whole in the step, and a function of the file asking what a Variable "
+         "handed to it is, which is handed each example's value, are refused (BFY213)"),
+        Case(before='return x * isinstance(self.V, bm.Variable) * (type(self.W) is bm.TrainVar) * self.V',
+             after=('return bfy.unwrap(state), x * isinstance(self.V, bm.Variable) * (type(self.W) is bm.TrainVar) '
+                    '* state.V')),
+        Case(before='return x * isinstance(self.V.value, bm.Variable) * isinstance(x, float)',
+             after='return bfy.unwrap(state), x * isinstance(state.V, bm.Variable) * isinstance(x, float)'),
+    ),
+    Rule(
         'type of a built-in',
         f"{EXPR}.builtin_type",
         '`type()` of a built-in',

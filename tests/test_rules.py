@@ -243,6 +243,37 @@ def test_the_id_of_a_variable_in_a_step_is_refused(body: str, refused: bool) -> 
     assert got.startswith("BFY213 id(self.") == refused, got
 
 
+KIND_OF = """
+
+def kind(a):
+    return 2.0 if isinstance(a, bm.Variable) else 1.0
+"""
+
+
+@pytest.mark.parametrize("body,init,expected", [
+    # on 2ab6c72 each was rewritten as a question about the step's value (an array): exit 0, verify FAIL
+    ("return x * (2.0 if isinstance(self.V, bm.Variable) else 1.0)", "",
+     "return bfy.unwrap(state), x * (2.0 if isinstance(self.V, bm.Variable) else 1.0)"),
+    ("return x * len(type(self.child.u).__name__)", "",
+     "return bfy.unwrap(state), x * len(type(self.child.u).__name__)"),
+    ("return x * isinstance(self.N.V, bm.Variable)", "self.N = bp.dyn.Lif(3)",
+     'return bfy.unwrap(state), x * isinstance(self.library.resolve("N.V"), bm.Variable)'),
+    # (on 2ab6c72 BFY210: an `if` on what an item of a VarList is, the same for every example)
+    ("return x * (2.0 if isinstance(self.xs[0], bm.Variable) else 1.0)", "self.xs = bm.VarList([bm.Variable(bm.zeros(3))])",
+     "return bfy.unwrap(state), x * (2.0 if isinstance(self.xs[0], bm.Variable) else 1.0)"),
+    ("return x * (2.0 if hasattr(self.V, 'value') else 1.0)", "", "BFY213 hasattr(self.V,"),
+    ("return x * kind(self.V)", "", "BFY213 kind()"),
+    ("return x * isinstance(self.V[0], float) * kind(self.V.value)", "",
+     "return bfy.unwrap(state), x * isinstance(state.V[0], float) * kind(state.V)"),
+])
+def test_what_a_variable_is_is_asked_of_the_variable(body: str, init: str, expected: str) -> None:
+    """``isinstance(self.v, bm.Variable)``, ``type(self.v)``: the step holds the model's own Variable as its value,
+    so on 2ab6c72 these asked an array (exit 0, then verify FAIL, max abs error 306). They ask the batched model's
+    Variable at the same place now; what cannot be asked there is refused."""
+    got = rewritten(Case(before=body, after="", init=init, extra=KIND_OF))
+    assert got.startswith(expected), got
+
+
 DECORATED_HELPER = '''    {decorator}
     def helper2(self, x):
         self.S.value = x

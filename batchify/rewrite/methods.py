@@ -701,7 +701,7 @@ class ExprRewriter(Transformer):
 
     # The call rules, tried in order; the first that gives a node wins (batchify.rules).
     CALL_RULES = ("refuse_unbatchable_random", "control_flow_call", "loop_body_call", "state_factory",
-                  "variable_recreated", "random_draw", "builtin_call", "builtin_type", "builtin_id",
+                  "variable_recreated", "random_draw", "builtin_call", "variable_object", "builtin_type", "builtin_id",
                   "builtin_argument_call", "noisy_integrator_call",
                   "stateful_call")
 
@@ -901,6 +901,40 @@ class ExprRewriter(Transformer):
             if isinstance(ref, LibraryRef) and not ref.rest:
                 return ref
         return None
+
+    def variable_object(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
+        """``isinstance(self.V, bm.Variable)``, ``type(self.V)``, ``isinstance(self.xs[0], bm.Variable)``,
+        ``isinstance(self.N.V, bm.Variable)``: what the Variable object is, where a step holds its value (an
+        array). The model's own Variable (or an item of its ``bm.VarList``) is asked at the same place of the
+        batched model, a Variable of the same kind holding the batch; a built-in's, of the object at that
+        place. ``hasattr()`` of one would read its value outside the step's state: BFY213."""
+        args = original_node.args
+        if not qualified & OBJECT_QUESTIONS or not args or args[0].keyword or args[0].star:
+            return None
+        if "builtins.type" in qualified and len(args) != 1:
+            return None
+        first, new = args[0].value, updated_node.args[0].value
+        item = type(first) is cst.Subscript and type(new) is cst.Subscript
+        path = self_path(first.value if item else first, self.ctx.self_name)
+        ref = self.ctx.resolve(path) if path else None
+        if isinstance(ref, FieldRef):
+            if ref.rest or path[-1] == "value" or (item and ref.container is None):
+                return None  # (a Variable's value, an element of it, or an attribute of it: what the step holds)
+            held = new.with_changes(value=first.value.deep_clone()) if item else first.deep_clone()
+        elif "builtins.type" in qualified:
+            return None  # (a built-in's places: ``builtin_type``)
+        else:
+            held = self.held_object(first, new)
+            if held is None:
+                return None
+        if "builtins.hasattr" in qualified:
+            shown = self.ctx.ir.module.code_for_node(first)
+            self.ctx.report(original_node, "BFY213", f"hasattr({shown}, ...) asks the Variable object, which the "
+                            "batched step holds as its value (an array), and which it cannot read there as it is; "
+                            "ask it in __init__ and keep the answer on the model")
+            return updated_node
+        return updated_node.with_changes(args=[updated_node.args[0].with_changes(value=held),
+                                               *updated_node.args[1:]])
 
     def builtin_type(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
         """``type(self.N)``, ``type(self.seq[0])``, ``type(self.proj.refs["syn"])``: the class of a built-in or
@@ -1407,10 +1441,10 @@ def presence_tested(expr: cst.CSTNode) -> set[int]:
 
 
 def sized_args(expr: cst.CSTNode) -> list[cst.BaseExpression]:
-    """The arguments of ``len(...)`` and ``isinstance(...)`` in ``expr``: what they tell of a Variable (its
-    length, its type) is the same for every example."""
+    """The arguments of ``len(...)``, ``isinstance(...)`` and ``hasattr(...)`` in ``expr``: what they tell of a
+    Variable (its length, its type, its attributes) is the same for every example."""
     return [a.value for n in walk(expr) if type(n) is cst.Call and type(n.func) is cst.Name
-            and n.func.value in ("len", "isinstance") for a in n.args]
+            and n.func.value in ("len", "isinstance", "hasattr") for a in n.args]
 
 
 class MethodRewriter:
@@ -1611,7 +1645,7 @@ class MethodRewriter:
     def check_static(self, test: cst.BaseExpression, keyword: str) -> None:
         """A Python ``if``/``while`` may test configuration, not state: under vmap state is traced."""
         static = self.STATIC
-        sized = {id(a) for a in sized_args(test)} | presence_tested(test) | identity_tested(test)
+        sized = {id(n) for a in sized_args(test) for n in walk(a)} | presence_tested(test) | identity_tested(test)
         for node in walk(test):
             path = self_path(node, self.ctx.self_name) if type(node) is cst.Attribute else None
             ref = self.ctx.resolve(path) if path and id(node) not in sized else None
@@ -2133,6 +2167,9 @@ def handed_view(ir: ModuleIR, expr: cst.BaseExpression, self_name: str | None) -
         made = {q.name for q in ir.qualified.get(root.func, ())}
         return not (made and made <= NEVER_VIEWS)
     return function_local(ir, expr, self_name)
+
+
+OBJECT_QUESTIONS = frozenset(f"builtins.{f}" for f in names.OBJECT_QUESTIONS)
 
 
 # Built-ins whose result is never a view: a class, a number, a string, a truth value.
