@@ -1048,7 +1048,7 @@ class Normaliser:
                             f"the Variable object; batchify hands {receiver} each example's value, which has "
                             f"no .value. Read '{param}' itself in {use.name} ({param}.value -> {param}: a "
                             f"Variable computes as its value, so the original keeps its meaning)")
-            elif param in use.object_asked:
+            elif param in use.object_asked and self.known.variable(path):  # (a built-in's object: its view says)
                 self.report(arg, "BFY213", f"{use.name} asks what '{param}' is (isinstance, type or hasattr), and "
                             f"is given self.{dotted}, the Variable object; batchify hands {receiver} each "
                             f"example's value, an array, which would answer differently. Ask it of "

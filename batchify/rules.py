@@ -480,7 +480,8 @@ RULES: tuple[Rule, ...] = (
         '`self.N.spike.value`, `self.N.V`, `self.seq[-1].spike` (an item of a `bp.Sequential`)',
         ('`self.library.read(params, state, "N.spike")`; an item is indexed on the built-in read whole, '
          '`self.library.read(params, state, "seq")[-1].spike`, one example\'s view of it (a property of it, '
-         '`self.seq[0].h`, computed in a library call binding the same example); a read Python makes '
+         '`self.seq[0].h`, computed in a library call binding the same example; of a callable object, '
+         'callable, as `callable()` sees the object, and refused when called); a read Python makes '
          'before a call in the same statement that may change it (`self.N.V.value + self.N(x)`, '
          '`self.N.V * 2 + self.N(x)`) moves in front of the call with it (`N_V = self.library.read(params, '
          'state, "N.V")`); the Variable object itself is read where the operation taking it runs, so '

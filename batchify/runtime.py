@@ -892,7 +892,7 @@ def held(owner, name):
 def unviewed(value):
     """The object behind a view of it (the batch's, ``BatchView``, or one example's, ``ExampleView``): one
     built-in reached as ``self.lif`` and as ``self.proj.post`` is two views but one object (``is``, ``id()``)."""
-    return object.__getattribute__(value, "_module") if type(value) in (BatchView, ExampleView) else value
+    return object.__getattribute__(value, "_module") if type(value) in VIEWS else value
 
 
 def example_view(value, path: str, seen: dict, inside):
@@ -914,7 +914,8 @@ def example_view(value, path: str, seen: dict, inside):
             return viewed if isinstance(value, dict) else (list if isinstance(value, list) else tuple)(viewed.values())
         if isinstance(value, bp.BrainPyObject):
             if id(value) not in seen:  # (objects refer to each other: post's inputs name the projection)
-                seen[id(value)] = ExampleView(value, path, seen, inside)
+                kind = CallableExampleView if callable(value) else ExampleView  # (as ``callable()`` sees it)
+                seen[id(value)] = kind(value, path, seen, inside)
                 objects.append((value, path))
             return seen[id(value)]
         return value
@@ -992,6 +993,17 @@ class ExampleView:
         return f"{self._module!r} (one example's values, read at {self._path})"
 
 
+class CallableExampleView(ExampleView):
+    """The view of an object that is callable (a built-in's ``post``, a BrainPy model): ``callable()`` holds
+    of it as of the object. Calling it is refused, as calling one of its methods is."""
+
+    __slots__ = ()
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"{self._path}(...) calls a built-in's object read in a batched step: it would run outside "
+                        "the example being computed; call it through the built-in that holds it (self.proj(...))")
+
+
 class BatchView:
     """A built-in a batched model holds, as a user or BrainPy's ``DSRunner`` reaches it by path:
     ``batched.E.V`` is the batch's Variable (``monitors=['E.V']``, ``inputs=[('E.input', I)]``),
@@ -1045,6 +1057,10 @@ class BatchView:
 
     def __repr__(self):
         return f"{self._module!r} (the batch's Variables: batch_size={self._library.batch_size})"
+
+
+# The views a batched model reaches built-ins and the objects inside them through (``unviewed``).
+VIEWS = (BatchView, ExampleView, CallableExampleView)
 
 
 class BuiltinAttribute:

@@ -3413,6 +3413,8 @@ ACROSS_VIEWS = INSIDE_A_BUILTIN.replace("post=self.lif)\n", "post=self.lif)\n"
     ("V = self.lif.V\nk = 1.0 + len(type(V).__name__)", "verify FAIL, max abs error 3"),
     ("1.0 + len(type(self.lif.V).__name__) + float(type(self.proj.post.V) is bm.Variable)", "verify FAIL, 2"),
     ("p = self.proj.post\nk = 1.0 + float(id(p.V) == self.vkey)", "verify FAIL, max abs error 1"),
+    # (helper-48, on e58db7f and 2ab6c72: one example's view of an object had no __call__)
+    ("1.0 + float(callable(self.proj.post)) + float(callable(self.proj.refs['syn']))", "verify FAIL, max abs error 1"),
 ])
 def test_a_builtins_identity_is_its_own_however_it_is_reached(tmp_path, k: str, main: str) -> None:
     """helper-42, on d9a30c1 (and f517a26), exit 0: a built-in reached inside another (`self.proj.post`, one

@@ -897,3 +897,18 @@ def test_a_keyword_only_parameter_without_default_is_refused_by_the_harness_unle
         transform(KEYWORD_ONLY.encode(), "kw.py", command="batchify", classes=["Net"],
                   harness=HarnessOptions())
     assert "BFY013" in str(caught.value) and "keyword-only gain without a default" in str(caught.value)
+
+
+def test_one_examples_view_of_an_object_is_callable_as_the_object_is() -> None:
+    """helper-48, on e58db7f (and 2ab6c72): `callable(self.proj.post)` was False in the batched step, whose view
+    of the object had no `__call__` (verify FAIL, max abs error 1). A view of a callable object is callable;
+    calling it is refused, as calling one of its methods is. `bfy.unviewed` sees through both kinds of view."""
+    lif = bp.dyn.Lif(3)
+    seen = {}
+    view = runtime.example_view({"post": lif, "tau": 5.0}, "proj.refs", seen, lambda f: f())
+    assert callable(view["post"]) and view["post"].__class__ is type(lif)
+    assert runtime.unviewed(view["post"]) is lif
+    with pytest.raises(TypeError, match=r"proj\.refs\['post'\]\(\.\.\.\) calls a built-in's object"):
+        view["post"](1.0)
+    plain = runtime.example_view(bp.BrainPyObject(), "refs.plain", {}, lambda f: f())
+    assert not callable(plain) and type(plain) is runtime.ExampleView
