@@ -980,7 +980,7 @@ class Normaliser:
                       and type(n.value) is cst.Name and n.value.value in params}
         asked = {n.args[0].value.value for n in walk(func.body) if type(n) is cst.Call and type(n.func) is cst.Name
                  and n.func.value in names.OBJECT_QUESTIONS and n.args and type(n.args[0].value) is cst.Name
-                 and n.args[0].value.value in params}
+                 and n.args[0].value.value in params and variable_question(n)}
         return ArgumentUse(name, func, frozenset(self.mutated_params(func)), frozenset(value_read), frozenset(asked))
 
     def helper_of(self, call: cst.Call) -> cst.FunctionDef | None:
@@ -1053,6 +1053,22 @@ class Normaliser:
                             f"is given self.{dotted}, the Variable object; batchify hands {receiver} each "
                             f"example's value, an array, which would answer differently. Ask it of "
                             f"self.{dotted} where the step reads it, or hand {use.name} the answer")
+
+
+def variable_question(call: cst.Call) -> bool:
+    """Whether a Variable and its value answer ``call`` differently: ``type(v)``; ``isinstance(v, C)`` of a
+    Variable class (a name in ``C`` spelled like one: ``bm.Variable``, ``(bm.TrainVar, float)``);
+    ``hasattr(v, "value")``. (``isinstance(v, float)`` is False of both.)"""
+    kind = call.func.value
+    if kind == "type":
+        return True
+    if len(call.args) < 2:
+        return False
+    asked = call.args[1].value
+    if kind == "hasattr":
+        return type(asked) is not cst.SimpleString or asked.evaluated_value in names.VARIABLE_ONLY_ATTRIBUTES
+    return any(type(n) is cst.Name and re.search(r"Var|Parameter|State|BrainPyObject|Base", n.value)
+               for n in walk(asked))
 
 
 def returned_params(helper: cst.FunctionDef) -> set[str]:

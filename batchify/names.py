@@ -359,3 +359,7 @@ def pure_name(method: str) -> str:
 # Built-ins that ask what an object is rather than compute with its value: of a Variable, the batched
 # step holds only the value (``rewrite.methods.ExprRewriter.variable_object``, ``aliases``).
 OBJECT_QUESTIONS = frozenset({"isinstance", "type", "hasattr"})
+
+# Attributes a Variable has and its value (an array) has not: ``hasattr(self.V, "value")`` would answer
+# otherwise in the batched step, which holds the value.
+VARIABLE_ONLY_ATTRIBUTES = frozenset({"value", "batch_axis", "batch_size", "axis_names", "batch_axis_name"})

@@ -543,10 +543,12 @@ RULES: tuple[Rule, ...] = (
         ("asked of the Variable object, not of the value a step holds: the model's own Variable (or an item of its "
          "`bm.VarList`) is the batched model's Variable at the same place (`isinstance(self.V, bm.Variable)`: a "
          "Variable of the same kind, with the batch in it), a built-in's is the object at that place "
-         "(`isinstance(self.library.resolve(\"N.V\"), bm.Variable)`); a Variable's value "
-         "(`isinstance(self.V.value, ...)`) and every other argument are left as written; `hasattr()` of a "
-         "Variable, which would read it whole in the step, and a function of the file asking what a Variable "
-         "handed to it is, which is handed each example's value, are refused (BFY213)"),
+         "(`isinstance(self.library.resolve(\"N.V\"), bm.Variable)`); a Variable's value or an element of it "
+         "(`isinstance(self.V.value, ...)`, `self.N.V[0]`) and every other argument are left as written; "
+         "`hasattr()` of a Variable for what only a Variable has (`hasattr(self.V, \"value\")`; it cannot be read "
+         "whole in the step), and a function of the file that is handed the model's Variable and asks what it is "
+         "(`type(a)`, `isinstance(a, bm.Variable)`, `hasattr(a, \"value\")`; it is handed each example's value), "
+         "are refused (BFY213)"),
         Case(before='return x * isinstance(self.V, bm.Variable) * (type(self.W) is bm.TrainVar) * self.V',
              after=('return bfy.unwrap(state), x * isinstance(self.V, bm.Variable) * (type(self.W) is bm.TrainVar) '
                     '* state.V')),

@@ -247,6 +247,10 @@ KIND_OF = """
 
 def kind(a):
     return 2.0 if isinstance(a, bm.Variable) else 1.0
+
+
+def floaty(a):
+    return 2.0 if isinstance(a, float) else 1.0
 """
 
 
@@ -265,6 +269,15 @@ def kind(a):
     ("return x * kind(self.V)", "", "BFY213 kind()"),
     ("return x * isinstance(self.V[0], float) * kind(self.V.value)", "",
      "return bfy.unwrap(state), x * isinstance(state.V[0], float) * kind(state.V)"),
+    # (helper-49, on 37c1f45: a built-in's Variable's value, or an element of it, was asked as the object: verify
+    # FAIL, and a read outside the library call; hasattr() of what an array has too, and a helper asking
+    # isinstance(a, float), were refused; an `if` on len(str(state)) was let through: verify FAIL)
+    ("return x * isinstance(self.N.V.value, bm.Variable) * isinstance(self.N.V[0], bm.Variable)", "self.N = bp.dyn.Lif(3)",
+     'return bfy.unwrap(state), x * isinstance(self.library.read(params, state, "N.V"), bm.Variable) * '
+     'isinstance(self.library.read(params, state, "N.V")[0], bm.Variable)'),
+    ("return x * hasattr(self.V, 'shape')", "", "return bfy.unwrap(state), x * hasattr(state.V, 'shape')"),
+    ("return x * floaty(self.V)", "", "return bfy.unwrap(state), x * floaty(state.V)"),
+    ("if len(str(self.V.value[0] > 0.5)) == 4:\n    x = x * 2\nreturn x", "", "BFY210 Python"),
 ])
 def test_what_a_variable_is_is_asked_of_the_variable(body: str, init: str, expected: str) -> None:
     """``isinstance(self.v, bm.Variable)``, ``type(self.v)``: the step holds the model's own Variable as its value,

@@ -619,6 +619,8 @@ class ExprRewriter(Transformer):
         ``is`` see in the original, where a step reads one example's value or view of it. It is the object
         at that place, ``self.library.resolve("proj.refs")["post"].V`` (``updated``: ``original`` rewritten,
         whose items' indices are kept)."""
+        if type(original) is cst.Attribute and original.attr.value == "value":
+            return None  # (`self.N.V.value`: the value, whose path drops the `.value`)
         trail = []  # the items and attributes past the built-in's path, outermost first (rewritten)
         node, new = original, updated
         while not isinstance(ref := self.ctx.resolve(self_path(node, self.ctx.self_name) or ()), LibraryRef):
@@ -921,17 +923,20 @@ class ExprRewriter(Transformer):
             if ref.rest or path[-1] == "value" or (item and ref.container is None):
                 return None  # (a Variable's value, an element of it, or an attribute of it: what the step holds)
             held = new.with_changes(value=first.value.deep_clone()) if item else first.deep_clone()
-        elif "builtins.type" in qualified:
-            return None  # (a built-in's places: ``builtin_type``)
+        elif "builtins.type" in qualified or type(first) is not cst.Attribute:
+            return None  # (a built-in's places: ``builtin_type``; an element of its Variable is a value)
         else:
             held = self.held_object(first, new)
             if held is None:
                 return None
         if "builtins.hasattr" in qualified:
+            asked = args[1].value if len(args) > 1 else None
+            if not (type(asked) is cst.SimpleString and asked.evaluated_value in names.VARIABLE_ONLY_ATTRIBUTES):
+                return None  # (`hasattr(self.V, "shape")`: the value has it too)
             shown = self.ctx.ir.module.code_for_node(first)
-            self.ctx.report(original_node, "BFY213", f"hasattr({shown}, ...) asks the Variable object, which the "
-                            "batched step holds as its value (an array), and which it cannot read there as it is; "
-                            "ask it in __init__ and keep the answer on the model")
+            self.ctx.report(original_node, "BFY213", f"hasattr({shown}, {asked.value}) asks the Variable object, which "
+                            "the batched step holds as its value (an array, which has no such attribute), and "
+                            "which it cannot read there as it is; ask it in __init__ and keep the answer on the model")
             return updated_node
         return updated_node.with_changes(args=[updated_node.args[0].with_changes(value=held),
                                                *updated_node.args[1:]])
@@ -1441,10 +1446,17 @@ def presence_tested(expr: cst.CSTNode) -> set[int]:
 
 
 def sized_args(expr: cst.CSTNode) -> list[cst.BaseExpression]:
-    """The arguments of ``len(...)``, ``isinstance(...)`` and ``hasattr(...)`` in ``expr``: what they tell of a
-    Variable (its length, its type, its attributes) is the same for every example."""
+    """The arguments of ``len(...)`` and ``isinstance(...)`` in ``expr``: what they tell of a Variable (its
+    length, its type) is the same for every example."""
     return [a.value for n in walk(expr) if type(n) is cst.Call and type(n.func) is cst.Name
-            and n.func.value in ("len", "isinstance", "hasattr") for a in n.args]
+            and n.func.value in ("len", "isinstance") for a in n.args]
+
+
+def asked_args(expr: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The first arguments of ``isinstance(...)``, ``hasattr(...)`` and ``type(...)`` in ``expr``, all of which
+    (``self.xs[0]``) is asked only what it is, the same for every example (not what it holds)."""
+    return [n.args[0].value for n in walk(expr) if type(n) is cst.Call and type(n.func) is cst.Name
+            and n.func.value in names.OBJECT_QUESTIONS and n.args]
 
 
 class MethodRewriter:
@@ -1645,7 +1657,8 @@ class MethodRewriter:
     def check_static(self, test: cst.BaseExpression, keyword: str) -> None:
         """A Python ``if``/``while`` may test configuration, not state: under vmap state is traced."""
         static = self.STATIC
-        sized = {id(n) for a in sized_args(test) for n in walk(a)} | presence_tested(test) | identity_tested(test)
+        sized = {id(a) for a in sized_args(test)} | presence_tested(test) | identity_tested(test)
+        sized |= {id(n) for a in asked_args(test) for n in walk(a)}
         for node in walk(test):
             path = self_path(node, self.ctx.self_name) if type(node) is cst.Attribute else None
             ref = self.ctx.resolve(path) if path and id(node) not in sized else None
