@@ -50,6 +50,7 @@ class ArgumentUse:
     changed: frozenset[str]  # changed in place: ``out += e``, ``out.value = e``, ``out[i] = e``
     value_read: frozenset[str]  # read as ``out.value``
     object_asked: frozenset[str] = frozenset()  # what it is asked: ``isinstance(out, ...)``, ``type(out)``
+    variable_asked: frozenset[str] = frozenset()  # asked as only a Variable is: ``isinstance(out, bm.Variable)``
 
 
 @dataclass
@@ -76,6 +77,12 @@ class Known:
         if path[0] in self.children:
             return self.children[path[0]].variable(path[1:])
         return len(path) == 1 and path[0] in self.fields
+
+    def container(self, path: list[str] | None) -> bool:
+        """A field holding a ``bm.VarList`` or ``bm.VarDict`` (``self.xs``, ``self.child.xs``)."""
+        if path and path[0] in self.children:
+            return self.children[path[0]].container(path[1:])
+        return bool(path) and len(path) == 1 and (path[0] in self.lists or path[0] in self.dicts)
 
     def library(self, path: list[str]) -> bool:
         """A path under a built-in (``self.N.V``): maybe a Variable, maybe a constant."""
@@ -978,10 +985,47 @@ class Normaliser:
         params = param_names(func.params)
         value_read = {n.value.value for n in walk(func.body) if type(n) is cst.Attribute and n.attr.value == "value"
                       and type(n.value) is cst.Name and n.value.value in params}
-        asked = {n.args[0].value.value for n in walk(func.body) if type(n) is cst.Call and type(n.func) is cst.Name
-                 and n.func.value in names.OBJECT_QUESTIONS and n.args and type(n.args[0].value) is cst.Name
-                 and n.args[0].value.value in params and variable_question(n)}
-        return ArgumentUse(name, func, frozenset(self.mutated_params(func)), frozenset(value_read), frozenset(asked))
+        return ArgumentUse(name, func, frozenset(self.mutated_params(func)), frozenset(value_read),
+                           frozenset(self.asked_params(func)), frozenset(self.asked_params(func, variable=True)))
+
+    def asked_params(self, func: cst.FunctionDef, variable: bool = False, seen: frozenset[str] = frozenset()
+                     ) -> set[str]:
+        """Parameters of a function of the file asked what they are (``variable_question``, ``a.__class__``,
+        ``getattr(a, "__class__")``), there or in a function of the file it hands them to; with ``variable``,
+        ``isinstance()`` only as a Variable would be asked (``bm.Variable``, not ``bp.dyn.Lif``)."""
+        params = param_names(func.params)
+        gathered = {q.name.value for q in (func.params.star_arg, func.params.star_kwarg) if type(q) is cst.Param}
+
+        def asked_of(node: cst.BaseExpression | None) -> str | None:
+            while type(node) is cst.Subscript and type(node.value) is cst.Name and node.value.value in gathered:
+                node = node.value  # (`args[0]` of `*args`: one of the arguments it gathers)
+            if type(node) is not cst.Name:
+                return None
+            return node.value if node.value in params else same.get(node.value)
+
+        same: dict[str, str] = {}  # `b = a`: a local bound to a parameter (`b = args[0]`: to what it gathers)
+        for _ in range(3):
+            for n in walk(func.body):
+                if (type(n) is cst.Assign and len(n.targets) == 1 and type(n.targets[0].target) is cst.Name
+                        and (name := asked_of(n.value))):
+                    same.setdefault(n.targets[0].target.value, name)
+
+        asked = set() if variable else {  # (`a.__class__` of one example's view of an object is the object's)
+            name for n in walk(func.body) if type(n) is cst.Attribute and n.attr.value == "__class__"
+            and (name := asked_of(n.value))}
+        for node in walk(func.body):
+            if type(node) is not cst.Call:
+                continue
+            first = node.args[0].value if node.args and not node.args[0].keyword and not node.args[0].star else None
+            if (name := asked_of(first)) and (variable_question(node, variable)
+                                              or attribute_question(node, variable)):
+                asked.add(name)
+            callee = self.helper_of(node)
+            if callee is not None and callee.name.value not in seen:  # `kind(a)` calls `isvar(a)`
+                inner = self.asked_params(callee, variable, seen | {func.name.value})
+                asked |= {name for position, arg in self.arguments(node, callee)
+                          if position in inner and (name := asked_of(arg))}
+        return asked
 
     def helper_of(self, call: cst.Call) -> cst.FunctionDef | None:
         func = call.func
@@ -1012,14 +1056,19 @@ class Normaliser:
         params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
         if type(call.func) is cst.Attribute:
             params = params[1:]  # self
+        named = param_names(helper.params)
+        rest, keywords = (q.name.value if type(q) is cst.Param else None
+                          for q in (helper.params.star_arg, helper.params.star_kwarg))
         out = []
         for i, arg in enumerate(call.args):
             if arg.star:
                 break
             if arg.keyword is not None:
-                out.append((arg.keyword.value, arg.value))
-            elif i < len(params):
-                out.append((params[i], arg.value))
+                key = arg.keyword.value
+                if key in named or keywords:  # (one `**kwargs` gathers: its name stands for each)
+                    out.append((key if key in named else keywords, arg.value))
+            elif i < len(params) or rest:  # (`*args` gathers the rest: its name stands for each)
+                out.append((params[i] if i < len(params) else rest, arg.value))
         return out
 
     def check_helper_call(self, call: cst.Call) -> None:
@@ -1035,9 +1084,11 @@ class Normaliser:
                 return
         for param, arg in self.arguments(call, use.method):
             path = self_path(arg, self.me)
-            if not self.handed_variable(path):
+            item = path is None and type(arg) is cst.Subscript and self.known.container(self_path(arg.value, self.me))
+            if not (item or self.handed_variable(path)):
                 continue
-            dotted = ".".join(path)
+            dotted = cst.Module([]).code_for_node(arg)[len(self.me) + 1:] if item else ".".join(path)
+            own = item or self.known.variable(path)
             if param in use.changed:
                 self.report(arg, "BFY213", f"{use.name} changes its argument '{param}' in place, and "
                             f"is given self.{dotted}: the Variable would be changed behind batchify's "
@@ -1048,27 +1099,72 @@ class Normaliser:
                             f"the Variable object; batchify hands {receiver} each example's value, which has "
                             f"no .value. Read '{param}' itself in {use.name} ({param}.value -> {param}: a "
                             f"Variable computes as its value, so the original keeps its meaning)")
-            elif param in use.object_asked and self.known.variable(path):  # (a built-in's object: its view says)
-                self.report(arg, "BFY213", f"{use.name} asks what '{param}' is (isinstance, type or hasattr), and "
-                            f"is given self.{dotted}, the Variable object; batchify hands {receiver} each "
-                            f"example's value, an array, which would answer differently. Ask it of "
-                            f"self.{dotted} where the step reads it, or hand {use.name} the answer")
+            elif param in use.object_asked and own or param in use.variable_asked:
+                # (a path under a built-in may be an object, whose view answers type() and isinstance() as the
+                # object does: refused when asked as only a Variable is, `isinstance(a, bm.Variable)`)
+                which = "the" if own else "maybe a"
+                self.report(arg, "BFY213", f"{use.name} asks what '{param}' is (isinstance, type, hasattr or "
+                            f"__class__), and is given self.{dotted}, {which} Variable object; batchify hands "
+                            f"{receiver} each example's value, an array, which would answer differently. Ask it "
+                            f"of self.{dotted} where the step reads it, or hand {use.name} the answer")
 
 
-def variable_question(call: cst.Call) -> bool:
-    """Whether a Variable and its value answer ``call`` differently: ``type(v)``; ``isinstance(v, C)`` of a
-    Variable class (a name in ``C`` spelled like one: ``bm.Variable``, ``(bm.TrainVar, float)``);
-    ``hasattr(v, "value")``. (``isinstance(v, float)`` is False of both.)"""
-    kind = call.func.value
+def module_lambdas(module: cst.Module) -> dict[str, cst.FunctionDef]:
+    """``kind = lambda a: ...`` at the top of the file, bound once: a function of the file as a ``def`` would
+    be (``def kind(a): return ...``), for what the alias checks ask of the functions a Variable is handed to."""
+    bound: dict[str, list[cst.BaseExpression]] = {}
+    for statement in module.body:
+        for small in statement.body if type(statement) is cst.SimpleStatementLine else ():
+            if type(small) is cst.Assign:
+                for target in small.targets:
+                    if type(target.target) is cst.Name:
+                        bound.setdefault(target.target.value, []).append(small.value)
+    return {name: cst.FunctionDef(cst.Name(name), values[0].params, cst.IndentedBlock(
+                [cst.SimpleStatementLine([cst.Return(values[0].body)])]))
+            for name, values in bound.items() if len(values) == 1 and type(values[0]) is cst.Lambda}
+
+
+def object_question(call: cst.Call) -> str | None:
+    """``"isinstance"`` of ``isinstance(...)`` or ``builtins.isinstance(...)``; likewise ``type``, ``hasattr``."""
+    func = call.func
+    if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "builtins":
+        func = func.attr
+    return func.value if type(func) is cst.Name and func.value in names.OBJECT_QUESTIONS else None
+
+
+def attribute_question(call: cst.Call, variable: bool = False) -> bool:
+    """``getattr(v, "__class__")`` or ``getattr(v, "value")``: what only the Variable object answers so (with
+    ``variable``, ``"value"`` only: one example's view of an object has the object's ``__class__``)."""
+    if not (type(call.func) is cst.Name and call.func.value == "getattr" and len(call.args) >= 2):
+        return False
+    asked = call.args[1].value
+    return type(asked) is cst.SimpleString and asked.evaluated_value in (
+        names.VARIABLE_ONLY_ATTRIBUTES | ({"__class__"} if not variable else set()))
+
+
+def variable_question(call: cst.Call, variable: bool = False) -> bool:
+    """Whether a Variable and its value (an array) may answer ``call`` differently: ``type(v)``;
+    ``isinstance(v, C)`` unless every class in ``C`` is a plain Python type (``isinstance(v, float)`` is False
+    of both; ``bm.Array``, ``jax.Array`` or a local class may not be); ``hasattr(v, "value")``. With
+    ``variable``, for what may be a Variable or an object inside a built-in (whose view answers ``type()``
+    and ``isinstance()`` as the object): ``isinstance(v, C)`` only of a class spelled like a Variable's
+    (``bm.Variable``, ``(bm.TrainVar, float)``, ``bm.Array``), ``hasattr(v, "value")``; not ``type(v)``."""
+    kind = object_question(call)
+    if kind is None or not call.args:
+        return False
     if kind == "type":
-        return True
+        return len(call.args) == 1 and not variable
     if len(call.args) < 2:
         return False
     asked = call.args[1].value
     if kind == "hasattr":
         return type(asked) is not cst.SimpleString or asked.evaluated_value in names.VARIABLE_ONLY_ATTRIBUTES
-    return any(type(n) is cst.Name and re.search(r"Var|Parameter|State|BrainPyObject|Base", n.value)
-               for n in walk(asked))
+    if variable:
+        return any(type(n) is cst.Name and re.search(r"Var|Parameter|State|BrainPyObject|Base|Array", n.value)
+                   for n in walk(asked))
+    classes = asked.elements if type(asked) is cst.Tuple else [asked]
+    return not all(type(c) is cst.Element and type(c.value) is cst.Name and c.value.value in names.PLAIN_TYPES
+                   or type(c) is cst.Name and c.value in names.PLAIN_TYPES for c in classes)
 
 
 def returned_params(helper: cst.FunctionDef) -> set[str]:

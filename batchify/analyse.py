@@ -13,7 +13,7 @@ import libcst as cst
 from libcst.metadata import QualifiedName, QualifiedNameSource
 
 from batchify import names
-from batchify.aliases import Known, Normaliser, bound_names, side_effects
+from batchify.aliases import Known, Normaliser, bound_names, module_lambdas, side_effects
 from batchify.drivers import driver_methods, returns_aux
 from batchify.cstwalk import Transformer, assigned, param_names, self_path, walk
 from batchify.diagnostics import BatchifyError, Diagnostic
@@ -1606,6 +1606,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         visit(name)
 
     module_functions = {s.name.value: s for s in a.module.body if type(s) is cst.FunctionDef}
+    lambdas = module_lambdas(a.module)  # (for the alias checks only: `kind = lambda a: ...`)
     module_data = module_data_names(a.module)
     classes: dict[str, ModelClass] = {}
     modes = {item.partition("=")[0]: item.partition("=")[2] or "mean" for item in shared}
@@ -1638,7 +1639,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
         own_names = {f.name.value for f in scan.functions()}
         children = {ch: set(ir.all_methods(c)) for ch, c in ir.child_map(cls).items()}
         known = known_variables(ir, cls)
-        helpers = {**module_functions, **{f"self.{m}": meth.node for m, meth in inherited.items()},
+        helpers = {**lambdas, **module_functions, **{f"self.{m}": meth.node for m, meth in inherited.items()},
                    **{f"self.{f.name.value}": f for f in scan.methods()}}
         # Once per class, not per method: a class with thousands of methods made these quadratic.
         method_names = set(inherited) | own_names
@@ -1958,7 +1959,7 @@ def known_variables(ir: ModuleIR, cls: ModelClass) -> Known:
                   {f.name for f in ir.all_fields(cls) if f.container == "dict"},
                   *ir.all_model_sequences(cls))
     methods = ir.all_methods(cls)
-    helpers = {**{s.name.value: s for s in ir.module.body if type(s) is cst.FunctionDef},
+    helpers = {**module_lambdas(ir.module), **{s.name.value: s for s in ir.module.body if type(s) is cst.FunctionDef},
                **{f"self.{m}": meth.node for m, meth in methods.items()}}
     for name, method in methods.items():
         me = self_name_of(method.node) if method.kind == "method" else None

@@ -363,3 +363,8 @@ OBJECT_QUESTIONS = frozenset({"isinstance", "type", "hasattr"})
 # Attributes a Variable has and its value (an array) has not: ``hasattr(self.V, "value")`` would answer
 # otherwise in the batched step, which holds the value.
 VARIABLE_ONLY_ATTRIBUTES = frozenset({"value", "batch_axis", "batch_size", "axis_names", "batch_axis_name"})
+
+# Classes that neither a Variable nor an array is an instance of (``isinstance(a, (int, float))`` is False
+# of both): every other class may tell them apart (``bm.Variable``, ``bm.Array``, ``jax.Array``, a local).
+PLAIN_TYPES = frozenset({"int", "float", "complex", "bool", "str", "bytes", "bytearray", "list", "tuple", "dict",
+                         "set", "frozenset", "range", "slice", "memoryview"})

@@ -546,14 +546,29 @@ RULES: tuple[Rule, ...] = (
          "(`isinstance(self.library.resolve(\"N.V\"), bm.Variable)`); a Variable's value or an element of it "
          "(`isinstance(self.V.value, ...)`, `self.N.V[0]`) and every other argument are left as written; "
          "`hasattr()` of a Variable for what only a Variable has (`hasattr(self.V, \"value\")`; it cannot be read "
-         "whole in the step), and a function of the file that is handed the model's Variable and asks what it is "
-         "(`type(a)`, `isinstance(a, bm.Variable)`, `hasattr(a, \"value\")`; it is handed each example's value), "
-         "are refused (BFY213)"),
+         "whole in the step), and a function of the file that is handed the model's Variable and asks what it is, "
+         "there or in a function it hands it to (`type(a)`, `a.__class__`, `isinstance(a, C)` of any `C` but plain "
+         "Python types such as `float`: `bm.Variable`, `bm.Array`, a class held by a local; `hasattr(a, \"value\")`; "
+         "it is handed each example's value), or is handed a path under a built-in and asks `isinstance()` of a "
+         "Variable class (`self.N.V` may be a Variable), are refused (BFY213)"),
         Case(before='return x * isinstance(self.V, bm.Variable) * (type(self.W) is bm.TrainVar) * self.V',
              after=('return bfy.unwrap(state), x * isinstance(self.V, bm.Variable) * (type(self.W) is bm.TrainVar) '
                     '* state.V')),
         Case(before='return x * isinstance(self.V.value, bm.Variable) * isinstance(x, float)',
              after='return bfy.unwrap(state), x * isinstance(state.V, bm.Variable) * isinstance(x, float)'),
+    ),
+    Rule(
+        'class of a Variable',
+        f"{EXPR}.variable_class",
+        '`.__class__` of a Variable',
+        '`self.V.__class__`, `self.child.u.__class__.__name__`',
+        ("the class of the Variable object, as `type(self.V)`: read of the batched model's Variable at the same "
+         "place (a Variable of the same kind), not of the value a step holds; `self.V.value.__class__` is the "
+         "value's, left as written"),
+        Case(before='return x * (self.V.__class__ is bm.Variable)',
+             after='return bfy.unwrap(state), x * (self.V.__class__ is bm.Variable)'),
+        Case(before='return x * len(self.V.value.__class__.__name__)',
+             after='return bfy.unwrap(state), x * len(state.V.__class__.__name__)'),
     ),
     Rule(
         'type of a built-in',

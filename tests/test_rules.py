@@ -250,7 +250,51 @@ def kind(a):
 
 
 def floaty(a):
-    return 2.0 if isinstance(a, float) else 1.0
+    return 2.0 if isinstance(a, (int, float)) else 1.0
+
+
+import builtins
+
+
+def spelled(a):
+    return 2.0 if builtins.isinstance(a, bm.Variable) else 1.0
+
+
+def deeper(a):
+    return kind(a) + 1.0
+
+
+def arrayish(a):
+    return 2.0 if isinstance(a, bm.Array) else 1.0
+
+
+def by_local(a):
+    cls = bm.Variable
+    return 2.0 if isinstance(a, cls) else 1.0
+
+
+def named(a):
+    return len(a.__class__.__name__)
+
+
+def gathered(*args):
+    return 2.0 if isinstance(args[0], bm.Variable) else 1.0
+
+
+def got(a):
+    return 2.0 if getattr(a, "__class__") is bm.Variable else 1.0
+
+
+def handed_on(a):
+    b = a
+    return kind(b)
+
+
+def typed(a):
+    return len(type(a).__name__)
+
+
+lam = lambda a: 2.0 if isinstance(a, bm.Variable) else 1.0
 """
 
 
@@ -278,6 +322,41 @@ def floaty(a):
     ("return x * hasattr(self.V, 'shape')", "", "return bfy.unwrap(state), x * hasattr(state.V, 'shape')"),
     ("return x * floaty(self.V)", "", "return bfy.unwrap(state), x * floaty(state.V)"),
     ("if len(str(self.V.value[0] > 0.5)) == 4:\n    x = x * 2\nreturn x", "", "BFY210 Python"),
+    # (on 0cd3328 each of these was handed each example's value and asked of it: exit 0, verify FAIL, max abs
+    # error 153; the helper spelled `builtins.isinstance`, asking one call deeper, of `bm.Array` (a Variable is
+    # one, its value is not) or of a class held by a local, reading `a.__class__`, handed a built-in's Variable)
+    ("return x * spelled(self.V)", "", "BFY213 spelled()"),
+    ("return x * deeper(self.V)", "", "BFY213 deeper()"),
+    ("return x * arrayish(self.V)", "", "BFY213 arrayish()"),
+    ("return x * by_local(self.V)", "", "BFY213 by_local()"),
+    ("return x * named(self.V)", "", "BFY213 named()"),
+    ("return x * kind(self.N.V)", "self.N = bp.dyn.Lif(3)", "BFY213 kind()"),
+    # (helper-50, on the change before this one, as on 0cd3328: `*args`, `getattr(a, "__class__")`, a local bound
+    # to the argument and handed on, an item of a bm.VarList, `type()` of a built-in's Variable)
+    ("return x * gathered(self.V)", "", "BFY213 gathered()"),
+    ("return x * got(self.V)", "", "BFY213 got()"),
+    ("return x * handed_on(self.V)", "", "BFY213 handed_on()"),
+    ("return x * kind(self.xs[0])", "self.xs = bm.VarList([bm.Variable(bm.zeros(3))])", "BFY213 kind()"),
+    ("return x * lam(self.V)", "", "BFY213 lam()"),
+    ("return x * lam(self.V.value)", "", "return bfy.unwrap(state), x * lam(state.V)"),
+    ("return x * (2.0 if self.V.__class__.__name__ == 'Variable' else 1.0)", "",
+     "return bfy.unwrap(state), x * (2.0 if self.V.__class__.__name__ == 'Variable' else 1.0)"),
+    # (... and in the step itself: `self.V.__class__` was the value's class, and `builtins.isinstance` a BFY210)
+    ("return x * (2.0 if self.V.__class__ is bm.Variable else 1.0)", "",
+     "return bfy.unwrap(state), x * (2.0 if self.V.__class__ is bm.Variable else 1.0)"),
+    ("return x * len(self.child.u.__class__.__name__)", "",
+     "return bfy.unwrap(state), x * len(self.child.u.__class__.__name__)"),
+    ("return x * (2.0 if builtins.isinstance(self.xs[0], bm.Variable) else 1.0)",
+     "self.xs = bm.VarList([bm.Variable(bm.zeros(3))])",
+     "return bfy.unwrap(state), x * (2.0 if builtins.isinstance(self.xs[0], bm.Variable) else 1.0)"),
+    # (look-alikes, transformed as before: a built-in's object handed whole or asked of a plain type, a value's
+    # class)
+    ("return x * named(self.N)", "self.N = bp.dyn.Lif(3)", "state, named_out = self.library.call(params, state, named, self.N)"),
+    ("return x * gathered(self.V.value) * kind(self.xs[0].value)",
+     "self.xs = bm.VarList([bm.Variable(bm.zeros(3))])",
+     "return bfy.unwrap(state), x * gathered(state.V) * kind(state.xs[0])"),
+    ("return x * spelled(self.V.value) * len(self.V.value.__class__.__name__)", "",
+     "return bfy.unwrap(state), x * spelled(state.V) * len(state.V.__class__.__name__)"),
 ])
 def test_what_a_variable_is_is_asked_of_the_variable(body: str, init: str, expected: str) -> None:
     """``isinstance(self.v, bm.Variable)``, ``type(self.v)``: the step holds the model's own Variable as its value,

@@ -28,6 +28,7 @@ import libcst as cst
 from libcst.metadata import QualifiedNameSource
 
 from batchify import names
+from batchify.aliases import object_question
 from batchify.analyse import deterministic_initializer, global_stream_draw, is_none, is_super_call, self_name_of
 from batchify.cstwalk import Transformer, field_text, self_path, walk
 from batchify.diagnostics import Diagnostic
@@ -419,8 +420,8 @@ class ExprRewriter(Transformer):
         return updated_node.with_changes(value=read)
 
     # The read rules, tried in order on every attribute; the first that gives a node wins (batchify.rules).
-    ATTRIBUTE_RULES = ("call_result_value", "container_item_read", "state_read", "builtin_read", "mode_read",
-                       "property_read")
+    ATTRIBUTE_RULES = ("call_result_value", "container_item_read", "variable_class", "state_read", "builtin_read",
+                       "mode_read", "property_read")
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         self.refuse_global_key(original_node)
@@ -455,6 +456,22 @@ class ExprRewriter(Transformer):
             if isinstance(item, FieldRef) and item.container:
                 return updated_node.value
         return None
+
+    def variable_class(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
+        """``self.V.__class__``, ``self.N.V.__class__``: the class of the Variable object, as ``type(self.V)``
+        (``variable_object``), where a step holds its value: asked of the Variable at the same place of the
+        batched model (a built-in's: of the object there, ``self.library.resolve("N.V")``)."""
+        if not path or "__class__" not in path[1:] or path[path.index("__class__") - 1] == "value":
+            return None
+        if isinstance(ref, FieldRef):
+            if ref.rest[:1] != ("__class__",) or ref.container:
+                return None
+            # (`self.V.__class__.__name__`: its `self.V.__class__` was kept already)
+            return original_node.deep_clone() if original_node.attr.value == "__class__" else updated_node
+        if original_node.attr.value != "__class__":
+            return None
+        held = self.held_object(original_node.value, updated_node.value)
+        return None if held is None else updated_node.with_changes(value=held)
 
     def state_read(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
         """``self.V`` / ``self.V.value`` / ``self.child.V`` -> ``state.V`` / ``state.child.V``; a weight -> ``params.W``."""
@@ -909,7 +926,9 @@ class ExprRewriter(Transformer):
         ``isinstance(self.N.V, bm.Variable)``: what the Variable object is, where a step holds its value (an
         array). The model's own Variable (or an item of its ``bm.VarList``) is asked at the same place of the
         batched model, a Variable of the same kind holding the batch; a built-in's, of the object at that
-        place. ``hasattr()`` of one would read its value outside the step's state: BFY213."""
+        place. ``hasattr()`` of one for what only a Variable has (``"value"``, ``"batch_axis"``:
+        ``names.VARIABLE_ONLY_ATTRIBUTES``) would read it whole outside the step's state: BFY213; for what its
+        value has too (``"shape"``) it is asked of the value."""
         args = original_node.args
         if not qualified & OBJECT_QUESTIONS or not args or args[0].keyword or args[0].star:
             return None
@@ -1453,14 +1472,15 @@ def sized_args(expr: cst.CSTNode) -> list[cst.BaseExpression]:
 
 
 def asked_args(expr: cst.CSTNode) -> list[cst.BaseExpression]:
-    """The first arguments of ``isinstance(...)``, ``hasattr(...)`` and ``type(...)`` in ``expr``, all of which
-    (``self.xs[0]``) is asked only what it is, the same for every example (not what it holds)."""
-    return [n.args[0].value for n in walk(expr) if type(n) is cst.Call and type(n.func) is cst.Name
-            and n.func.value in names.OBJECT_QUESTIONS and n.args]
+    """The first arguments of ``isinstance(...)``, ``hasattr(...)`` and ``type(...)`` in ``expr``, and what
+    ``X.__class__`` is read of, all of which (``self.xs[0]``) is asked only what it is, the same for every
+    example (not what it holds)."""
+    return [n.args[0].value for n in walk(expr) if type(n) is cst.Call and object_question(n) and n.args] + [
+        n.value for n in walk(expr) if type(n) is cst.Attribute and n.attr.value == "__class__"]
 
 
 class MethodRewriter:
-    STATIC = frozenset({"shape", "ndim", "dtype", "size", "batch_axis"})  # the same for every example
+    STATIC = frozenset({"shape", "ndim", "dtype", "size", "batch_axis", "__class__"})  # the same for every example
 
     def __init__(self, ctx: Context):
         self.ctx = ctx
