@@ -996,6 +996,8 @@ class Normaliser:
         params = param_names(func.params)
         gathered = {q.name.value for q in (func.params.star_arg, func.params.star_kwarg) if type(q) is cst.Param}
 
+        same: dict[str, str] = {}  # `b = a`: a local bound to a parameter (`b = args[0]`: to what it gathers)
+
         def asked_of(node: cst.BaseExpression | None) -> str | None:
             while type(node) is cst.Subscript and type(node.value) is cst.Name and node.value.value in gathered:
                 node = node.value  # (`args[0]` of `*args`: one of the arguments it gathers)
@@ -1003,12 +1005,10 @@ class Normaliser:
                 return None
             return node.value if node.value in params else same.get(node.value)
 
-        same: dict[str, str] = {}  # `b = a`: a local bound to a parameter (`b = args[0]`: to what it gathers)
-        for _ in range(3):
-            for n in walk(func.body):
-                if (type(n) is cst.Assign and len(n.targets) == 1 and type(n.targets[0].target) is cst.Name
-                        and (name := asked_of(n.value))):
-                    same.setdefault(n.targets[0].target.value, name)
+        bindings = [(n.targets[0].target.value, n.value) for n in walk(func.body) if type(n) is cst.Assign
+                    and len(n.targets) == 1 and type(n.targets[0].target) is cst.Name]
+        while new := {local: name for local, value in bindings if local not in same and (name := asked_of(value))}:
+            same.update(new)  # (until no more: `c = b` may come before `b = a` in a loop's text)
 
         asked = set() if variable else {  # (`a.__class__` of one example's view of an object is the object's)
             name for n in walk(func.body) if type(n) is cst.Attribute and n.attr.value == "__class__"
@@ -1162,9 +1162,8 @@ def variable_question(call: cst.Call, variable: bool = False) -> bool:
     if variable:
         return any(type(n) is cst.Name and re.search(r"Var|Parameter|State|BrainPyObject|Base|Array", n.value)
                    for n in walk(asked))
-    classes = asked.elements if type(asked) is cst.Tuple else [asked]
-    return not all(type(c) is cst.Element and type(c.value) is cst.Name and c.value.value in names.PLAIN_TYPES
-                   or type(c) is cst.Name and c.value in names.PLAIN_TYPES for c in classes)
+    classes = [e.value for e in asked.elements] if type(asked) is cst.Tuple else [asked]
+    return not all(type(c) is cst.Name and c.value in names.PLAIN_TYPES for c in classes)
 
 
 def returned_params(helper: cst.FunctionDef) -> set[str]:

@@ -1472,11 +1472,9 @@ def sized_args(expr: cst.CSTNode) -> list[cst.BaseExpression]:
 
 
 def asked_args(expr: cst.CSTNode) -> list[cst.BaseExpression]:
-    """The first arguments of ``isinstance(...)``, ``hasattr(...)`` and ``type(...)`` in ``expr``, and what
-    ``X.__class__`` is read of, all of which (``self.xs[0]``) is asked only what it is, the same for every
-    example (not what it holds)."""
-    return [n.args[0].value for n in walk(expr) if type(n) is cst.Call and object_question(n) and n.args] + [
-        n.value for n in walk(expr) if type(n) is cst.Attribute and n.attr.value == "__class__"]
+    """The first arguments of ``isinstance(...)``, ``hasattr(...)`` and ``type(...)`` in ``expr``, all of which
+    (``self.xs[0]``) is asked only what it is, the same for every example (not what it holds)."""
+    return [n.args[0].value for n in walk(expr) if type(n) is cst.Call and object_question(n) and n.args]
 
 
 class MethodRewriter:
