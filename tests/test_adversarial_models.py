@@ -3611,6 +3611,8 @@ WHAT_A_VARIABLE_IS = HEAD + textwrap.dedent('''
     "k = 2.0 if self.lif.V.__class__ is bm.Variable else 1.0",
     # (on 0cd3328 BFY210: a Python `if` on the class of a Variable, the same for every example)
     "k = 2.0 if self.v.__class__.__name__ == 'Variable' else 1.0",
+    # (on 17415b1 an item of a bm.VarList asked its value's class: exit 0, verify FAIL)
+    "k = 2.0 if self.xs[0].__class__ is bm.Variable else 1.0",
 ])
 def test_what_a_variable_is_is_the_variables_own(tmp_path, k: str) -> None:
     """On 2ab6c72, exit 0 and then verify FAIL (max abs error 306 for the model's own Variable, 1.33 for the

@@ -349,8 +349,20 @@ lam = lambda a: 2.0 if isinstance(a, bm.Variable) else 1.0
     ("return x * (2.0 if builtins.isinstance(self.xs[0], bm.Variable) else 1.0)",
      "self.xs = bm.VarList([bm.Variable(bm.zeros(3))])",
      "return bfy.unwrap(state), x * (2.0 if builtins.isinstance(self.xs[0], bm.Variable) else 1.0)"),
+    # (on 17415b1 an item of a bm.VarList asked its `__class__` asked the item's value: exit 0, verify FAIL)
+    ("return x * (2.0 if self.xs[0].__class__ is bm.Variable else 1.0)",
+     "self.xs = bm.VarList([bm.Variable(bm.zeros(3))])",
+     "return bfy.unwrap(state), x * (2.0 if self.xs[0].__class__ is bm.Variable else 1.0)"),
+    ("return x * len(self.xs[self.i].__class__.__name__)",
+     "self.xs = bm.VarList([bm.Variable(bm.zeros(3))])\nself.i = 0",
+     "return bfy.unwrap(state), x * len(self.xs[self.i].__class__.__name__)"),
+    ("return x * len(self.d['a'].__class__.__name__)",
+     "self.d = bm.VarDict({'a': bm.Variable(bm.zeros(3))})",
+     "return bfy.unwrap(state), x * len(self.d['a'].__class__.__name__)"),
     # (look-alikes, transformed as before: a built-in's object handed whole or asked of a plain type, a value's
     # class)
+    ("return x * len(self.xs[0].value.__class__.__name__)", "self.xs = bm.VarList([bm.Variable(bm.zeros(3))])",
+     "return bfy.unwrap(state), x * len(state.xs[0].__class__.__name__)"),
     ("return x * named(self.N)", "self.N = bp.dyn.Lif(3)", "state, named_out = self.library.call(params, state, named, self.N)"),
     ("return x * gathered(self.V.value) * kind(self.xs[0].value)",
      "self.xs = bm.VarList([bm.Variable(bm.zeros(3))])",

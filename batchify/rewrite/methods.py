@@ -460,7 +460,15 @@ class ExprRewriter(Transformer):
     def variable_class(self, original_node, updated_node, path, ref) -> cst.BaseExpression | None:
         """``self.V.__class__``, ``self.N.V.__class__``: the class of the Variable object, as ``type(self.V)``
         (``variable_object``), where a step holds its value: asked of the Variable at the same place of the
-        batched model (a built-in's: of the object there, ``self.library.resolve("N.V")``)."""
+        batched model (a built-in's: of the object there, ``self.library.resolve("N.V")``); an item of a
+        ``bm.VarList`` / ``VarDict`` (``self.xs[0].__class__``), of the item there."""
+        if (original_node.attr.value == "__class__" and type(original_node.value) is cst.Subscript
+                and type(updated_node.value) is cst.Subscript):
+            base = self_path(original_node.value.value, self.ctx.self_name)
+            item = self.ctx.resolve(base) if base else None
+            if isinstance(item, FieldRef) and item.container and not item.rest:
+                return updated_node.with_changes(
+                    value=updated_node.value.with_changes(value=original_node.value.value.deep_clone()))
         if not path or "__class__" not in path[1:] or path[path.index("__class__") - 1] == "value":
             return None
         if isinstance(ref, FieldRef):
