@@ -469,6 +469,100 @@ def describe(a: Analysis, cls: cst.ClassDef) -> str:
     return f"{cls.name.value}({', '.join(parts)})"
 
 
+def children_as_attributes(a: Analysis, cls: cst.ClassDef, models: dict[str, cst.ClassDef],
+                           library_classes: dict[str, str]) -> tuple[cst.ClassDef, tuple[str, ...]]:
+    """``E = bp.dyn.LifRef(n); ...; super().__init__(E2E, E=E)`` in the ``__init__`` of a BrainPy group:
+    the group's constructor registers the models it is handed (positional ones, then keywords) as its
+    children, in ``self.children``, and its update runs them. batchify follows a child by attribute, so
+    the class is read as ``super().__init__()`` followed by ``self.E2E = E2E`` and ``self.E = E``: the same
+    children, run by the same update in the same order (BrainPy's group finds them among its nodes in
+    the order they were stored, and keeps ``net.E`` working either way); with the attributes, in the order
+    the group registers them (``from_model`` finds them there on the original). A model handed as an expression,
+    through a name bound more than once, or under a name the class uses otherwise is left as it is
+    (BFY105, ``check_group_children``), and so is a model of this file (built batched only on its attribute)."""
+    init = next((f for f in cls.body.body if type(f) is cst.FunctionDef and f.name.value == "__init__"), None)
+    me = self_name_of(init) if init is not None else None
+    if me is None or model_base(a, cls, models) is not None:
+        return cls, ()
+    group = any(a.qualified_names(b.value) & names.GROUP_BASES for b in cls.bases)
+    bound: dict[str, list[cst.CSTNode]] = {}  # each binding of a name in __init__
+    binders = {cst.AnnAssign: "target", cst.For: "target", cst.NamedExpr: "target", cst.CompFor: "target",
+               cst.AsName: "name", cst.FunctionDef: "name", cst.ClassDef: "name"}
+    for node in walk(init.body):
+        targets = assigned(node) if type(node) in (cst.Assign, cst.AugAssign) else (
+            [getattr(node, binders[type(node)])] if type(node) in binders else [])
+        while targets:
+            target = targets.pop()
+            if type(target) is cst.Name:
+                bound.setdefault(target.value, []).append(node)
+            elif type(target) in (cst.Tuple, cst.List):
+                targets += [e.value for e in target.elements]
+            elif type(target) is cst.StarredElement:
+                targets.append(target.value)
+    # Attributes the class stores or defines, and the group's own members: a child is not stored over them.
+    taken = names.GROUP_MEMBERS | names.RESERVED | {s.name.value for s in cls.body.body if type(s) in (
+        cst.FunctionDef, cst.ClassDef)} | {t.attr.value for n in walk(cls) for t in assigned(n) if type(
+            t) is cst.Attribute and type(t.value) is cst.Name and t.value.value == me}
+
+    def model(name: str) -> bool:
+        made = bound.get(name, [])
+        if len(made) != 1 or type(made[0]) is not cst.Assign or type(made[0].value) is not cst.Call:
+            return False
+        func = made[0].value.func  # (a model of this file is batched only where built on the attribute)
+        if type(func) is cst.Name and func.value in library_classes:
+            return True
+        return not (type(func) is cst.Name and func.value in models) and any(
+            names.is_library(q) for q in a.qualified_names(func))
+
+    body = list(init.body.body)
+    for i, line in enumerate(body):
+        if not (type(line) is cst.SimpleStatementLine and len(line.body) == 1 and type(line.body[0]) is cst.Expr
+                and type(line.body[0].value) is cst.Call):
+            continue
+        call = line.body[0].value
+        if not (type(call.func) is cst.Attribute and call.func.attr.value == "__init__"):
+            continue
+        args = list(call.args)
+        if is_super_call(call.func):
+            if not group:
+                continue
+            kept: list[cst.Arg] = []
+        elif (args and type(args[0].value) is cst.Name and args[0].value.value == me
+              and a.qualified_names(call.func.value) & names.GROUP_BASES):  # `bp.Network.__init__(self, E=E)`
+            kept, args = args[:1], args[1:]
+        else:
+            continue
+        handed: list[tuple[str, str]] = []  # (attribute, local)
+        for arg in args:
+            local = arg.value.value if type(arg.value) is cst.Name and not arg.star else None
+            attribute = arg.keyword.value if arg.keyword else local
+            if (local is not None and model(local) and attribute not in taken and not attribute.startswith("_")
+                    and attribute not in {h[0] for h in handed}):
+                handed.append((attribute, local))
+            else:
+                kept.append(arg)
+        # Every other argument but these keywords is a child too, which the group would register: left as it is.
+        others = [arg for arg in kept[1 - is_super_call(call.func):] if not (
+            arg.keyword and arg.keyword.value in ("name", "mode", "child_type"))]
+        if not handed or others or len({local for _, local in handed}) != len(handed):
+            return cls, ()
+        kept[-1:] = [kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)] if kept else []
+        stored = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Attribute(cst.Name(me), cst.Name(attribute)))],
+                                                      cst.Name(local))]) for attribute, local in handed]
+        base_call = line.with_changes(body=[line.body[0].with_changes(value=call.with_changes(args=kept))])
+        for new in (base_call, *stored):  # (what is new points at the call; the rest keeps its own place)
+            for part in walk(new):
+                if part not in a.positions:
+                    a.inherit(part, line)
+        grown_init = init.with_changes(body=init.body.with_changes(body=[*body[:i], base_call, *stored, *body[i + 1:]]))
+        grown = cls.with_changes(body=cls.body.with_changes(
+            body=[grown_init if s is init else s for s in cls.body.body]))
+        a.inherit(grown_init, init)
+        a.inherit(grown, cls)
+        return grown, tuple(attribute for attribute, _ in handed)
+    return cls, ()
+
+
 def model_base(a: Analysis, cls: cst.ClassDef, models: dict[str, cst.ClassDef]) -> str | None:
     local = [b.value.value for b in cls.bases if type(b.value) is cst.Name and b.value.value in models]
     return local[0] if local else None
@@ -626,16 +720,21 @@ class _ClassScan:
             args = list(node.args)
             if is_super_call(node.func):
                 base = model_base(self.a, self.cls, self.models)
+                group = base is None and any(self.a.qualified_names(b.value) & names.GROUP_BASES for b in self.cls.bases)
             else:  # `bp.DynSysGroup.__init__(self, E=E)`
                 if not (args and type(args[0].value) is cst.Name and args[0].value.value == me):
                     continue
                 args = args[1:]
                 base = node.func.value.value if type(node.func.value) is cst.Name else None
+                group = bool(self.a.qualified_names(node.func.value) & names.GROUP_BASES)
             base_init = next((f for f in self.models[base].body.body if type(f) is cst.FunctionDef
                               and f.name.value == "__init__"), None) if base in self.models else None
             base_params = [p.name.value for p in base_init.params.params[1:]] if base_init else []
             for i, arg in enumerate(args):
                 what = model(arg.value)
+                if what is None and group and not arg.star and not (
+                        arg.keyword and arg.keyword.value in ("name", "mode", "child_type")):
+                    what = "a model"  # (all a group is handed, but these, is a child it registers)
                 if what is None:
                     continue
                 name = arg.keyword.value if arg.keyword else (
@@ -643,8 +742,12 @@ class _ClassScan:
                     else "child")
                 keeps = (f"{base}.__init__, which keeps it" if base in self.models else
                          "the base constructor as a child (the group registers it)")
-                self.a.report(arg.value, "BFY105", f"{name} ({what}) is handed to {keeps}: batchify builds a child "
-                              "model batched only where the class it belongs to assigns it to an attribute; assign "
+                how = ("batchify reads the children a BrainPy group is handed as its attributes only where each "
+                       "is a BrainPy built-in built once into a name of __init__ and handed by that name "
+                       "(E = bp.dyn.LifRef(n); super().__init__(E=E)), and builds a model of this file batched "
+                       "only where the class assigns it to an attribute" if group else "batchify builds a child "
+                       "model batched only where the class it belongs to assigns it to an attribute")
+                self.a.report(arg.value, "BFY105", f"{name} ({what}) is handed to {keeps}: {how}; assign "
                               f"it here (self.{name} = ...) and leave it out of the base's __init__ call")
 
     def check_implicit_registration(self, func: cst.FunctionDef) -> None:
@@ -1541,6 +1644,9 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
             driver_losses[class_name] = {m.name.value: returns_aux(m) for m in methods if m.name.value in named}
     classes = class_defs = {s.name.value: s for s in a.module.body if type(s) is cst.ClassDef}
     derived = find_library_classes(a, models)
+    registered: dict[str, tuple[str, ...]] = {}
+    for name, node in models.items():
+        models[name], registered[name] = children_as_attributes(a, node, models, derived)
     plain_stateful = find_plain_stateful_classes(a, models, derived)
     only = list(dict.fromkeys(only))
     # Classes deriving from a built-in, batched whole as library code: those named, or, in a file
@@ -1632,6 +1738,7 @@ def analyse(module: cst.Module, path: str, only: Iterable[str] = (), shared: Ite
                          bound_functions=dict(scan.bound_functions),
                          construction_helpers=tuple(scan.helpers),
                          model_sequences=dict(scan.model_sequences), gathered_models=dict(scan.gathered_models),
+                         registered=registered[name],
                          updateless=base.updateless if base is not None else updateless(a, node))
         classes[name] = cls
         fields = set(ir.field_map(cls))

@@ -75,6 +75,9 @@ class ModelClass:
     # models that cannot be followed (changed later, or other values beside them) -> why.
     model_sequences: dict[str, tuple[str, ...]] = field(default_factory=dict)
     gathered_models: dict[str, str] = field(default_factory=dict)
+    # Children the original hands its BrainPy group's constructor (``super().__init__(E2E, E=E)``), stored
+    # as attributes here: in the order the group registers them in the original's ``self.children``.
+    registered: tuple[str, ...] = ()
     # ``(attribute, local)``: a Variable made into a name of __init__, then stored (``self.h = h``):
     # a state Variable is batched where it is stored.
     local_variables: frozenset[tuple[str, str]] = frozenset()

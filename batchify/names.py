@@ -129,6 +129,34 @@ DROPPED_DECORATORS = frozenset(
     }
 )
 
+# BrainPy's groups: their constructor registers the models it is handed as children
+# (``super().__init__(E2E, E=E)``), and their update runs every child.
+GROUP_BASES = frozenset(
+    {
+        "brainpy.DynSysGroup",
+        "brainpy.Network",
+        "brainpy.dynsys.DynSysGroup",
+        "brainpy.dynsys.Network",
+        "brainpy.dyn.Network",
+    }
+)
+
+# What a BrainPy group has of its own (``dir(bp.DynSysGroup)`` in brainpy 2.9, and the ``children`` its
+# constructor stores): a child registered under one of these names is not stored as that attribute.
+GROUP_MEMBERS = frozenset(
+    {
+        "add_aft_update", "add_bef_update", "add_elem", "add_inp_fun", "after_updates", "before_updates",
+        "children", "clear_input", "cpu", "cuda", "cur_inputs", "current_inputs", "delta_inputs",
+        "format_elements", "get_aft_update", "get_bef_update", "get_delay_data", "get_delay_var", "get_inp_fun",
+        "get_local_delay", "has_aft_update", "has_bef_update", "implicit_nodes", "implicit_vars", "jit_step_run",
+        "load_state", "load_state_dict", "mode", "name", "nodes", "register_delay", "register_implicit_nodes",
+        "register_implicit_vars", "register_local_delay", "reset", "reset_local_delays", "reset_state",
+        "save_state", "setattr", "state_dict", "step_run", "sum_current_inputs", "sum_delta_inputs",
+        "sum_inputs", "supported_modes", "to", "tpu", "tracing_variable", "train_vars", "tree_flatten",
+        "tree_unflatten", "unique_name", "update", "update_local_delays", "vars", "child_type",
+    }
+)
+
 # Base classes that make a class a model and add no state of their own.
 MODEL_BASES = frozenset(
     {

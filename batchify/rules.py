@@ -61,6 +61,18 @@ STMT = "rewrite.methods.MethodRewriter"
 INIT = "rewrite.classes.ConstructorRewriter"
 CLASS = "rewrite.classes.ClassRewriter"
 
+GROUP = """
+
+class Net(bp.DynSysGroup):
+    def __init__(self):
+{init}
+
+    def update(self, x):
+        self.N.V.value = self.N.V + x
+{step}
+        return self.N.V.value
+"""
+
 RULES: tuple[Rule, ...] = (
     Rule(
         'model classes',
@@ -512,6 +524,48 @@ RULES: tuple[Rule, ...] = (
              where='update_pure'),
     ),
     Rule(
+        'children handed to a group',
+        "analyse.children_as_attributes",
+        "children handed to a group's constructor",
+        ('`E = bp.dyn.LifRef(n)`, `E2I = bp.dyn.ProjAlignPostMg2(pre=E, ...)`, then '
+         '`super().__init__(E2I, E=E)` in a `bp.DynSysGroup` / `bp.Network` (BrainPy\'s EI-network examples)'),
+        ("`super().__init__()` followed by `self.E2I = E2I` and `self.E = E`, in the order the group registers "
+         "them; the class statement declares that order (`registered=(\"E2I\", \"E\")`), so that `from_model` "
+         "finds them in the original's `self.children`. A model of the file (batched only where it is built on "
+         "its attribute), one handed as an expression, a parameter or a name bound twice, or under a name the "
+         "group has itself (`nodes`, `children`) or the class stores is BFY105"),
+        Case(before='return x', after=('self.batch_size = batch_size\nN = bp.dyn.Lif(3)\nsuper().__init__()\nself.N = N\n'
+                               'self.rng_key = bfy.key_variable(seed, batch_size)\nbfy.attach_library(self, batch_size)'),
+             cls='Net',
+             where='body:__init__', extra=GROUP.format(init='        N = bp.dyn.Lif(3)\n        super().__init__(N=N)',
+                                                        step='        super().update()')),
+        Case(before='return x', after=('self.batch_size = batch_size\nsuper().__init__(name="net")\nself.N = bp.dyn.Lif(3)\n'
+                               'self.rng_key = bfy.key_variable(seed, batch_size)\nbfy.attach_library(self, batch_size)'),
+             cls='Net',
+             where='body:__init__', extra=GROUP.format(init='        super().__init__(name="net")\n'
+                                                             '        self.N = bp.dyn.Lif(3)',
+                                                        step='        super().update()')),
+    ),
+    Rule(
+        'update of a group of built-ins',
+        f"{EXPR}.group_update_call",
+        "`super().update()` of a group of built-ins",
+        '`self.N.V.value += x` then `super().update()` in a `bp.DynSysGroup` holding BrainPy built-ins',
+        ("`state, _ = self.library.call(params, state, super().update)`: BrainPy's group update (projections, "
+         "then dynamics, then the rest) with one example's values bound into the built-ins, as for a group with "
+         "no update of its own; `super().update(x)` of a base of the file is its pure method (below)"),
+        Case(before='return x', after=('state = self.library.write(state, "N.V", self.library.read(params, state, '
+                                       '"N.V") + x)\nstate, _ = self.library.call(params, state, super().update)\n'
+                                       'return bfy.unwrap(state), self.library.read(params, state, "N.V")'),
+             cls='Net', extra=GROUP.format(init='        super().__init__()\n        self.N = bp.dyn.Lif(3)',
+                                           step='        super().update()')),
+        Case(before='return x', after='state, update_out = super().update_pure(params, state, x)\n'
+                                      'return bfy.unwrap(state), update_out',
+             cls='Sub', extra=GROUP.format(init='        super().__init__()\n        self.N = bp.dyn.Lif(3)',
+                                           step='        super().update()')
+             + '\n\nclass Sub(Net):\n    def update(self, x):\n        return super().update(x)\n'),
+    ),
+    Rule(
         'built-in handed to a function',
         f"{EXPR}.builtin_argument_call",
         'a built-in given to a function',
@@ -561,10 +615,10 @@ RULES: tuple[Rule, ...] = (
         'class of a Variable',
         f"{EXPR}.variable_class",
         '`.__class__` of a Variable',
-        '`self.V.__class__`, `self.child.u.__class__.__name__`',
-        ("the class of the Variable object, as `type(self.V)`: read of the batched model's Variable at the same "
-         "place (a Variable of the same kind), not of the value a step holds; `self.V.value.__class__` is the "
-         "value's, left as written"),
+        '`self.V.__class__`, `self.child.u.__class__.__name__`, `self.xs[0].__class__` of a `bm.VarList`',
+        ("the class of the Variable object, as `type(self.V)`: read of the batched model's Variable (or "
+         "container's item) at the same place (a Variable of the same kind), not of the value a step holds; "
+         "`self.V.value.__class__` is the value's, left as written"),
         Case(before='return x * (self.V.__class__ is bm.Variable)',
              after='return bfy.unwrap(state), x * (self.V.__class__ is bm.Variable)'),
         Case(before='return x * len(self.V.value.__class__.__name__)',

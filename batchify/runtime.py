@@ -884,6 +884,26 @@ def returned_leaves(out, seen=None):
             yield from returned_leaves([*attributes, *getattr(leaf, "__dict__", {}).values()], seen)
 
 
+def unfolded(model, registered):
+    """``model`` with the children its BrainPy group's constructor registered (``super().__init__(E2E, E=E)``
+    keeps them in ``model.children``, positional ones under their own names) as the attributes the batched
+    class holds them by, ``registered`` in the order the group stored them: a shallow copy, the same
+    children, weights and Variables, and an empty registry, so that nothing runs them twice. The user's
+    model is left as it is."""
+    children = vars(model).get("children")
+    if not registered or isinstance(model, Batched) or not children or all(n in vars(model) for n in registered):
+        return model
+    if len(children) != len(registered):
+        raise ValueError(f"{type(model).__name__} holds {len(children)} children in self.children "
+                         f"({', '.join(children)}), and its class registers {len(registered)} there "
+                         f"({', '.join(registered)}): batchify cannot tell which is which")
+    example = object.__new__(type(model))
+    vars(example).update(vars(model))
+    vars(example)["children"] = bm.node_dict()
+    vars(example).update(zip(registered, children.values()))
+    return example
+
+
 def held(owner, name):
     """The built-in ``owner`` holds at ``name`` itself, not the batch's view of it (``BuiltinAttribute``)."""
     return unviewed(getattr(owner, name, None))
@@ -1242,6 +1262,7 @@ class Spec:
     created_by_reset: tuple = ()  # state fields that reset_state creates
     bound: tuple = ()  # functions stored on self that read its fields (``self.f = lambda x: self.w * x``)
     late: bool = False  # __init__ does not call reset_state: those fields exist once the user resets
+    registered: tuple = ()  # children the original's group constructor registered (``unfolded``)
 
     @functools.cached_property
     def param_fields(self):
@@ -1435,7 +1456,7 @@ class Batched:
         """
         refuse_resized_example(model)
         batched_model = cls.__new__(cls)
-        batched_model._batch_of(model, batch_size, seed)
+        batched_model._batch_of(unfolded(model, spec_of(cls).registered), batch_size, seed)
         return batched_model
 
     def _batch_of(self, model, batch_size, seed):

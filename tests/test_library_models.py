@@ -138,6 +138,100 @@ def test_children_handed_to_the_group_constructor_are_refused(tmp_path: Path) ->
         assert "assign it here (self.E = ...)" in result.stderr and "Traceback" not in result.stderr
 
 
+GROUP_OF_BUILTINS = '''import brainpy as bp
+import brainpy.math as bm
+
+pars = dict(V_rest=-60., V_th=-50., V_reset=-60., tau=20., tau_ref=5., V_initializer=bp.init.Normal(-55., 2.))
+
+
+class EINet(bp.DynSysGroup):
+    def __init__(self, n=8):
+        E = bp.dyn.LifRef(n, **pars)
+        I = bp.dyn.LifRef(n // 2, **pars)
+        E2I = bp.dyn.ProjAlignPostMg2(pre=E, delay=None, comm=bp.dnn.Linear(n, n // 2, W_initializer=bp.init.Normal(0.6, 0.2)),
+                                      syn=bp.dyn.Expon.desc(n // 2, tau=5.), out=bp.dyn.COBA.desc(E=0.), post=I)
+        I2E = bp.dyn.ProjAlignPostMg2(pre=I, delay=None, comm=bp.dnn.Linear(n // 2, n, W_initializer=bp.init.Normal(2.0, 0.5)),
+                                      syn=bp.dyn.Expon.desc(n, tau=10.), out=bp.dyn.COBA.desc(E=-80.), post=E)
+{base}
+
+    def update(self, x):
+        self.E.V.value = self.E.V + x
+        super().update()
+        return self.E.spike.value * 1.0 + self.I.V.value.mean()
+'''
+
+GROUP_BASES = {
+    "super": "        super().__init__(E2I, I2E, E=E, I=I)",
+    "by name": "        bp.DynSysGroup.__init__(self, E2I, I2E, E=E, I=I)",
+}
+
+
+@pytest.mark.parametrize("base", GROUP_BASES.values(), ids=GROUP_BASES)
+def test_builtins_handed_to_the_group_constructor_become_attributes(base: str) -> None:
+    """`E = bp.dyn.LifRef(n); ...; super().__init__(E2I, I2E, E=E, I=I)`, BrainPy's own EI-network examples
+    (COBA.py, the ICLR'24 reproductions): BFY105 up to 54df68b. The group registers the models it is handed,
+    positional ones and then keywords, and runs them in its update; the batched class stores them as
+    attributes in that order, and declares the order, so that ``from_model`` finds them in the original's
+    ``self.children``."""
+    source = GROUP_OF_BUILTINS.format(base=base).encode()
+    text = transform(source, "net.py", command="batchify").text
+    call = "super().__init__()" if base.lstrip().startswith("super") else "bp.DynSysGroup.__init__(self)"
+    assert (f"        {call}\n        self.E2I = E2I\n        self.I2E = I2E\n        self.E = E\n"
+            "        self.I = I\n") in text, text
+    assert 'builtins=("E2I", "I2E", "E", "I")' in text and 'registered=("E2I", "I2E", "E", "I")' in text
+    compile(text, "net_batched.py", "exec")
+
+
+@pytest.mark.parametrize("build,expected", [
+    # (on 54df68b: exit 0, and a batched class that holds no child: the group's child ran nowhere)
+    ("        pop = bp.dyn.LifRef(n) if n else None\n        pop = pop or bp.dyn.LifRef(2)\n        super().__init__(pop)",
+     "BFY105 pop (a model) is handed to the base constructor"),
+    ("        super().__init__(self.make(n))", "BFY105 child (a model) is handed to the base constructor"),
+    # (a name the group has of its own, or one the class stores: not stored over)
+    ("        E = bp.dyn.LifRef(n)\n        super().__init__(nodes=E)",
+     "BFY105 nodes (the BrainPy built-in brainpy.dyn.LifRef) is handed to the base constructor"),
+    ("        E = bp.dyn.LifRef(n)\n        super().__init__(E=E)\n        self.E = bp.dyn.LifRef(n)",
+     "BFY105 E (the BrainPy built-in brainpy.dyn.LifRef) is handed to the base constructor"),
+    # (a model of the file is batched only where built on its attribute)
+    ("        E = LIF(n)\n        I = bp.dyn.LifRef(n)\n        super().__init__(I, E=E)",
+     "BFY105 I (the BrainPy built-in brainpy.dyn.LifRef) is handed to the base constructor"),
+])
+def test_children_a_group_is_handed_that_cannot_be_read_as_attributes_are_refused(build: str, expected: str) -> None:
+    source = GROUP_CHILDREN.format(build=build).replace("    def update(self, x):",
+                                                        "    def make(self, n):\n        return bp.dyn.LifRef(n)\n\n"
+                                                        "    def update(self, x):").encode()
+    with pytest.raises(BatchifyError) as raised:
+        transform(source, "net.py", command="batchify", classes=("EINet",))
+    assert expected in str(raised.value), str(raised.value)
+
+
+def test_a_group_handed_only_its_name_and_mode_has_no_children_to_read() -> None:
+    """`super().__init__(E, name='net')` keeps what is not a child; `super().__init__(**kwargs)` is passed on."""
+    text = transform(GROUP_CHILDREN.format(build="        E = bp.dyn.LifRef(n)\n        super().__init__(E, name='net')\n"
+                                                "        self.I = LIF(n)").replace("self.E(x)", "self.E()").encode(),
+                     "net.py", command="batchify", classes=("EINet",)).text
+    assert "        super().__init__(name='net')\n        self.E = E\n" in text
+    text = transform(GROUP_CHILDREN.replace("def __init__(self, n=20):", "def __init__(self, n=20, **kwargs):").format(
+        build="        super().__init__(**kwargs)\n        self.E = LIF(n)\n        self.I = LIF(n)").encode(),
+        "net.py", command="batchify", classes=("EINet",)).text
+    assert "super().__init__(**kwargs)" in text
+
+
+@pytest.mark.parametrize("base", GROUP_BASES.values(), ids=GROUP_BASES)
+def test_builtins_handed_to_the_group_constructor_verify(tmp_path: Path, base: str) -> None:
+    """The batched EI network against the original run example by example, whose children live in the
+    group's ``self.children`` (positional ones under BrainPy's own names)."""
+    (tmp_path / "net.py").write_text(GROUP_OF_BUILTINS.format(base=base))
+    made = subprocess.run([sys.executable, "-m", "batchify", "net.py", "-o", "net_batched.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stderr
+    checked = subprocess.run([sys.executable, "-m", "batchify", "verify", "net.py", "net_batched.py", "--input-shape",
+                              "x=8:float32:4.0", "--steps", "40", "--batch", "3", "--dt", "0.1", "--strict",
+                              "--no-speed"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert checked.returncode == 0 and "FAIL" not in checked.stdout, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "examples differ" in checked.stdout and " 0 spikes" not in checked.stdout, checked.stdout
+
+
 def test_plain_arguments_to_the_base_constructor_are_not_children() -> None:
     """`super().__init__(size=n, name=name)`: values, not models: nothing to refuse."""
     source = GROUP_CHILDREN.format(build="        super().__init__(name='net')\n"

@@ -912,3 +912,31 @@ def test_one_examples_view_of_an_object_is_callable_as_the_object_is() -> None:
         view["post"](1.0)
     plain = runtime.example_view(bp.BrainPyObject(), "refs.plain", {}, lambda f: f())
     assert not callable(plain) and type(plain) is runtime.ExampleView
+
+
+def test_from_model_finds_the_children_a_group_registered_and_leaves_the_original_as_it_was(tmp_path) -> None:
+    """`super().__init__(E2I, I2E, E=E, I=I)`: the original holds its children in `self.children` (positional ones
+    under BrainPy's own names), the batched class by attribute (`registered=`). ``from_model`` takes each child
+    there in order, batches its state, and neither copies the registry (BrainPy's update would run its one-example
+    children again) nor changes the user's model."""
+    from test_library_models import GROUP_BASES, GROUP_OF_BUILTINS
+
+    source = GROUP_OF_BUILTINS.format(base=GROUP_BASES["super"])
+    (tmp_path / "net.py").write_text(source)
+    (tmp_path / "net_batched.py").write_text(transform(source.encode(), "net.py", command="batchify").text)
+    original = load_generated(tmp_path / "net.py", "group_registry_original").EINet()
+    batched_module = load_generated(tmp_path / "net_batched.py", "group_registry_batched")
+    held = dict(vars(original))
+    children = list(original.children.values())
+    batch = batched_module.EINetBatched.from_model(original, 3)
+    assert vars(original) == held and list(original.children.values()) == children
+    assert [batch.library.modules[n] for n in ("E2I", "I2E", "E", "I")] == children
+    assert len(batch.children) == 0
+    assert batch.state().library["E.V"].shape == (3, 8)
+    np.testing.assert_array_equal(batch.state().library["E.V"][2], original.E.V.value)
+    bp.share.save(t=0.0, i=0, dt=0.1)  # (as DSRunner sets it before every step)
+    out = batch.update(jnp.ones((3, 8)))
+    assert out.shape == (3, 8)
+    original.children.pop(next(iter(original.children)))
+    with pytest.raises(ValueError, match="holds 3 children in self.children"):
+        batched_module.EINetBatched.from_model(original, 3)

@@ -130,6 +130,9 @@ class ClassRewriter:
                 out.append(f"builtin_fields={tuple_literal(given)}")
         if self.plain_renamed:
             out.append("renamed=" + dict_literal(self.plain_renamed))
+        registered = [name for c in ir.chain(cls) for name in c.registered]
+        if registered:  # children the original's group constructor holds in its self.children, in order
+            out.append(f"registered={tuple_literal(registered)}")
         bound = [f for c in ir.chain(cls) for f in sorted(c.bound_functions)]
         if bound:  # functions stored on self reading its fields: from_model rebinds them to the batch
             out.append(f"bound={tuple_literal(bound)}")

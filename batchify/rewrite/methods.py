@@ -729,7 +729,7 @@ class ExprRewriter(Transformer):
     # The call rules, tried in order; the first that gives a node wins (batchify.rules).
     CALL_RULES = ("refuse_unbatchable_random", "control_flow_call", "loop_body_call", "state_factory",
                   "variable_recreated", "random_draw", "builtin_call", "variable_object", "builtin_type", "builtin_id",
-                  "builtin_argument_call", "noisy_integrator_call",
+                  "builtin_argument_call", "noisy_integrator_call", "group_update_call",
                   "stateful_call")
 
     def visit_Arg(self, node: cst.Arg) -> bool:
@@ -1068,6 +1068,20 @@ class ExprRewriter(Transformer):
             original_node, attr(name(ctx.self_name), "library", "call"),
             [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), cst.Arg(func), *updated_node.args], f"{hint}_out",
             f"this call hands it the built-in self.{ref.name}")
+
+    def group_update_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
+        """``super().update()`` in a BrainPy group of built-ins whose own update runs the group's (``class
+        Net(bp.DynSysGroup)``, ``self.N.V.value += x; super().update()``): ``state, update_out =
+        self.library.call(params, state, super().update)``, BrainPy's group update with one example's values
+        bound into the built-ins, as for a group with no update of its own (``classes.GROUP_UPDATE``)."""
+        func, ctx = original_node.func, self.ctx
+        if not (is_super_call(func) and func.attr.value == "update") or self.stateful_target(func) is not None:
+            return None
+        if not ctx.ir.all_libraries(ctx.cls) or ctx.ir.all_children(ctx.cls) or ctx.cls.updateless:
+            return None
+        return self.carried_call(original_node, attr(name(ctx.self_name), "library", "call"),
+                                 [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), cst.Arg(updated_node.func),
+                                  *updated_node.args], "update_out", "this call runs the group's built-ins")
 
     def noisy_integrator_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
         """``self.integral(V, t)`` of a ``bp.sdeint`` integrator: its noise from this example's stream."""
