@@ -485,6 +485,11 @@ def children_as_attributes(a: Analysis, cls: cst.ClassDef, models: dict[str, cst
     if me is None or model_base(a, cls, models) is not None:
         return cls, ()
     group = any(a.qualified_names(b.value) & names.GROUP_BASES for b in cls.bases)
+    # The class and those deriving from it, whose attributes a child stored here must not meet.
+    family = [cls] + [c for c in models.values() if c is not cls and cls.name.value in ancestors(a, c, models)]
+    if any(type(n) is cst.Attribute and n.attr.value == "children" and type(n.value) is cst.Name
+           and n.value.value in ("self", me) for c in family for n in walk(c)):
+        return cls, ()  # (`self.children['E']`: the registry itself is read)
     bound: dict[str, list[cst.CSTNode]] = {}  # each binding of a name in __init__
     binders = {cst.AnnAssign: "target", cst.For: "target", cst.NamedExpr: "target", cst.CompFor: "target",
                cst.AsName: "name", cst.FunctionDef: "name", cst.ClassDef: "name"}
@@ -500,14 +505,16 @@ def children_as_attributes(a: Analysis, cls: cst.ClassDef, models: dict[str, cst
             elif type(target) is cst.StarredElement:
                 targets.append(target.value)
     # Attributes the class stores or defines, and the group's own members: a child is not stored over them.
-    taken = names.GROUP_MEMBERS | names.RESERVED | {s.name.value for s in cls.body.body if type(s) in (
-        cst.FunctionDef, cst.ClassDef)} | {t.attr.value for n in walk(cls) for t in assigned(n) if type(
-            t) is cst.Attribute and type(t.value) is cst.Name and t.value.value == me}
+    taken = names.GROUP_MEMBERS | names.RESERVED | {s.name.value for c in family for s in c.body.body if type(s) in (
+        cst.FunctionDef, cst.ClassDef)} | {t.attr.value for c in family for n in walk(c) for t in assigned(n) if type(
+            t) is cst.Attribute and type(t.value) is cst.Name and t.value.value in ("self", me)}
 
     def model(name: str) -> bool:
         made = bound.get(name, [])
         if len(made) != 1 or type(made[0]) is not cst.Assign or type(made[0].value) is not cst.Call:
             return False
+        if any(arg.keyword and arg.keyword.value == "name" for arg in made[0].value.args):
+            return False  # (`LifRef(n, name="exc")`: the group registers it under that name, read as self.exc)
         func = made[0].value.func  # (a model of this file is batched only where built on the attribute)
         if type(func) is cst.Name and func.value in library_classes:
             return True
@@ -561,6 +568,16 @@ def children_as_attributes(a: Analysis, cls: cst.ClassDef, models: dict[str, cst
         a.inherit(grown, cls)
         return grown, tuple(attribute for attribute, _ in handed)
     return cls, ()
+
+
+def ancestors(a: Analysis, cls: cst.ClassDef, models: dict[str, cst.ClassDef]) -> list[str]:
+    """The model classes of this file ``cls`` derives from, nearest first."""
+    out: list[str] = []
+    base = model_base(a, cls, models)
+    while base is not None and base not in out:
+        out.append(base)
+        base = model_base(a, models[base], models)
+    return out
 
 
 def model_base(a: Analysis, cls: cst.ClassDef, models: dict[str, cst.ClassDef]) -> str | None:
@@ -732,9 +749,11 @@ class _ClassScan:
             base_params = [p.name.value for p in base_init.params.params[1:]] if base_init else []
             for i, arg in enumerate(args):
                 what = model(arg.value)
-                if what is None and group and not arg.star and not (
+                if what is None and group and not arg.star and type(arg.value) is not cst.Attribute and not (
                         arg.keyword and arg.keyword.value in ("name", "mode", "child_type")):
-                    what = "a model"  # (all a group is handed, but these, is a child it registers)
+                    # (all a group is handed, but these, is a child it registers; `self.E`, held by attribute
+                    # too, is one BrainPy's walk of the nodes finds once)
+                    what = "a model"
                 if what is None:
                     continue
                 name = arg.keyword.value if arg.keyword else (

@@ -532,8 +532,9 @@ RULES: tuple[Rule, ...] = (
         ("`super().__init__()` followed by `self.E2I = E2I` and `self.E = E`, in the order the group registers "
          "them; the class statement declares that order (`registered=(\"E2I\", \"E\")`), so that `from_model` "
          "finds them in the original's `self.children`. A model of the file (batched only where it is built on "
-         "its attribute), one handed as an expression, a parameter or a name bound twice, or under a name the "
-         "group has itself (`nodes`, `children`) or the class stores is BFY105"),
+         "its attribute), one handed as an expression, a parameter or a name bound twice, one given its own "
+         "`name=` (registered under it), or under a name the group has itself (`nodes`, `children`) or the class "
+         "or a subclass stores, and a class reading `self.children`, are BFY105"),
         Case(before='return x', after=('self.batch_size = batch_size\nN = bp.dyn.Lif(3)\nsuper().__init__()\nself.N = N\n'
                                'self.rng_key = bfy.key_variable(seed, batch_size)\nbfy.attach_library(self, batch_size)'),
              cls='Net',
@@ -553,7 +554,9 @@ RULES: tuple[Rule, ...] = (
         '`self.N.V.value += x` then `super().update()` in a `bp.DynSysGroup` holding BrainPy built-ins',
         ("`state, _ = self.library.call(params, state, super().update)`: BrainPy's group update (projections, "
          "then dynamics, then the rest) with one example's values bound into the built-ins, as for a group with "
-         "no update of its own; `super().update(x)` of a base of the file is its pure method (below)"),
+         "no update of its own (past a base of the file that has none, `super(NetBatched, self).update`); "
+         "`super().update(x)` of a base of the file is its pure method (below); a group holding models of the "
+         "file beside built-ins is BFY220"),
         Case(before='return x', after=('state = self.library.write(state, "N.V", self.library.read(params, state, '
                                        '"N.V") + x)\nstate, _ = self.library.call(params, state, super().update)\n'
                                        'return bfy.unwrap(state), self.library.read(params, state, "N.V")'),

@@ -205,6 +205,60 @@ def test_children_a_group_is_handed_that_cannot_be_read_as_attributes_are_refuse
     assert expected in str(raised.value), str(raised.value)
 
 
+LEAKY = """
+
+class Leaky(bp.DynamicalSystem):
+    def __init__(self, size):
+        super().__init__()
+        self.V = bm.Variable(bm.zeros(size))
+
+    def update(self):
+        self.V.value = 0.9 * self.V + 1.0
+        return self.V.value
+"""
+
+
+@pytest.mark.parametrize("change,expected", [
+    # (helper-51, on a5f92f2, each exit 0 and then verify FAIL or a crash: the registry read itself, KeyError
+    # 'E'; a positional child named by its constructor and read by that name, no stateful method found; a
+    # subclass storing its own self.E over a registered one, max abs error inf; a model of this file in the
+    # group too, which super().update() ran outside its step, BFY302)
+    (("self.E.spike.value * 1.0", "self.children['E'].spike.value * 1.0"), "BFY105 E (the BrainPy built-in"),
+    (("E = bp.dyn.LifRef(n, **pars)", "E = bp.dyn.LifRef(n, **pars, name='exc')"),
+     "BFY105 E (the BrainPy built-in"),
+    (("\n\n\nGROUP_END", "\n\n\nclass Net2(EINet):\n    def __init__(self, n=8):\n        super().__init__(n)\n"
+                            "        self.E = bp.dyn.LifRef(n, **pars)\n"), "BFY105 E (the BrainPy built-in"),
+    (("        super().__init__(E2I, I2E, E=E, I=I)", "        super().__init__(E2I, I2E, E=E, I=I)\n"
+                                                    "        self.L = Leaky(n)"), "BFY220 super().update() runs"),
+])
+def test_a_group_whose_registry_the_batched_class_cannot_stand_for_is_refused(change, expected) -> None:
+    source = (GROUP_OF_BUILTINS.format(base=GROUP_BASES["super"]) + "\n\n\nGROUP_END").replace(*change)
+    source = source.replace("\n\n\nGROUP_END", "") + LEAKY
+    with pytest.raises(BatchifyError) as raised:
+        transform(source.encode(), "net.py", command="batchify")
+    assert expected in str(raised.value), str(raised.value)
+
+
+def test_a_subclass_of_a_group_with_no_update_of_its_own_runs_brainpys_verify(tmp_path: Path) -> None:
+    """`class Net2(EINet)` whose update calls `super().update()`, EINet having none: on a5f92f2 it ran
+    `EINetBatched.update`, generated for EINet, which steps `self.update_pure`, Net2's (verify: TypeError,
+    missing x). It runs BrainPy's group update past it, `super(EINetBatched, self).update`."""
+    source = GROUP_OF_BUILTINS.format(base=GROUP_BASES["super"])
+    update = source[source.index("    def update(self, x):"):]
+    source = source.replace(update, "") + "\n\nclass Net2(EINet):\n" + update
+    (tmp_path / "net.py").write_text(source)
+    made = subprocess.run([sys.executable, "-m", "batchify", "net.py", "-o", "net_batched.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stderr
+    assert "state, _ = self.library.call(params, state, super(EINetBatched, self).update)" in (
+        tmp_path / "net_batched.py").read_text()
+    checked = subprocess.run([sys.executable, "-m", "batchify", "verify", "net.py", "net_batched.py", "--class", "Net2",
+                              "--input-shape", "x=8:float32:4.0", "--steps", "40", "--batch", "3", "--dt", "0.1",
+                              "--strict", "--no-speed"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert checked.returncode == 0 and "FAIL" not in checked.stdout, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert "examples differ" in checked.stdout, checked.stdout
+
+
 def test_a_group_handed_only_its_name_and_mode_has_no_children_to_read() -> None:
     """`super().__init__(E, name='net')` keeps what is not a child; `super().__init__(**kwargs)` is passed on."""
     text = transform(GROUP_CHILDREN.format(build="        E = bp.dyn.LifRef(n)\n        super().__init__(E, name='net')\n"

@@ -1077,10 +1077,23 @@ class ExprRewriter(Transformer):
         func, ctx = original_node.func, self.ctx
         if not (is_super_call(func) and func.attr.value == "update") or self.stateful_target(func) is not None:
             return None
-        if not ctx.ir.all_libraries(ctx.cls) or ctx.ir.all_children(ctx.cls) or ctx.cls.updateless:
+        chain = ctx.ir.chain(ctx.cls)
+        if not ctx.ir.all_libraries(ctx.cls) or chain[0].updateless:
             return None
+        children = ctx.ir.all_children(ctx.cls)
+        if children:
+            ctx.report(original_node, "BFY220", "super().update() runs BrainPy's group update over every child, "
+                       f"and this group holds models of this file (self.{children[0].name}) beside BrainPy "
+                       "built-ins: batchify steps its own models by their pure methods and the built-ins through "
+                       "one example's library call, not both in one BrainPy update; call each child in update "
+                       f"instead (self.{children[0].name}(...))")
+            return updated_node
+        if chain[0] is not ctx.cls:  # (a base of the file generated `update` itself: BrainPy's is past it)
+            func = cst.parse_expression(f"super({chain[0].batched_name}, {ctx.self_name}).update")
+        else:
+            func = updated_node.func
         return self.carried_call(original_node, attr(name(ctx.self_name), "library", "call"),
-                                 [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), cst.Arg(updated_node.func),
+                                 [cst.Arg(name(ctx.params)), cst.Arg(name(ctx.state)), cst.Arg(func),
                                   *updated_node.args], "update_out", "this call runs the group's built-ins")
 
     def noisy_integrator_call(self, original_node, updated_node, qualified) -> cst.BaseExpression | None:
