@@ -484,38 +484,32 @@ def children_as_attributes(a: Analysis, cls: cst.ClassDef, models: dict[str, cst
     me = self_name_of(init) if init is not None else None
     if me is None or model_base(a, cls, models) is not None:
         return cls, ()
-    group = any(a.qualified_names(b.value) & names.GROUP_BASES for b in cls.bases)
+    group = is_group(a, cls)
     # The class and those deriving from it, whose attributes a child stored here must not meet.
     family = [cls] + [c for c in models.values() if c is not cls and cls.name.value in ancestors(a, c, models)]
     if any(type(n) is cst.Attribute and n.attr.value == "children" and type(n.value) is cst.Name
            and n.value.value in ("self", me) for c in family for n in walk(c)):
         return cls, ()  # (`self.children['E']`: the registry itself is read)
-    bound: dict[str, list[cst.CSTNode]] = {}  # each binding of a name in __init__
-    binders = {cst.AnnAssign: "target", cst.For: "target", cst.NamedExpr: "target", cst.CompFor: "target",
-               cst.AsName: "name", cst.FunctionDef: "name", cst.ClassDef: "name"}
-    for node in walk(init.body):
-        targets = assigned(node) if type(node) in (cst.Assign, cst.AugAssign) else (
-            [getattr(node, binders[type(node)])] if type(node) in binders else [])
-        while targets:
-            target = targets.pop()
-            if type(target) is cst.Name:
-                bound.setdefault(target.value, []).append(node)
-            elif type(target) in (cst.Tuple, cst.List):
-                targets += [e.value for e in target.elements]
-            elif type(target) is cst.StarredElement:
-                targets.append(target.value)
+    # How often __init__'s body binds each name (a parameter rebound once is that one binding), and the call
+    # a plain `NAME = ...` binds it to.
+    nodes = list(walk(init.body))
+    bound = bound_names(init, nodes)
+    for param in param_names(init.params):
+        bound[param] -= 1
+    made = {t.target.value: n.value for n in nodes if type(n) is cst.Assign for t in n.targets
+            if type(t.target) is cst.Name}
     # Attributes the class stores or defines, and the group's own members: a child is not stored over them.
     taken = names.GROUP_MEMBERS | names.RESERVED | {s.name.value for c in family for s in c.body.body if type(s) in (
         cst.FunctionDef, cst.ClassDef)} | {t.attr.value for c in family for n in walk(c) for t in assigned(n) if type(
             t) is cst.Attribute and type(t.value) is cst.Name and t.value.value in ("self", me)}
 
     def model(name: str) -> bool:
-        made = bound.get(name, [])
-        if len(made) != 1 or type(made[0]) is not cst.Assign or type(made[0].value) is not cst.Call:
+        call = made.get(name)
+        if bound.get(name) != 1 or type(call) is not cst.Call:
             return False
-        if any(arg.keyword and arg.keyword.value == "name" for arg in made[0].value.args):
+        if any(arg.keyword and arg.keyword.value == "name" for arg in call.args):
             return False  # (`LifRef(n, name="exc")`: the group registers it under that name, read as self.exc)
-        func = made[0].value.func  # (a model of this file is batched only where built on the attribute)
+        func = call.func  # (a model of this file is batched only where built on the attribute)
         if type(func) is cst.Name and func.value in library_classes:
             return True
         return not (type(func) is cst.Name and func.value in models) and any(
@@ -550,7 +544,7 @@ def children_as_attributes(a: Analysis, cls: cst.ClassDef, models: dict[str, cst
                 kept.append(arg)
         # Every other argument but these keywords is a child too, which the group would register: left as it is.
         others = [arg for arg in kept[1 - is_super_call(call.func):] if not (
-            arg.keyword and arg.keyword.value in ("name", "mode", "child_type"))]
+            arg.keyword and arg.keyword.value in names.GROUP_OPTIONS)]
         if not handed or others or len({local for _, local in handed}) != len(handed):
             return cls, ()
         kept[-1:] = [kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)] if kept else []
@@ -568,6 +562,11 @@ def children_as_attributes(a: Analysis, cls: cst.ClassDef, models: dict[str, cst
         a.inherit(grown, cls)
         return grown, tuple(attribute for attribute, _ in handed)
     return cls, ()
+
+
+def is_group(a: Analysis, cls: cst.ClassDef) -> bool:
+    """Whether ``cls`` derives directly from a BrainPy group (``names.GROUP_BASES``)."""
+    return any(a.qualified_names(b.value) & names.GROUP_BASES for b in cls.bases)
 
 
 def ancestors(a: Analysis, cls: cst.ClassDef, models: dict[str, cst.ClassDef]) -> list[str]:
@@ -737,7 +736,7 @@ class _ClassScan:
             args = list(node.args)
             if is_super_call(node.func):
                 base = model_base(self.a, self.cls, self.models)
-                group = base is None and any(self.a.qualified_names(b.value) & names.GROUP_BASES for b in self.cls.bases)
+                group = base is None and is_group(self.a, self.cls)
             else:  # `bp.DynSysGroup.__init__(self, E=E)`
                 if not (args and type(args[0].value) is cst.Name and args[0].value.value == me):
                     continue
@@ -750,7 +749,7 @@ class _ClassScan:
             for i, arg in enumerate(args):
                 what = model(arg.value)
                 if what is None and group and not arg.star and type(arg.value) is not cst.Attribute and not (
-                        arg.keyword and arg.keyword.value in ("name", "mode", "child_type")):
+                        arg.keyword and arg.keyword.value in names.GROUP_OPTIONS):
                     # (all a group is handed, but these, is a child it registers; `self.E`, held by attribute
                     # too, is one BrainPy's walk of the nodes finds once)
                     what = "a model"

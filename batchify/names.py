@@ -141,6 +141,9 @@ GROUP_BASES = frozenset(
     }
 )
 
+# What a group's constructor takes besides its children.
+GROUP_OPTIONS = frozenset({"name", "mode", "child_type"})
+
 # What a BrainPy group has of its own (``dir(bp.DynSysGroup)`` in brainpy 2.9, and the ``children`` its
 # constructor stores): a child registered under one of these names is not stored as that attribute.
 GROUP_MEMBERS = frozenset(
